@@ -1,0 +1,33 @@
+# Set-up and the two everyday commands. Everything installs into .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch is pinned here (a local CPU build installs quickly); the package itself only
+# asks for a sane range in its optional `perf` extra.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: setup demo demo-refactor test bench clean
+
+$(BIN)/rltrefactor: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet "$(TORCH_PIN)"
+	$(BIN)/pip install --quiet -e ".[perf,test]"
+	touch $@
+
+setup: $(BIN)/rltrefactor
+
+demo: setup
+	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/defects.patch || [ $$? -eq 1 ]
+
+demo-refactor: setup
+	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build dist

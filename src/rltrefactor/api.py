@@ -1,0 +1,147 @@
+"""``review(...)``: a change in, a ReviewResult out. Never prints."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from typing import Any, Literal, Mapping
+
+from .changes import collect_changes
+from .config import Config, load_config
+from .engine import Engine, FileOutcome, select_rules
+from .errors import ConfigError
+from .globs import matches
+from .library.loader import load_library
+from .source import definitions, read_base_sources, read_sources
+from .types import ChangedFile, ChangeSet, Drop, FileError, Finding, ReviewResult
+
+Scope = Literal["lines", "changed-functions", "files"]
+
+
+@dataclass(frozen=True)
+class ReviewRequest:
+    repo: str = "."
+    diff: str | None = None
+    diff_file: str | None = None
+    staged: bool = False
+    paths: tuple[str, ...] = ()
+    scope: Scope = "lines"
+    overrides: Mapping[str, Any] | None = None  # Config field name -> value
+
+
+def review(request: ReviewRequest) -> ReviewResult:
+    started = time.perf_counter()
+    change = collect_changes(
+        request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
+    )
+    config = load_config(change.repo_root or request.repo, request.overrides)
+    library = load_library(config.rule_dirs)
+    _check_names(config, library)
+    rules = select_rules(library, config)
+    engine = Engine(rules, config, frozenset(r.id for r in library.rules))
+    loaded = time.perf_counter()
+
+    targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
+    sources = read_sources(change, [f.path for f in targets])
+    outcomes: list[FileOutcome] = []
+    errors: list[FileError] = []
+    for changed in targets:
+        text = sources[changed.path]
+        if isinstance(text, FileError):
+            errors.append(text)
+            continue
+        outcome = engine.review_file(changed.path, text)
+        outcomes.append(outcome)
+        errors.extend(outcome.errors)
+    matched = time.perf_counter()
+
+    by_path = {f.path: f for f in targets}
+    kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
+    kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
+    return ReviewResult(
+        change=change,
+        library_version=library.version,
+        rules_run=rules,
+        files_reviewed=tuple(o.path for o in outcomes),
+        findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
+        drops=tuple(drops),
+        errors=tuple(errors),
+        timings={"load": loaded - started, "match": matched - loaded, "total": time.perf_counter() - started},
+        fail_on=config.fail_on,  # type: ignore[arg-type]
+    )
+
+
+def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
+    if changed.status == "deleted" or changed.binary or not changed.is_python:
+        return False
+    if config.exclude and matches(changed.path, config.exclude):
+        return False
+    return change.full_scan or scope == "files" or bool(changed.added_lines)
+
+
+def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple[list[Finding], list[Drop]]:
+    kept: list[Finding] = []
+    drops: list[Drop] = []
+    for outcome in outcomes:
+        changed = by_path[outcome.path]
+        touched_defs: set[str] | None = None
+        for finding in outcome.findings:
+            if change.full_scan or scope == "files":
+                inside = True
+            elif scope == "changed-functions":
+                if touched_defs is None:
+                    defs = definitions(sources[outcome.path])
+                    touched_defs = {defs.enclosing(line).qualname for line in changed.added_lines}
+                inside = finding.definition in touched_defs
+            else:
+                span = finding.span
+                inside = any(line in changed.added_lines for line in range(span.line, span.end_line + 1))
+            if inside:
+                kept.append(finding)
+            else:
+                drops.append(Drop(finding, "outside-change"))
+    return kept, drops
+
+
+def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet, engine: Engine) -> list[Finding]:
+    """A kept finding whose identity also exists at the base is moved code, not new code.
+
+    Identities are counted: if the head has more findings with one fingerprint than the
+    base had, that many of the kept ones are new.
+    """
+    if change.base is None or change.full_scan:
+        return kept
+    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})
+    if not paths:
+        return kept
+    base_sources = read_base_sources(change, [by_path[p].old_path or p for p in paths])
+    base_counts: Counter[str] = Counter()
+    for path in paths:
+        text = base_sources.get(by_path[path].old_path or path)
+        if isinstance(text, str):
+            base_counts.update(f.fingerprint for f in engine.review_file(path, text).findings)
+    head_counts: Counter[str] = Counter()
+    for outcome in outcomes:
+        head_counts.update(f.fingerprint for f in outcome.findings)
+    kept_by_print: dict[str, list[int]] = defaultdict(list)
+    for index, finding in enumerate(kept):
+        kept_by_print[finding.fingerprint].append(index)
+    result = list(kept)
+    for print_, indexes in kept_by_print.items():
+        new_allowed = max(0, head_counts[print_] - base_counts[print_])
+        for index in indexes[new_allowed:]:
+            result[index] = replace(result[index], status="pre-existing")
+    return result
+
+
+def _check_names(config: Config, library) -> None:
+    known = {rule.id for rule in library.rules} | {rule.area for rule in library.rules}
+    named = list(config.select) + list(config.ignore)
+    named += [n for names in config.per_path_ignores.values() for n in names]
+    for name in named:
+        if name not in known:
+            raise ConfigError(
+                f"{config.source}: unknown rule or area {name!r} in select/ignore; "
+                "list them with 'rltrefactor rules list'"
+            )

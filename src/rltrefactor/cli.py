@@ -1,0 +1,125 @@
+"""Command line: parse arguments, call the API, pick a reporter, set the exit code.
+
+Exit codes: 0 no failing finding; 1 failing findings; 2 usage, configuration, input
+error, or an internal error (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Sequence
+
+from . import __version__
+from .errors import RltError
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ("text", "json", "sarif", "github", "markdown")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _add_change_source(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_argument_group("change source (one of)")
+    source.add_argument("paths", nargs="*", metavar="PATH", help="review whole files or directories (full scan)")
+    source.add_argument("--diff", metavar="REF|A..B|A...B", help="review what the branch changes since REF (working tree included), or a git range read at B")
+    source.add_argument("--diff-file", metavar="PATCH", help="review a unified diff ('-' for stdin); contents from --repo's working tree")
+    source.add_argument("--staged", action="store_true", help="review the index against HEAD (pre-commit)")
+    parser.add_argument("--repo", default=".", help="repository root (default: current directory)")
+
+
+def _add_review_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", choices=FORMATS, default="text")
+    parser.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    parser.add_argument("--scope", choices=("lines", "changed-functions", "files"), default="lines",
+                        help="which findings count as part of the change (default: lines the change adds)")
+    parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
+    parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
+    parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to run")
+    parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
+    parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
+    parser.add_argument("--statistics", action="store_true", help="text: counts per rule")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+
+def _csv(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="rltrefactor", description="Refactor review for PyTorch inference-engine code.")
+    parser.add_argument("--version", action="version", version=f"rltrefactor {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    review = commands.add_parser("review", help="review a change against the rule library")
+    _add_change_source(review)
+    _add_review_options(review)
+    from .cli_rules import add_rules_parser
+
+    add_rules_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+    try:
+        return args.handler(args) if hasattr(args, "handler") else _run_review(args)
+    except RltError as exc:
+        print(f"rltrefactor: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("rltrefactor: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
+        if os.environ.get("RLTREFACTOR_DEBUG"):
+            raise
+        print(f"rltrefactor: internal error: {type(exc).__name__}: {exc}; rerun with RLTREFACTOR_DEBUG=1 and report it", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    from .api import ReviewRequest, review
+
+    request = ReviewRequest(
+        repo=args.repo,
+        diff=args.diff,
+        diff_file=args.diff_file,
+        staged=args.staged,
+        paths=tuple(args.paths),
+        scope=args.scope,
+        overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore},
+    )
+    result = review(request)
+    write_report(render(result, args), args.output)
+    return EXIT_FINDINGS if result.failing else EXIT_CLEAN
+
+
+def render(result, args: argparse.Namespace) -> str:
+    if args.format == "json":
+        from .report.json import render_json
+
+        return render_json(result)
+    from .report.text import render_text
+
+    color = args.color == "always" or (
+        args.color == "auto" and args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    )
+    return render_text(
+        result, color=color, show_preexisting=args.show_preexisting, quiet=args.quiet, statistics=args.statistics
+    )
+
+
+def write_report(text: str, output: str | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    from .fileio import write_atomic
+
+    write_atomic(output, text)

@@ -1,0 +1,164 @@
+"""``[tool.rltrefactor]`` in the reviewed repository's pyproject.toml, plus CLI overrides."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from .errors import ConfigError
+from .globs import GlobError, compile_glob
+
+# Where engine code that runs per step usually lives (vLLM/SGLang-style layouts).
+DEFAULT_HOT_PATHS = (
+    "**/worker/**",
+    "**/workers/**",
+    "**/model_executor/**",
+    "**/models/**",
+    "**/model_runner*.py",
+    "**/attention/**",
+    "**/layers/**",
+    "**/sampling/**",
+    "**/sample/**",
+    "**/sampler*.py",
+    "**/spec_decode/**",
+    "**/speculative/**",
+)
+DEFAULT_TEST_PATHS = ("tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+SEVERITY_NAMES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ()  # rule ids or areas; empty = every active rule
+    ignore: tuple[str, ...] = ()
+    per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
+    test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
+    exclude: tuple[str, ...] = ()
+    rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
+    rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    fail_on: str = "warning"
+    perf_hooks: str = "perf_hooks"
+    source: str = "defaults"  # the file the values came from, for error messages
+
+
+_KEYS = {
+    "select": "list of rule ids or areas",
+    "ignore": "list of rule ids or areas",
+    "per-path-ignores": "table of glob = [rule ids or areas]",
+    "hot-paths": "list of globs",
+    "extend-hot-paths": "list of globs",
+    "test-paths": "list of globs",
+    "exclude": "list of globs",
+    "rule-dirs": "list of directories",
+    "rule-options": "table of rule id = {option = value}",
+    "fail-on": "one of error, warning, info",
+    "perf-hooks": "a directory",
+}
+
+
+def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
+    path = os.path.join(repo_root, "pyproject.toml")
+    table: dict[str, Any] = {}
+    text = ""
+    if os.path.isfile(path):
+        with open(path, "rb") as handle:
+            raw = handle.read()
+        text = raw.decode("utf-8", "replace")
+        try:
+            table = tomllib.loads(text).get("tool", {}).get("rltrefactor", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
+    config = _from_table(table, path, text, repo_root)
+    return apply_overrides(config, overrides or {})
+
+
+def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
+    changes = {key: value for key, value in overrides.items() if value not in (None, ())}
+    if "fail_on" in changes:
+        _check_choice(changes["fail_on"], SEVERITY_NAMES, "--fail-on", "")
+    return replace(config, **changes)
+
+
+def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Config:
+    for key in table:
+        if key not in _KEYS:
+            near = difflib.get_close_matches(key, _KEYS, n=1)
+            hint = f" (did you mean '{near[0]}'?)" if near else ""
+            raise ConfigError(
+                f"{_where(path, text, key)}: [tool.rltrefactor]: unknown key '{key}'{hint}; "
+                f"valid keys: {', '.join(_KEYS)}"
+            )
+    get = lambda key: _typed(table, key, path, text)  # noqa: E731
+    per_path = get("per-path-ignores") or {}
+    for glob in per_path:
+        _check_glob(glob, path, text, "per-path-ignores")
+    hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
+    for key, globs in (("hot-paths", hot), ("test-paths", get("test-paths") or ()), ("exclude", get("exclude") or ())):
+        for glob in globs:
+            _check_glob(glob, path, text, key)
+    fail_on = get("fail-on") or "warning"
+    _check_choice(fail_on, SEVERITY_NAMES, "fail-on", _where(path, text, "fail-on"))
+    return Config(
+        select=tuple(get("select") or ()),
+        ignore=tuple(get("ignore") or ()),
+        per_path_ignores={glob: tuple(ids) for glob, ids in per_path.items()},
+        hot_paths=hot,
+        test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
+        exclude=tuple(get("exclude") or ()),
+        rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
+        rule_options=dict(get("rule-options") or {}),
+        fail_on=fail_on,
+        perf_hooks=get("perf-hooks") or "perf_hooks",
+        source=path if table else "defaults",
+    )
+
+
+def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
+    value = table.get(key)
+    if value is None:
+        return None
+    expected = _KEYS[key]
+    ok = (
+        isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if expected.startswith("list")
+        else isinstance(value, dict)
+        if expected.startswith("table")
+        else isinstance(value, str)
+    )
+    if key == "per-path-ignores" and ok:
+        ok = all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values())
+    if not ok:
+        raise ConfigError(
+            f"{_where(path, text, key)}: [tool.rltrefactor] {key}: expected a {expected} "
+            f"(got {value!r}); fix the value"
+        )
+    return value
+
+
+def _check_glob(glob: str, path: str, text: str, key: str) -> None:
+    try:
+        compile_glob(glob)
+    except GlobError as exc:
+        raise ConfigError(f"{_where(path, text, key)}: [tool.rltrefactor] {key}: {exc}") from None
+
+
+def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -> None:
+    if value not in choices:
+        prefix = f"{where}: " if where else ""
+        raise ConfigError(f"{prefix}{name}: expected one of {', '.join(choices)} (got {value!r})")
+
+
+def _where(path: str, text: str, key: str) -> str:
+    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, best effort."""
+    in_section = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            in_section = stripped.startswith("[tool.rltrefactor")
+        elif in_section and stripped.split("=")[0].strip().strip('"') == key:
+            return f"{path}:{number}"
+    return path

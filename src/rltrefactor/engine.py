@@ -1,0 +1,229 @@
+"""One file through the rules: prefilter, parse once, match, turn hits into findings."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import traceback
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+import libcst as cst
+
+from .config import Config
+from .globs import matches
+from .library.model import Library, Rule
+from .matchers.base import FileContext, Matcher
+from .matchers.registry import build_matcher
+from .source import DefinitionMap, definitions
+from .suppressions import Suppression, parse_suppressions
+from .types import FileError, Finding, Hit, Span
+
+INVALID_SUPPRESSION = "invalid-suppression"
+_TEMPLATE_VAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
+_WHITESPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class FileOutcome:
+    path: str
+    findings: tuple[Finding, ...]
+    errors: tuple[FileError, ...]
+    parsed: bool  # False when every rule's prefilter ruled the file out
+
+
+def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
+    """Rules this run applies: active ones, plus experimental ones selected by id."""
+    chosen = []
+    for rule in library.rules:
+        if rule.status == "retired":
+            continue
+        named = rule.id in config.select
+        if config.select and not (named or rule.area in config.select):
+            continue
+        if rule.status == "experimental" and not named:
+            continue
+        if rule.id in config.ignore or rule.area in config.ignore:
+            continue
+        chosen.append(rule)
+    return tuple(chosen)
+
+
+class Engine:
+    def __init__(self, rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str]) -> None:
+        self.config = config
+        self.rules = rules
+        self.known_ids = known_ids
+        self._matchers: list[tuple[Rule, Matcher]] = [
+            (rule, build_matcher(_with_options(rule, config))) for rule in rules if rule.automated
+        ]
+        self._rule_by_id = {rule.id: rule for rule in rules}
+
+    def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
+        is_hot = matches(path, self.config.hot_paths)
+        is_test = matches(path, self.config.test_paths)
+        ignored = {
+            name
+            for glob, names in self.config.per_path_ignores.items()
+            if matches(path, (glob,))
+            for name in names
+        }
+        chosen = []
+        for rule, matcher in self._matchers:
+            scope = rule.applicability
+            if rule.id in ignored or rule.area in ignored:
+                continue
+            if (scope.hot_paths_only and not is_hot) or (is_test and not scope.tests):
+                continue
+            if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
+                continue
+            chosen.append((rule, matcher))
+        return chosen
+
+    def review_file(self, path: str, text: str) -> FileOutcome:
+        candidates = [
+            (rule, matcher)
+            for rule, matcher in self.applicable(path)
+            if not matcher.prefilter or any(token in text for token in matcher.prefilter)
+        ]
+        has_directive = "rltrefactor:" in text
+        if not candidates and not has_directive:
+            return FileOutcome(path, (), (), parsed=False)
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            line = exc.raw_line
+            return FileOutcome(path, (), (FileError(path, f"syntax error: {exc.message}", line),), parsed=True)
+        except RecursionError:
+            return FileOutcome(path, (), (FileError(path, "nesting too deep to parse; not reviewed"),), parsed=True)
+        ctx = FileContext(
+            path,
+            module,
+            is_hot_path=matches(path, self.config.hot_paths),
+            is_test=matches(path, self.config.test_paths),
+            definitions=_LazyDefinitions(text),
+        )
+        hits, errors = _run_matchers(ctx, candidates)
+        findings = self._to_findings(path, text, ctx.definitions, hits)
+        if has_directive:
+            findings = self._apply_suppressions(path, text, ctx.definitions, findings)
+        return FileOutcome(path, tuple(findings), tuple(errors), parsed=True)
+
+    def _to_findings(self, path: str, text: str, defs: "_LazyDefinitions", hits: Iterable[Hit]) -> list[Finding]:
+        lines = text.splitlines()
+        findings = []
+        for hit in hits:
+            rule = self._rule_by_id[hit.rule_id]
+            definition = defs.enclosing(hit.span.line).qualname
+            findings.append(
+                Finding(
+                    rule_id=rule.id,
+                    area=rule.area,
+                    title=rule.title,
+                    severity=rule.severity,  # type: ignore[arg-type]
+                    path=path,
+                    span=hit.span,
+                    impact=fill_template(rule.impact, hit.bindings),
+                    fix=fill_template(rule.fix, hit.bindings),
+                    fingerprint=fingerprint(rule.id, definition, hit.matched_text),
+                    definition=definition,
+                    snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
+                )
+            )
+        return findings
+
+    def _apply_suppressions(self, path, text, defs, findings: list[Finding]) -> list[Finding]:
+        directives = parse_suppressions(text)
+        kept = []
+        for finding in findings:
+            directive = directives.get(finding.span.line) or directives.get(finding.span.end_line)
+            if directive is not None and finding.rule_id in directive.rule_ids:
+                finding = replace(finding, suppressed=True, disposition=directive.reason or None)
+            kept.append(finding)
+        kept.extend(self._invalid_suppressions(path, text, defs, directives.values()))
+        return kept
+
+    def _invalid_suppressions(self, path, text, defs, directives: Iterable[Suppression]) -> list[Finding]:
+        out = []
+        lines = text.splitlines()
+        for directive in directives:
+            unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in self.known_ids]
+            problem = directive.problem or (
+                f"names unknown rule {', '.join(repr(u) for u in unknown)}; "
+                "check the id with 'rltrefactor rules list'"
+                if unknown
+                else ""
+            )
+            if not problem:
+                continue
+            source = lines[directive.line - 1]
+            comment = source[directive.column - 1 :]
+            span = Span(directive.line, directive.column, directive.line, len(source) + 1)
+            definition = defs.enclosing(directive.line).qualname
+            out.append(
+                Finding(
+                    rule_id=INVALID_SUPPRESSION,
+                    area="configuration-readability",
+                    title="Suppression comment that cannot be honoured as written",
+                    severity="warning",
+                    path=path,
+                    span=span,
+                    impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
+                    fix=problem.split("; ", 1)[-1].capitalize() + ".",
+                    fingerprint=fingerprint(INVALID_SUPPRESSION, definition, comment),
+                    definition=definition,
+                    snippet=source,
+                )
+            )
+        return out
+
+
+class _LazyDefinitions:
+    """Builds the tree-sitter definition map only when a hit needs it."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._map: DefinitionMap | None = None
+
+    def enclosing(self, line: int):
+        if self._map is None:
+            self._map = definitions(self._text)
+        return self._map.enclosing(line)
+
+
+def _run_matchers(ctx: FileContext, candidates) -> tuple[list[Hit], list[FileError]]:
+    hits: list[Hit] = []
+    errors: list[FileError] = []
+    for rule, matcher in candidates:
+        try:
+            for match in matcher.find(ctx):
+                bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
+                hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
+        except RecursionError:
+            errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
+        except Exception as exc:  # a matcher bug must not end the review of other files
+            where = traceback.extract_tb(exc.__traceback__)[-1]
+            errors.append(
+                FileError(ctx.path, f"rule {rule.id}: matcher crashed ({type(exc).__name__}: {exc} at {where.filename}:{where.lineno}); please report it")
+            )
+    hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
+    return hits, errors
+
+
+def fill_template(template: str, bindings) -> str:
+    return _TEMPLATE_VAR.sub(lambda m: bindings.get(m.group(1), m.group(0)), template)
+
+
+def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
+    """Identity of a finding that survives line shifts and re-indentation."""
+    normalised = _WHITESPACE.sub(" ", matched_text).strip()
+    digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:20]
+
+
+def _with_options(rule: Rule, config: Config) -> Rule:
+    extra = config.rule_options.get(rule.id)
+    if not extra or rule.matcher is None:
+        return rule
+    matcher = replace(rule.matcher, options={**rule.matcher.options, **extra})
+    return replace(rule, matcher=matcher)

@@ -1,0 +1,110 @@
+"""The rule model: what one YAML entry means once validated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+AREAS = (
+    "responsibilities-state",
+    "capability-selection",
+    "shared-logic",
+    "interfaces",
+    "lifecycle",
+    "configuration-readability",
+    "device-residency",
+    "loop-semantics",
+)
+STATUSES = ("active", "experimental", "retired")
+SEVERITIES = ("error", "warning", "info")
+CONFIDENCES = ("high", "medium", "low")
+FIX_SAFETY = ("safe", "unsafe", "manual")
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a piece of rule data was written: for `file:line` errors."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Applicability:
+    paths: tuple[str, ...] = ("**/*.py",)
+    exclude: tuple[str, ...] = ()
+    hot_paths_only: bool = False
+    tests: bool = False  # whether test files are reviewed by this rule
+
+
+@dataclass(frozen=True)
+class Example:
+    kind: Literal["bad", "good"]
+    code: str
+    path: str  # virtual repo-relative path the example is reviewed as
+    origin: Origin
+    # 1-based lines of ``code`` that must report (marked ``# expect``); empty for good.
+    expected_lines: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class MatcherSpec:
+    """Either a declarative pattern tree (``pattern``) or a registered Python matcher."""
+
+    origin: Origin
+    pattern: Mapping[str, Any] | None = None  # the YAML ``matcher`` mapping, validated
+    python: str | None = None  # registry id
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    area: str
+    status: str
+    since: str
+    severity: str
+    confidence: str
+    applicability: Applicability
+    problem: str
+    preferred: str
+    exceptions: str
+    impact: str  # template: may use $METAVARS bound by the matcher
+    fix: str  # template, as impact
+    fix_safety: str
+    references: tuple[str, ...]
+    examples: tuple[Example, ...]
+    matcher: MatcherSpec | None  # None: a manual (checklist) rule
+    origin: Origin
+    library: str = "bundled"  # "bundled" or the repo-local rule directory
+
+    @property
+    def automated(self) -> bool:
+        return self.matcher is not None
+
+    @property
+    def anchor(self) -> str:
+        """Anchor of this rule in the rendered rules reference (``rules docs``)."""
+        return self.id
+
+
+@dataclass(frozen=True)
+class Library:
+    version: str
+    schema: int
+    rules: tuple[Rule, ...]
+    retired_ids: frozenset[str] = frozenset()  # ids that may never be reused
+
+    def get(self, rule_id: str) -> Rule | None:
+        for rule in self.rules:
+            if rule.id == rule_id:
+                return rule
+        return None
+
+    @property
+    def by_id(self) -> Mapping[str, Rule]:
+        return {rule.id: rule for rule in self.rules}

@@ -1,0 +1,77 @@
+"""``--format json``: the documented, versioned machine-readable result.
+
+Schema ``rltrefactor/review/v1``; fields are only ever added, never renamed or removed,
+within a schema version.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+from .. import __version__
+from ..types import Finding, ReviewResult
+
+SCHEMA = "rltrefactor/review/v1"
+
+
+def finding_record(finding: Finding) -> dict:
+    record = {
+        "rule": finding.rule_id,
+        "area": finding.area,
+        "title": finding.title,
+        "severity": finding.severity,
+        "path": finding.path,
+        "line": finding.span.line,
+        "column": finding.span.column,
+        "end_line": finding.span.end_line,
+        "end_column": finding.span.end_column,
+        "definition": finding.definition,
+        "impact": finding.impact,
+        "fix": finding.fix,
+        "fingerprint": finding.fingerprint,
+        "status": finding.status,
+        "suppressed": finding.suppressed,
+        "disposition": finding.disposition,
+        "confirmed": finding.confirmed,
+    }
+    if finding.perf is not None:
+        record["perf"] = asdict(finding.perf)
+    return record
+
+
+def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
+    change = result.change
+    document = {
+        "schema": SCHEMA,
+        "tool": {"name": "rltrefactor", "version": __version__},
+        "library": {"version": result.library_version, "rules": [rule.id for rule in result.rules_run]},
+        "reviewed": {
+            "description": change.description,
+            "base": change.base,
+            "head": change.head.ref if change.head.kind == "git" else change.head.kind,
+            "files": list(result.files_reviewed),
+        },
+        "findings": [
+            finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
+        ],
+        "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in result.errors],
+        "summary": {
+            "findings": len(result.findings),
+            "failing": len(result.failing),
+            "suppressed": sum(f.suppressed for f in result.findings),
+            "pre_existing": sum(f.status == "pre-existing" for f in result.findings),
+            "fail_on": result.fail_on,
+        },
+    }
+    if result.perf is not None:
+        perf = result.perf
+        document["perf"] = {
+            "device": perf.device,
+            "checks": list(perf.checks),
+            "deltas": [asdict(d) for d in perf.deltas],
+            "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in perf.errors],
+            "wall_seconds": round(perf.wall_seconds, 3),
+            "artifacts_dir": perf.artifacts_dir,
+        }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,103 @@
+"""``--format text``: findings grouped by file, a code frame each, one summary line."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+from itertools import groupby
+
+from rich.console import Console
+from rich.text import Text
+
+from ..types import Finding, ReviewResult
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render_text(
+    result: ReviewResult,
+    *,
+    color: bool = False,
+    show_preexisting: bool = False,
+    quiet: bool = False,
+    statistics: bool = False,
+    width: int = 100,
+) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer, force_terminal=color, color_system="standard" if color else None,
+        width=width, highlight=False, soft_wrap=True,
+    )
+    shown = [f for f in result.findings if _visible(f, show_preexisting)]
+    if not quiet:
+        for path, group in groupby(shown, key=lambda f: f.path):
+            console.print(Text(path, style="bold underline"))
+            for finding in group:
+                _print_finding(console, finding)
+            console.print()
+        for error in result.errors:
+            where = f"{error.path}:{error.line}" if error.line else error.path
+            console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
+    if statistics:
+        _print_statistics(console, shown)
+    console.print(_summary(result, shown))
+    return buffer.getvalue()
+
+
+def _visible(finding: Finding, show_preexisting: bool) -> bool:
+    if finding.suppressed:
+        return False
+    return finding.status == "new" or show_preexisting
+
+
+def _print_finding(console: Console, finding: Finding) -> None:
+    span = finding.span
+    header = Text.assemble(
+        (f"  {span.line}:{span.column}", "bold"),
+        "  ",
+        (finding.severity, _SEVERITY_STYLE.get(finding.severity, "")),
+        "  ",
+        (finding.rule_id, "bold"),
+        f"  {finding.title}",
+    )
+    if finding.status == "pre-existing":
+        header.append("  (pre-existing)", style="dim")
+    if finding.confirmed:
+        header.append("  [confirmed by perf hook]", style="green")
+    console.print(header)
+    if finding.snippet:
+        gutter = f"{span.line:>6} │ "
+        console.print(Text(gutter, style="dim") + Text(finding.snippet.rstrip()))
+        end = span.end_column if span.end_line == span.line else len(finding.snippet.rstrip()) + 1
+        width = max(1, end - span.column)
+        console.print(Text(" " * 6 + " │ " + " " * (span.column - 1), style="dim") + Text("^" * width, style="red"))
+    console.print(Text.assemble(("    impact: ", "bold"), finding.impact))
+    console.print(Text.assemble(("    fix:    ", "bold"), finding.fix))
+
+
+def _print_statistics(console: Console, shown: list[Finding]) -> None:
+    counts = Counter((f.rule_id, f.severity) for f in shown)
+    for (rule_id, severity), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        console.print(f"{count:>5}  {severity:<8} {rule_id}")
+
+
+def _summary(result: ReviewResult, shown: list[Finding]) -> Text:
+    failing = len(result.failing)
+    if not result.change.files:
+        return Text("Nothing to review: the change is empty.")
+    suppressed = sum(f.suppressed for f in result.findings)
+    preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)
+    parts = [
+        f"{len(shown)} finding{'s' if len(shown) != 1 else ''} ({failing} failing at fail-on={result.fail_on})",
+        f"{len(result.files_reviewed)} file{'s' if len(result.files_reviewed) != 1 else ''} reviewed",
+    ]
+    if suppressed:
+        parts.append(f"{suppressed} suppressed")
+    if preexisting:
+        parts.append(f"{preexisting} pre-existing (--show-preexisting)")
+    if result.errors:
+        parts.append(f"{len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}")
+    parts.append(f"library {result.library_version}")
+    parts.append(f"{result.timings.get('total', 0.0):.2f} s")
+    style = "bold red" if failing else "bold green"
+    return Text(" · ".join(parts), style=style)

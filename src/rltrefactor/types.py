@@ -1,0 +1,192 @@
+"""Records that flow between the pipeline's stages.
+
+change source -> ChangeSet(ChangedFile...) -> SourceFile -> Hit -> Finding -> ReviewResult
+
+Every record is frozen: a stage never edits what an earlier stage produced, it
+returns a new record (``dataclasses.replace``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, Mapping
+
+if TYPE_CHECKING:
+    from .library.model import Rule
+
+FileStatus = Literal["added", "modified", "renamed", "deleted", "copied"]
+ContentKind = Literal["git", "index", "worktree"]
+Severity = Literal["error", "warning", "info"]
+FindingStatus = Literal["new", "pre-existing"]
+SEVERITY_ORDER: Mapping[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass(frozen=True)
+class Revision:
+    """Where file contents are read from.
+
+    ``kind="git"`` reads blob ``ref:path`` from the object store, ``"index"`` reads the
+    staged blob, ``"worktree"`` reads the file on disk under the repository root.
+    """
+
+    kind: ContentKind
+    ref: str | None = None  # full commit SHA when kind == "git"
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    path: str  # repo-relative, POSIX separators; for a deletion, the old path
+    status: FileStatus
+    old_path: str | None = None  # set for renamed/copied/deleted/modified files
+    added_lines: frozenset[int] = frozenset()  # 1-based head lines added or modified
+    binary: bool = False
+
+    @property
+    def is_python(self) -> bool:
+        return self.path.endswith((".py", ".pyi"))
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """What one review looks at.
+
+    ``base`` is the resolved base commit (None for a patch file or a full scan);
+    ``full_scan`` means every line of every file counts as changed.
+    """
+
+    repo_root: str | None
+    head: Revision
+    files: tuple[ChangedFile, ...]
+    base: str | None = None
+    full_scan: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Span:
+    line: int  # 1-based
+    column: int  # 1-based
+    end_line: int
+    end_column: int  # 1-based, exclusive
+
+
+@dataclass(frozen=True)
+class Definition:
+    qualname: str  # e.g. "ModelRunner.execute" or "<module>"
+    kind: Literal["function", "class", "module"]
+    start_line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A matcher's raw output, before scoping, suppression or fingerprinting."""
+
+    rule_id: str
+    span: Span
+    matched_text: str  # source of the matched node, used in the fingerprint
+    bindings: Mapping[str, str] = field(default_factory=dict)  # metavariable -> source
+
+
+@dataclass(frozen=True)
+class PerfEvidence:
+    check: str  # micro-check name, "module:function"
+    category: Literal["sync", "copy", "alloc"]
+    base_count: int
+    head_count: int
+    device: str
+    detail: str = ""  # e.g. "+1 sync at engine/runner.py:212 — step_tokens.item()"
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule_id: str
+    area: str
+    title: str
+    severity: Severity
+    path: str
+    span: Span
+    impact: str
+    fix: str
+    fingerprint: str
+    definition: str = "<module>"  # qualified name of the enclosing definition
+    snippet: str = ""  # the flagged source line(s), as read from the head revision
+    status: FindingStatus = "new"
+    suppressed: bool = False
+    disposition: str | None = None  # reason given in the suppression comment
+    confirmed: bool = False  # a perf delta landed on this line
+    perf: PerfEvidence | None = None
+
+
+@dataclass(frozen=True)
+class FileError:
+    path: str
+    message: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Drop:
+    """A finding that was not reported, and why."""
+
+    finding: Finding
+    reason: Literal["outside-change", "ignored-by-config", "baseline"]
+
+
+@dataclass(frozen=True)
+class PerfDelta:
+    """One site whose per-call count of a category differs between base and head."""
+
+    check: str
+    category: Literal["sync", "copy", "alloc"]
+    path: str  # repo-relative; "" when the op could not be attributed to repo code
+    line: int
+    source: str  # the source text of that line at its side's revision
+    base_count: int
+    head_count: int
+    device: str
+    bytes_delta: int = 0  # allocations: head bytes minus base bytes
+
+    @property
+    def added(self) -> bool:
+        return self.head_count > self.base_count
+
+
+@dataclass(frozen=True)
+class PerfSummary:
+    device: str
+    checks: tuple[str, ...]  # micro-checks that ran on both sides
+    deltas: tuple[PerfDelta, ...]  # additions and removals; unchanged sites omitted
+    errors: tuple[FileError, ...] = ()  # failed/hung/crashed micro-checks, per side
+    wall_seconds: float = 0.0
+    artifacts_dir: str | None = None  # profile artifacts, when captured
+    # Rows of the profiled base-vs-head operator table (not performance results).
+    profile_rows: tuple[Mapping[str, object], ...] = ()
+    device_evidence: Mapping[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReviewResult:
+    change: ChangeSet
+    library_version: str
+    rules_run: tuple["Rule", ...]  # in library order
+    files_reviewed: tuple[str, ...]
+    # Reported findings, suppressed and pre-existing ones included (flagged as such);
+    # findings outside the change or ignored by configuration go to ``drops``.
+    findings: tuple[Finding, ...]
+    drops: tuple[Drop, ...] = ()
+    errors: tuple[FileError, ...] = ()
+    timings: Mapping[str, float] = field(default_factory=dict)
+    fail_on: Severity = "warning"
+    perf: PerfSummary | None = None
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        threshold = SEVERITY_ORDER[self.fail_on]
+        return tuple(
+            f
+            for f in self.findings
+            if not f.suppressed
+            and f.status == "new"
+            and SEVERITY_ORDER[f.severity] >= threshold
+        )

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import pytest
+
+from rltrefactor.config import DEFAULT_HOT_PATHS, load_config
+from rltrefactor.errors import ConfigError
+from rltrefactor.globs import matches
+
+
+def _write(tmp_path, body):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.rltrefactor]\n" + body)
+
+
+def test_defaults_without_pyproject(tmp_path):
+    config = load_config(str(tmp_path))
+    assert config.hot_paths == DEFAULT_HOT_PATHS and config.fail_on == "warning"
+
+
+def test_values_are_read_and_resolved(tmp_path):
+    _write(tmp_path, 'select = ["device-residency"]\nfail-on = "error"\nextend-hot-paths = ["engine/core/**"]\n'
+                     'rule-dirs = ["review/rules"]\n[tool.rltrefactor.per-path-ignores]\n"legacy/**" = ["interfaces"]\n')
+    config = load_config(str(tmp_path))
+    assert config.select == ("device-residency",)
+    assert config.fail_on == "error"
+    assert "engine/core/**" in config.hot_paths and "**/worker/**" in config.hot_paths
+    assert config.rule_dirs == (str(tmp_path / "review" / "rules"),)
+    assert config.per_path_ignores == {"legacy/**": ("interfaces",)}
+
+
+def test_unknown_key_names_key_line_and_suggestion(tmp_path):
+    _write(tmp_path, 'selct = ["x"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path))
+    message = str(info.value)
+    assert "pyproject.toml:5:" in message and "unknown key 'selct'" in message and "did you mean 'select'" in message
+
+
+@pytest.mark.parametrize(
+    "body, fragment",
+    [
+        ('select = "device-residency"\n', "select: expected a list of rule ids or areas"),
+        ('fail-on = "fatal"\n', "fail-on: expected one of error, warning, info (got 'fatal')"),
+        ('hot-paths = ["/abs/**"]\n', "invalid glob '/abs/**'"),
+        ('hot-paths = ["a/[b"]\n', "unclosed '['"),
+    ],
+)
+def test_bad_values(tmp_path, body, fragment):
+    _write(tmp_path, body)
+    with pytest.raises(ConfigError, match=None) as info:
+        load_config(str(tmp_path))
+    assert fragment in str(info.value)
+
+
+def test_invalid_toml(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.rltrefactor\n")
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load_config(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "path, hot",
+    [
+        ("vllm/v1/worker/gpu_model_runner.py", True),
+        ("vllm/model_executor/layers/sampler.py", True),
+        ("sglang/srt/layers/attention/flashinfer_backend.py", True),
+        ("vllm_ascend/worker/model_runner_v1.py", True),
+        ("vllm/entrypoints/openai/api_server.py", False),
+        ("vllm/config.py", False),
+        ("docs/source/conf.py", False),
+    ],
+)
+def test_default_hot_paths_cover_usual_engine_layouts(path, hot):
+    assert matches(path, DEFAULT_HOT_PATHS) is hot
+
+
+def test_glob_semantics():
+    assert matches("a/b/c.py", ("**/*.py",)) and matches("c.py", ("**/*.py",))
+    assert matches("pkg/sub/x.py", ("pkg",))  # a directory covers what is beneath it
+    assert not matches("pkgx/y.py", ("pkg",))
+    assert not matches("a/b.py", ("*.py",))
