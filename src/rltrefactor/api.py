@@ -7,12 +7,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping
 
+from .cache import ResultCache, default_cache_dir
 from .changes import collect_changes
 from .config import Config, load_config
 from .engine import Engine, FileOutcome, select_rules
 from .errors import ConfigError
 from .globs import matches
 from .library.loader import load_library
+from .scan import default_jobs, review_files
 from .source import definitions, read_base_sources, read_sources
 from .types import ChangedFile, ChangeSet, Drop, FileError, Finding, ReviewResult
 
@@ -28,6 +30,9 @@ class ReviewRequest:
     paths: tuple[str, ...] = ()
     scope: Scope = "lines"
     overrides: Mapping[str, Any] | None = None  # Config field name -> value
+    cache_dir: str | None = None  # None: the user cache directory
+    use_cache: bool = True
+    jobs: int | None = None  # None: one per core for large scans
 
 
 def review(request: ReviewRequest) -> ReviewResult:
@@ -44,15 +49,16 @@ def review(request: ReviewRequest) -> ReviewResult:
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     sources = read_sources(change, [f.path for f in targets])
-    outcomes: list[FileOutcome] = []
-    errors: list[FileError] = []
-    for changed in targets:
-        text = sources[changed.path]
-        if isinstance(text, FileError):
-            errors.append(text)
-            continue
-        outcome = engine.review_file(changed.path, text)
-        outcomes.append(outcome)
+    errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
+    texts = {path: text for path, text in sources.items() if isinstance(text, str)}
+    cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
+    # Outside the changed statements no finding can be kept, so they are not matched.
+    limits = None
+    if not change.full_scan and request.scope != "files":
+        limits = {f.path: f.added_lines for f in targets}
+    by_file = review_files(engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits)
+    outcomes: list[FileOutcome] = [by_file[f.path] for f in targets if f.path in by_file]
+    for outcome in outcomes:
         errors.extend(outcome.errors)
     matched = time.perf_counter()
 

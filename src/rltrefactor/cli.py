@@ -12,7 +12,7 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .errors import RltError
+from .errors import ConfigError, RltError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "markdown")
@@ -44,6 +44,16 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
     parser.add_argument("--statistics", action="store_true", help="text: counts per rule")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
+    parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
+    parser.add_argument("--docs-url", metavar="URL", help="rules reference that findings link to")
+    _add_engine_options(parser)
+
+
+def _add_engine_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--jobs", "-j", type=int, metavar="N", help="processes for large scans (default: one per core)")
+    parser.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
+    parser.add_argument("--cache-dir", metavar="DIR", help="result cache location (default: ~/.cache/rltrefactor)")
 
 
 def _csv(value: str) -> tuple[str, ...]:
@@ -57,6 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
     review = commands.add_parser("review", help="review a change against the rule library")
     _add_change_source(review)
     _add_review_options(review)
+    baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
+    _add_change_source(baseline)
+    baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
+    _add_engine_options(baseline)
+    baseline.set_defaults(handler=_run_baseline, scope="lines", fail_on=None, select=(), ignore=())
     from .cli_rules import add_rules_parser
 
     add_rules_parser(commands)
@@ -84,10 +99,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _run_review(args: argparse.Namespace) -> int:
-    from .api import ReviewRequest, review
+def _request(args: argparse.Namespace):
+    from .api import ReviewRequest
 
-    request = ReviewRequest(
+    if args.jobs is not None and args.jobs < 1:
+        raise ConfigError(f"--jobs: expected a positive number of processes (got {args.jobs})")
+    return ReviewRequest(
         repo=args.repo,
         diff=args.diff,
         diff_file=args.diff_file,
@@ -95,10 +112,52 @@ def _run_review(args: argparse.Namespace) -> int:
         paths=tuple(args.paths),
         scope=args.scope,
         overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore},
+        cache_dir=args.cache_dir,
+        use_cache=not args.no_cache,
+        jobs=args.jobs,
     )
-    result = review(request)
+
+
+def _run_review(args: argparse.Namespace) -> int:
+    from .api import review
+
+    result = review(_request(args))
+    if args.baseline:
+        from .baseline import apply_baseline, load_baseline
+
+        result, stale = apply_baseline(result, load_baseline(args.baseline))
+        for entry in stale:
+            print(f"rltrefactor: stale baseline entry: {entry.path}: {entry.rule} in {entry.definition} "
+                  f"no longer matches; regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
+    if args.update_pr_body:
+        from .report.prbody import update_pr_body
+
+        update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args), args.output)
     return EXIT_FINDINGS if result.failing else EXIT_CLEAN
+
+
+def _run_baseline(args: argparse.Namespace) -> int:
+    from .api import review
+    from .baseline import write_baseline
+
+    if not (args.diff or args.diff_file or args.staged or args.paths):
+        args.paths = [args.repo]
+    baseline = write_baseline(review(_request(args)), args.output)
+    print(f"rltrefactor: recorded {len(baseline.entries)} finding(s) in {args.output}", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def _render_markdown(result, args: argparse.Namespace) -> str:
+    from .report.links import DEFAULT_DOCS_URL, remote_url
+    from .report.markdown import render_markdown
+
+    return render_markdown(
+        result,
+        remote_url=remote_url(result.change.repo_root or args.repo),
+        docs_url=args.docs_url or DEFAULT_DOCS_URL,
+        show_preexisting=args.show_preexisting,
+    )
 
 
 def render(result, args: argparse.Namespace) -> str:
@@ -106,6 +165,18 @@ def render(result, args: argparse.Namespace) -> str:
         from .report.json import render_json
 
         return render_json(result)
+    if args.format == "sarif":
+        from .report.links import DEFAULT_DOCS_URL, remote_url
+        from .report.sarif import render_sarif
+
+        url = remote_url(result.change.repo_root or args.repo)
+        return render_sarif(result, docs_url=args.docs_url or DEFAULT_DOCS_URL, remote_url=url)
+    if args.format == "github":
+        from .report.github import render_github
+
+        return render_github(result)
+    if args.format == "markdown":
+        return _render_markdown(result, args)
     from .report.text import render_text
 
     color = args.color == "always" or (

@@ -14,8 +14,10 @@ from .config import Config
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
+from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
-from .source import DefinitionMap, definitions
+from .regions import Region, module_imports_text, plan_regions
+from .source import DefinitionMap, definitions, first_syntax_error, parse_tree
 from .suppressions import Suppression, parse_suppressions
 from .types import FileError, Finding, Hit, Span
 
@@ -80,34 +82,55 @@ class Engine:
             chosen.append((rule, matcher))
         return chosen
 
-    def review_file(self, path: str, text: str) -> FileOutcome:
-        candidates = [
-            (rule, matcher)
+    def review_file(self, path: str, text: str, lines: frozenset[int] | None = None) -> FileOutcome:
+        """Findings in one file; with ``lines``, only statements touching those lines are matched."""
+        candidates = {
+            rule.id: (rule, matcher)
             for rule, matcher in self.applicable(path)
             if not matcher.prefilter or any(token in text for token in matcher.prefilter)
-        ]
+        }
         has_directive = "rltrefactor:" in text
+        tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
         if not candidates and not has_directive:
-            return FileOutcome(path, (), (), parsed=False)
+            return FileOutcome(path, (), tuple(_syntax_error(path, text, tree)), parsed=False)
+        defs = _LazyDefinitions(text, tree)
+        imports = _module_imports(tree, text) if candidates else ImportTable({})
+        rule_tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, (_, m) in candidates.items()}
+        regions = plan_regions(text, tree, rule_tokens, lines=lines)
+        hits: list[Hit] = []
+        errors: list[FileError] = []
+        for region in regions:
+            ctx = self._context(path, region, defs, imports, errors)
+            if ctx is not None:
+                hits.extend(_run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
+        file_level = _syntax_error(path, text, tree)
+        if file_level:  # one message for the file, from the parser that says it best
+            errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
+        hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
+        findings = self._to_findings(path, text, defs, hits)
+        if has_directive:
+            findings = self._apply_suppressions(path, text, defs, findings)
+        return FileOutcome(path, tuple(findings), tuple(errors), parsed=bool(regions))
+
+    def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:
         try:
-            module = cst.parse_module(text)
+            module = cst.parse_module(region.text)
         except cst.ParserSyntaxError as exc:
-            line = exc.raw_line
-            return FileOutcome(path, (), (FileError(path, f"syntax error: {exc.message}", line),), parsed=True)
+            line = exc.raw_line + region.start_line - 1
+            errors.append(FileError(path, f"syntax error: {exc.message}", line))
+            return None
         except RecursionError:
-            return FileOutcome(path, (), (FileError(path, "nesting too deep to parse; not reviewed"),), parsed=True)
-        ctx = FileContext(
+            errors.append(FileError(path, "nesting too deep to parse; not reviewed", region.start_line))
+            return None
+        return FileContext(
             path,
             module,
             is_hot_path=matches(path, self.config.hot_paths),
             is_test=matches(path, self.config.test_paths),
-            definitions=_LazyDefinitions(text),
+            definitions=defs,
+            line_offset=region.start_line - 1,
+            imports=imports,
         )
-        hits, errors = _run_matchers(ctx, candidates)
-        findings = self._to_findings(path, text, ctx.definitions, hits)
-        if has_directive:
-            findings = self._apply_suppressions(path, text, ctx.definitions, findings)
-        return FileOutcome(path, tuple(findings), tuple(errors), parsed=True)
 
     def _to_findings(self, path: str, text: str, defs: "_LazyDefinitions", hits: Iterable[Hit]) -> list[Finding]:
         lines = text.splitlines()
@@ -179,21 +202,68 @@ class Engine:
 
 
 class _LazyDefinitions:
-    """Builds the tree-sitter definition map only when a hit needs it."""
+    """Builds the definition map from the file's tree only when a hit needs it."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, tree) -> None:
         self._text = text
+        self._tree = tree
         self._map: DefinitionMap | None = None
 
     def enclosing(self, line: int):
         if self._map is None:
-            self._map = definitions(self._text)
+            self._map = definitions(self._text, self._tree)
         return self._map.enclosing(line)
 
 
-def _run_matchers(ctx: FileContext, candidates) -> tuple[list[Hit], list[FileError]]:
+def _module_imports(tree, text: str) -> ImportTable:
+    try:
+        return ImportTable.from_module(cst.parse_module(module_imports_text(tree, text)))
+    except (cst.ParserSyntaxError, RecursionError):
+        return ImportTable({})
+
+
+def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, ...]:
+    """Tokens plus the local names that import aliases give to names containing them.
+
+    ``from torch.cuda import synchronize as sync`` puts "synchronize" only on the import
+    line; the call site says ``sync()``, so "sync" becomes a token too.
+    """
+    if not tokens:
+        return tokens
+    extra = tuple(
+        local
+        for local, target in imports.aliases.items()
+        if local not in target.split(".") and any(token in target for token in tokens)
+    )
+    return tokens + extra
+
+
+def _syntax_error(path: str, text: str, tree) -> list[FileError]:
+    """The parser's own message for a file tree-sitter flags, if LibCST agrees."""
+    if first_syntax_error(tree) is None:
+        return []
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return [_python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
+    except RecursionError:
+        return [FileError(path, "nesting too deep to parse; not reviewed")]
+    return []
+
+
+def _python_syntax_error(path: str, text: str) -> FileError | None:
+    """CPython's message and line, which point closer to the mistake than LibCST's."""
+    try:
+        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
+
+
+def _run_matchers(ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
     hits: list[Hit] = []
-    errors: list[FileError] = []
     for rule, matcher in candidates:
         try:
             for match in matcher.find(ctx):
@@ -206,8 +276,7 @@ def _run_matchers(ctx: FileContext, candidates) -> tuple[list[Hit], list[FileErr
             errors.append(
                 FileError(ctx.path, f"rule {rule.id}: matcher crashed ({type(exc).__name__}: {exc} at {where.filename}:{where.lineno}); please report it")
             )
-    hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-    return hits, errors
+    return hits
 
 
 def fill_template(template: str, bindings) -> str:

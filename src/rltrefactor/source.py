@@ -19,6 +19,12 @@ from .types import ChangeSet, Definition, FileError
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 _DEFINITION_TYPES = {"function_definition": "function", "class_definition": "class"}
+# Node types whose children can hold a definition; everything else is skipped whole.
+_CONTAINERS = {
+    "module", "block", "decorated_definition", "if_statement", "elif_clause", "else_clause",
+    "for_statement", "while_statement", "try_statement", "except_clause", "except_group_clause",
+    "finally_clause", "with_statement", "match_statement", "case_clause", "ERROR",
+}
 
 
 def read_sources(change: ChangeSet, paths: list[str]) -> dict[str, str | FileError]:
@@ -118,9 +124,14 @@ def _parser():
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
 
 
-def definitions(text: str) -> DefinitionMap:
+def parse_tree(text: str):
+    """tree-sitter syntax tree of ``text``; error-tolerant, rows are ``\n``-separated lines."""
+    return _parser().parse(text.encode("utf-8", "surrogatepass"))
+
+
+def definitions(text: str, tree=None) -> DefinitionMap:
     """Functions and classes with Python-style qualified names (``A.f.<locals>.g``)."""
-    tree = _parser().parse(text.encode("utf-8", "surrogatepass"))
+    tree = tree if tree is not None else parse_tree(text)
     found: list[Definition] = []
     stack = [(tree.root_node, "", None)]
     while stack:
@@ -134,8 +145,23 @@ def definitions(text: str) -> DefinitionMap:
             start = decorated_start if decorated_start is not None else node.start_point[0] + 1
             found.append(Definition(qualname, kind, start, node.end_point[0] + 1))
             child_prefix = qualname + (".<locals>." if kind == "function" else ".")
+        if kind is None and node.type not in _CONTAINERS:
+            continue  # definitions only nest inside blocks and compound statements
         for child in reversed(node.children):
             start = node.start_point[0] + 1 if node.type == "decorated_definition" else None
             stack.append((child, child_prefix, start))
     found.sort(key=lambda d: (d.start_line, -d.end_line))
     return DefinitionMap(tuple(found))
+
+
+def first_syntax_error(tree) -> int | None:
+    """1-based line of the first ERROR or MISSING node, or None for a clean tree."""
+    if not tree.root_node.has_error:
+        return None
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "ERROR" or node.is_missing:
+            return node.start_point[0] + 1
+        stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
+    return tree.root_node.start_point[0] + 1

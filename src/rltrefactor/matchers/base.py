@@ -7,12 +7,14 @@ walking the tree again. Positions are resolved only for nodes that hit.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Mapping, Protocol, TypeVar
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..types import Definition, Span
 from .imports import ImportTable
@@ -20,21 +22,94 @@ from .imports import ImportTable
 N = TypeVar("N", bound=cst.CSTNode)
 
 
-class _Indexer(cst.CSTVisitor):
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Child nodes read straight from the dataclass fields.
+
+    About four times faster than ``CSTNode.children``, which runs a visitor per node.
+    """
+    names = _FIELDS.get(type(node))
+    if names is None:
+        names = _FIELDS[type(node)] = tuple(f.name for f in dataclasses.fields(node))
+    out: list[cst.CSTNode] = []
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            out.append(value)
+        elif isinstance(value, (list, tuple)):
+            out.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return out
+
+
+def _index(module: cst.Module) -> tuple[dict[type, list[cst.CSTNode]], dict[int, cst.CSTNode]]:
+    by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
+    parent: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        by_type[type(node)].append(node)
+        children = _children(node)
+        for child in children:
+            parent[id(child)] = node
+        stack.extend(reversed(children))  # pre-order: source order within each type
+    return by_type, parent
+
+
+class _PositionState(PositionProvidingCodegenState):
+    """LibCST's syntactic positions, keyed by ``id(node)`` and stored as plain tuples.
+
+    Same numbers as ``PositionProvider`` (tested), several times cheaper: no metadata
+    wrapper, no hashing of nodes, no newline regex for tokens without a newline.
+    """
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        start_line, start_column = self.line, self.column
+        try:
+            yield
+        finally:
+            computed = self.provider._computed  # type: ignore[attr-defined]
+            end_line, end_column = self.line, self.column
+            if start_node is not None:
+                start_line, start_column = computed[id(start_node)][:2]
+            if end_node is not None:
+                end_line, end_column = computed[id(end_node)][2:]
+            computed[id(node)] = (start_line, start_column, end_line, end_column)
+
+    def add_token(self, value: str) -> None:
+        if "\n" in value or "\r" in value:
+            self._update_position(value)
+        else:
+            self.column += len(value)
+
+    def add_indent_tokens(self) -> None:
+        for token in self.indent_tokens:
+            self.column += len(token)
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        self._stack.append((self.line, self.column))  # type: ignore[arg-type]
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        start_line, start_column = self._stack.pop()  # type: ignore[misc]
+        computed = self.provider._computed  # type: ignore[attr-defined]
+        computed.setdefault(id(node), (start_line, start_column, self.line, self.column))
+
+
+class _PositionSink:
+    __slots__ = ("_computed",)
+
     def __init__(self) -> None:
-        self.by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
-        self.parent: dict[int, cst.CSTNode] = {}
-        self._stack: list[cst.CSTNode] = []
+        self._computed: dict[int, tuple[int, int, int, int]] = {}
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        self.by_type[type(node)].append(node)
-        if self._stack:
-            self.parent[id(node)] = self._stack[-1]
-        self._stack.append(node)
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self._stack.pop()
+def positions(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
+    """``id(node) -> (line, column0, end_line, end_column0)`` for every node of ``module``."""
+    sink = _PositionSink()
+    state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline, provider=sink)
+    module._codegen(state)
+    return sink._computed
 
 
 @dataclass(frozen=True)
@@ -56,18 +131,24 @@ class FileContext:
         is_hot_path: bool,
         is_test: bool,
         definitions: "DefinitionLookup",
+        line_offset: int = 0,
+        imports: ImportTable | None = None,
     ) -> None:
+        """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``.
+
+        A region is always a run of whole top-level statements, so columns are the
+        file's columns; ``imports`` then carries the file's top-level imports.
+        """
         self.path = path
         self.module = module
         self.is_hot_path = is_hot_path
         self.is_test = is_test
         self.definitions = definitions
-        self.imports = ImportTable.from_module(module)
-        indexer = _Indexer()
-        module.visit(indexer)
-        self._by_type = indexer.by_type
-        self._parent = indexer.parent
-        self._positions: Mapping[cst.CSTNode, object] | None = None
+        self.line_offset = line_offset
+        self._by_type, self._parent = _index(module)
+        own = ImportTable.from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
+        self.imports = imports.merged(own) if imports is not None else own
+        self._positions: dict[int, tuple[int, int, int, int]] | None = None
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
@@ -110,18 +191,12 @@ class FileContext:
         return self.imports.resolve(node)
 
     def span(self, node: cst.CSTNode) -> Span:
+        """Location of ``node`` in the file (1-based lines and columns)."""
         if self._positions is None:
-            # The module was parsed by us and is never mutated, so positions can be
-            # computed on it directly without LibCST's defensive deep copy.
-            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
-            self._positions = wrapper.resolve(PositionProvider)
-        pos = self._positions[node]  # type: ignore[index]
-        return Span(
-            line=pos.start.line,  # type: ignore[attr-defined]
-            column=pos.start.column + 1,  # type: ignore[attr-defined]
-            end_line=pos.end.line,  # type: ignore[attr-defined]
-            end_column=pos.end.column + 1,  # type: ignore[attr-defined]
-        )
+            self._positions = positions(self.module)
+        line, column, end_line, end_column = self._positions[id(node)]
+        offset = self.line_offset
+        return Span(line + offset, column + 1, end_line + offset, end_column + 1)
 
 
 class DefinitionLookup(Protocol):

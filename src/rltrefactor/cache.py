@@ -1,0 +1,80 @@
+"""Per-file result cache, outside the reviewed repository.
+
+An entry is keyed by the file's path and content, the rule library, the configuration
+and the tool's own code, so any change to one of them is a miss. Entries are written
+to a temporary file and renamed into place: concurrent runs may race to write the
+same entry, never to read a half-written one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict
+from functools import lru_cache
+from pathlib import Path
+
+from . import __version__
+from .engine import FileOutcome
+from .types import FileError, Finding, Span
+
+_FORMAT = "1"
+
+
+def default_cache_dir() -> str:
+    explicit = os.environ.get("RLTREFACTOR_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "rltrefactor")
+
+
+@lru_cache(maxsize=1)
+def _code_stamp() -> str:
+    """Changes whenever the installed tool's code does (version, sizes, mtimes)."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(package.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+class ResultCache:
+    def __init__(self, directory: str, context: str) -> None:
+        """``context`` identifies the library and configuration (any stable string)."""
+        self.directory = Path(directory) / f"v{_FORMAT}"
+        self._context = hashlib.sha256(f"{_code_stamp()}\0{context}".encode()).hexdigest()
+
+    def _entry(self, path: str, text: str) -> Path:
+        key = hashlib.sha256(f"{self._context}\0{path}\0".encode() + text.encode("utf-8", "surrogatepass"))
+        digest = key.hexdigest()
+        return self.directory / digest[:2] / f"{digest}.json"
+
+    def get(self, path: str, text: str) -> FileOutcome | None:
+        try:
+            with open(self._entry(path, text), encoding="utf-8") as handle:
+                return _decode(json.load(handle))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or unreadable: recompute
+
+    def put(self, path: str, text: str, outcome: FileOutcome) -> None:
+        entry = self._entry(path, text)
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(asdict(outcome), handle)
+            os.replace(temp, entry)
+        except OSError:
+            return  # a cache that cannot be written only costs speed
+
+
+def _decode(data: dict) -> FileOutcome:
+    findings = tuple(
+        Finding(**{**item, "span": Span(**item["span"]), "perf": None}) for item in data["findings"]
+    )
+    errors = tuple(FileError(**item) for item in data["errors"])
+    return FileOutcome(data["path"], findings, errors, data["parsed"])

@@ -1,0 +1,75 @@
+"""Running the engine over many files: cache first, then one or more processes."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+
+from .cache import ResultCache
+from .config import Config
+from .engine import Engine, FileOutcome
+from .library.model import Rule
+
+# Below this many uncached files a pool costs more to start than it saves.
+_POOL_MIN_FILES = 24
+_worker_engine: Engine | None = None
+
+
+def default_jobs() -> int:
+    return max(1, min(os.cpu_count() or 1, 8))
+
+
+def review_files(
+    engine: Engine,
+    texts: dict[str, str],
+    *,
+    cache: ResultCache | None,
+    jobs: int,
+    lines: dict[str, frozenset[int]] | None = None,
+) -> dict[str, FileOutcome]:
+    """Outcomes per path. With ``lines``, each file is matched only around its changed
+    lines; such partial outcomes are never cached, but a cached whole-file one is used."""
+    outcomes: dict[str, FileOutcome] = {}
+    todo: list[str] = []
+    for path, text in texts.items():
+        cached = cache.get(path, text) if cache is not None else None
+        if cached is not None:
+            outcomes[path] = cached
+        else:
+            todo.append(path)
+    limits = lines or {}
+    if jobs > 1 and len(todo) >= _POOL_MIN_FILES:
+        fresh = _in_pool(engine, [(p, texts[p], limits.get(p)) for p in todo], jobs)
+    else:
+        fresh = {p: engine.review_file(p, texts[p], limits.get(p)) for p in todo}
+    for path, outcome in fresh.items():
+        if cache is not None and path not in limits and not outcome.errors:
+            cache.put(path, texts[path], outcome)
+        outcomes[path] = outcome
+    return outcomes
+
+
+def _in_pool(engine: Engine, items: list[tuple[str, str, frozenset[int] | None]], jobs: int) -> dict[str, FileOutcome]:
+    # Largest files first so one big file does not finish last on an idle pool.
+    items.sort(key=lambda item: -len(item[1]))
+    chunks = [items[i::jobs * 4] for i in range(jobs * 4)]
+    context = get_context("fork") if "fork" in get_context().get_all_start_methods() else get_context()
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_init_worker,
+        initargs=(engine.rules, engine.config, engine.known_ids),
+    ) as pool:
+        results: dict[str, FileOutcome] = {}
+        for chunk_result in pool.map(_review_chunk, [c for c in chunks if c]):
+            results.update(chunk_result)
+    return results
+
+
+def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str]) -> None:
+    global _worker_engine
+    _worker_engine = Engine(rules, config, known_ids)
+
+
+def _review_chunk(items: list[tuple[str, str, frozenset[int] | None]]) -> dict[str, FileOutcome]:
+    assert _worker_engine is not None
+    return {path: _worker_engine.review_file(path, text, limit) for path, text, limit in items}

@@ -1,0 +1,183 @@
+"""The command line end to end: change sources, formats, exit codes and bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+HOT = "model_executor/runner.py"
+CLEAN = "import torch\n\n\ndef forward(x):\n    return x * 2\n"
+SYNCING = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
+
+
+def _base(repo):
+    repo.write(HOT, CLEAN)
+    repo.write("README.md", "demo\n")
+    return repo.commit("base")
+
+
+def test_empty_change_is_nothing_to_review(repo, cli):
+    _base(repo)
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 0
+    assert "Nothing to review" in result.out
+
+
+def test_added_host_sync_fails_with_location_rule_impact_fix(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    assert result.code == 1, result.err
+    document = result.json()
+    assert document["schema"] == "rltrefactor/review/v1"
+    assert set(document) >= {"schema", "tool", "library", "reviewed", "findings", "errors"}
+    (finding,) = [f for f in document["findings"] if f["area"] == "device-residency"]
+    assert (finding["path"], finding["line"]) == (HOT, 6)
+    assert finding["status"] == "new" and finding["impact"] and finding["fix"]
+    assert finding["definition"] == "forward"
+
+
+def test_text_output_groups_by_file_and_summarises(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 1
+    assert result.out.splitlines()[0] == HOT
+    assert "6:" in result.out and "impact:" in result.out and "fix:" in result.out
+    assert "1 finding (1 failing" in result.out.splitlines()[-1]
+    quiet = cli("review", "--diff", "HEAD", "--quiet", cwd=repo.path)
+    assert len(quiet.out.strip().splitlines()) == 1
+
+
+def test_fail_on_error_lets_warnings_pass(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    severities = {f["severity"] for f in document["findings"]}
+    if "error" in severities:
+        pytest.skip("the host-sync rule is an error; nothing below it to let pass")
+    assert cli("review", "--diff", "HEAD", "--fail-on", "error", cwd=repo.path).code == 0
+
+
+def test_ignore_flag_drops_the_area(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    result = cli("review", "--diff", "HEAD", "--ignore", "device-residency", "--format", "json", cwd=repo.path)
+    assert [f for f in result.json()["findings"] if f["area"] == "device-residency"] == []
+
+
+def test_unchanged_lines_are_not_reported(repo, cli):
+    repo.write(HOT, SYNCING)
+    repo.commit("base already syncs")
+    repo.write(HOT, SYNCING + "\n\ndef other():\n    return 1\n")
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    assert result.code == 0 and result.json()["findings"] == []
+
+
+def test_moved_code_is_pre_existing(repo, cli):
+    repo.write(HOT, SYNCING)
+    base = repo.commit("base")
+    moved = "import torch\n\n\ndef helper():\n    return 1\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
+    repo.write(HOT, moved.replace("    return y.sum().item()", "        return y.sum().item()").replace("    y = x * 2\n", "    y = x * 2\n    if True:\n"))
+    head = repo.commit("move and re-indent")
+    result = cli("review", "--diff", f"{base}..{head}", "--format", "json", cwd=repo.path)
+    assert result.code == 0, result.out
+    statuses = [f["status"] for f in result.json()["findings"] if f["area"] == "device-residency"]
+    assert statuses == ["pre-existing"]
+    shown = cli("review", "--diff", f"{base}..{head}", "--show-preexisting", cwd=repo.path)
+    assert "(pre-existing)" in shown.out
+
+
+def test_suppression_with_reason_is_kept_as_disposition(repo, cli):
+    _base(repo)
+    line = "    return y.sum().item()  # rltrefactor: ignore[host-sync-in-hot-path] read once per request\n"
+    repo.write(HOT, SYNCING.replace("    return y.sum().item()\n", line))
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    (finding,) = [f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"]
+    assert finding["suppressed"] and finding["disposition"] == "read once per request"
+    assert document["summary"]["failing"] == 0
+
+
+def test_suppression_without_reason_or_with_unknown_rule_is_reported(repo, cli):
+    _base(repo)
+    repo.write(HOT, CLEAN + "\n\nZ = 1  # rltrefactor: ignore[no-such-rule] because\nW = 2  # rltrefactor: ignore[host-sync-in-hot-path]\n")
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    invalid = [f for f in document["findings"] if f["rule"] == "invalid-suppression"]
+    assert [f["line"] for f in invalid] == [9, 10]
+    assert "no-such-rule" in invalid[0]["impact"] and "reason" in invalid[1]["impact"]
+
+
+def test_syntax_error_is_recorded_and_the_review_goes_on(repo, cli):
+    _base(repo)
+    repo.write("model_executor/broken.py", "def f(:\n    pass\n")
+    repo.write(HOT, SYNCING)
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    document = result.json()
+    assert result.code == 1
+    (error,) = document["errors"]
+    assert error["path"] == "model_executor/broken.py" and error["line"] == 1
+    assert "syntax error" in error["message"]
+
+
+def test_patch_from_stdin_reads_the_working_tree(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    patch = repo.git("diff")
+    result = cli("review", "--diff-file", "-", "--format", "json", cwd=repo.path, stdin=patch)
+    assert result.code == 1
+    assert [f["line"] for f in result.json()["findings"]] == [6]
+
+
+def test_staged_review(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    assert cli("review", "--staged", cwd=repo.path).code == 0  # nothing staged yet
+    repo.git("add", HOT)
+    assert cli("review", "--staged", cwd=repo.path).code == 1
+
+
+def test_full_scan_of_paths(repo, cli):
+    repo.write(HOT, SYNCING)
+    repo.commit("base")
+    result = cli("review", "model_executor", "--format", "json", cwd=repo.path)
+    assert result.code == 1 and result.json()["reviewed"]["files"] == [HOT]
+
+
+def test_output_file_is_written(repo, cli, tmp_path):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    target = tmp_path / "report.json"
+    result = cli("review", "--diff", "HEAD", "--format", "json", "--output", str(target), cwd=repo.path)
+    assert result.out == "" and '"findings"' in target.read_text()
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("review", "--diff", "--output=/tmp/x"), "expected one argument"),
+        (("review", "--diff=--output=/tmp/x"), "invalid ref '--output=/tmp/x'"),
+        (("review", "--diff", "nope"), "unknown revision 'nope'"),
+        (("review", "--jobs", "0", "--diff", "HEAD"), "--jobs: expected a positive number"),
+        (("review", "--format", "xml"), "invalid choice: 'xml'"),
+        (("review", "--diff-file", "missing.patch"), "missing.patch: cannot read patch"),
+        (("review", "no/such/dir"), "no/such/dir: no such file or directory"),
+        (("review", "--select", "no-such-rule", "--diff", "HEAD"), "unknown rule or area 'no-such-rule'"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(repo, cli, args, fragment):
+    _base(repo)
+    result = cli(*args, cwd=repo.path)
+    assert result.code == 2
+    assert fragment in result.err
+    assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
+
+
+def test_unknown_config_key_is_exit_2(repo, cli):
+    _base(repo)
+    repo.write("pyproject.toml", "[tool.rltrefactor]\nhot_paths = []\n")
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 2 and "unknown key 'hot_paths'" in result.err and "did you mean 'hot-paths'" in result.err
+
+
+def test_version_and_help(repo, cli):
+    assert cli("--version", cwd=repo.path).out.startswith("rltrefactor ")
+    assert "--diff" in cli("review", "--help", cwd=repo.path).out

@@ -1,0 +1,79 @@
+"""The engine on single files: regions, aliases, lines, suppressions and per-file errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltrefactor.config import Config
+from rltrefactor.engine import Engine, fingerprint, select_rules
+from rltrefactor.library.loader import load_library
+
+HOT = "model_executor/runner.py"
+
+
+@pytest.fixture(scope="module")
+def engine():
+    library = load_library()
+    config = Config(select=("host-sync-in-hot-path", "device-synchronize-in-hot-path"))
+    return Engine(select_rules(library, config), config, frozenset(r.id for r in library.rules))
+
+
+def _rules(outcome):
+    return [(f.rule_id, f.span.line) for f in outcome.findings]
+
+
+def test_aliased_import_is_followed_into_the_region(engine):
+    text = "from torch.cuda import synchronize as sync\n\n\ndef forward(x):\n    sync()\n    return x\n"
+    assert _rules(engine.review_file(HOT, text)) == [("device-synchronize-in-hot-path", 5)]
+
+
+def test_module_alias(engine):
+    text = "import torch as th\n\n\ndef forward(x):\n    th.cuda.synchronize()\n    return x\n"
+    assert _rules(engine.review_file(HOT, text)) == [("device-synchronize-in-hot-path", 5)]
+
+
+def test_file_without_tokens_is_not_parsed(engine):
+    outcome = engine.review_file(HOT, "def forward(x):\n    return x + 1\n")
+    assert outcome.findings == () and outcome.parsed is False
+
+
+def test_lines_outside_the_change_are_not_matched(engine):
+    text = "def forward(x):\n    return x.item()\n\n\ndef other():\n    return 2\n"
+    assert _rules(engine.review_file(HOT, text, frozenset({6}))) == []
+    assert _rules(engine.review_file(HOT, text, frozenset({2}))) == [("host-sync-in-hot-path", 2)]
+
+
+def test_syntax_error_elsewhere_is_reported_with_its_line(engine):
+    text = "def forward(x):\n    return x.item()\n\n\ndef broken(:\n    pass\n"
+    outcome = engine.review_file(HOT, text)
+    assert [(e.line, e.message.startswith("syntax error")) for e in outcome.errors] == [(5, True)]
+
+
+def test_syntax_error_in_a_file_without_candidates_is_still_reported(engine):
+    outcome = engine.review_file(HOT, "x = (\n")
+    assert len(outcome.errors) == 1 and outcome.errors[0].line is not None
+
+
+def test_deep_nesting_does_not_crash(engine):
+    text = "def forward(x):\n    return " + "(" * 400 + "x.item()" + ")" * 400 + "\n"
+    outcome = engine.review_file(HOT, text)
+    assert outcome.errors or outcome.findings  # reported either way, never raised
+
+
+def test_suppression_marks_the_finding_and_keeps_the_reason(engine):
+    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[host-sync-in-hot-path] once per request\n"
+    (finding,) = engine.review_file(HOT, text).findings
+    assert finding.suppressed and finding.disposition == "once per request"
+
+
+def test_suppression_for_another_rule_does_not_silence(engine):
+    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[device-synchronize-in-hot-path] wrong id\n"
+    (finding,) = engine.review_file(HOT, text).findings
+    assert not finding.suppressed
+
+
+def test_fingerprint_ignores_whitespace_and_lines_but_not_code():
+    assert fingerprint("r", "f", "x.item()") == fingerprint("r", "f", "x.item( )".replace("( )", "()"))
+    assert fingerprint("r", "f", "a +\n    b") == fingerprint("r", "f", "a + b")
+    assert fingerprint("r", "f", "x.item()") != fingerprint("r", "f", "y.item()")
+    assert fingerprint("r", "f", "x.item()") != fingerprint("r", "g", "x.item()")

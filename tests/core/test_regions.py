@@ -1,0 +1,71 @@
+"""Region planning and the fast position computation must agree with LibCST's own answers."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from rltrefactor.matchers.base import positions
+from rltrefactor.regions import plan_regions
+from rltrefactor.source import parse_tree
+
+SOURCE = '''\
+import torch  # 1
+
+
+def cold():  # 4
+    return 1
+
+
+class Runner:  # 8
+    def forward(self, x):
+        return x.item()
+
+
+X = [1,  # 13
+     2]; Y = 3
+'''
+
+
+def _plan(tokens, lines=None):
+    return plan_regions(SOURCE, parse_tree(SOURCE), tokens, lines=lines)
+
+
+def test_only_statements_holding_a_token_are_planned():
+    (region,) = _plan({"sync-rule": (".item(",)})
+    assert (region.start_line, region.end_line) == (8, 10)
+    assert region.text.startswith("class Runner:") and region.rule_ids == {"sync-rule"}
+
+
+def test_statements_sharing_a_line_or_adjacent_merge_and_rules_union():
+    regions = _plan({"a": ("[1",), "b": ("Y = 3",)})
+    assert [(r.start_line, r.end_line, sorted(r.rule_ids)) for r in regions] == [(13, 14, ["a", "b"])]
+
+
+def test_a_rule_without_tokens_covers_every_statement():
+    regions = _plan({"any": ()})
+    assert regions[0].start_line == 1 and regions[-1].end_line == 14
+
+
+def test_changed_lines_limit_the_regions():
+    assert _plan({"sync-rule": (".item(",)}, lines=frozenset({5})) == []
+    (region,) = _plan({"sync-rule": (".item(",)}, lines=frozenset({9}))
+    assert region.start_line == 8
+
+
+def test_tokens_inside_comments_between_statements_plan_nothing():
+    text = "a = 1\n# x.item() in a comment\nb = 2\n"
+    assert plan_regions(text, parse_tree(text), {"r": (".item(",)}, lines=None) == []
+
+
+def test_fast_positions_equal_libcst_positions():
+    module = cst.parse_module(SOURCE + "async def f(a, *, b=(1 +\n 2)):\n    '''doc'''\n    return [i for i in a if i]  # c\n")
+    expected = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    mine = positions(module)
+    compared = 0
+    for node, where in expected.items():
+        if isinstance(node, cst.Module):
+            continue
+        assert mine[id(node)] == (where.start.line, where.start.column, where.end.line, where.end.column)
+        compared += 1
+    assert compared > 100
