@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,29 @@ class GitRepo:
 @pytest.fixture
 def repo(tmp_path: Path) -> GitRepo:
     return GitRepo(tmp_path / "repo")
+
+
+@dataclass
+class Run:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> dict:
+        return json.loads(self.out)
+
+
+def run_cli(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = None) -> Run:
+    """The real command line in a subprocess, as a user runs it."""
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "NO_COLOR": "1", **(env or {})}
+    environment.setdefault("RLTREFACTOR_CACHE_DIR", str(cwd.parent / ".rltrefactor-test-cache"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "rltrefactor", *args],
+        cwd=cwd, input=stdin, capture_output=True, text=True, env=environment, timeout=120,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli

@@ -55,8 +55,26 @@ def _from_range(root: str, spec: str) -> ChangeSet:
     # A single ref: what this branch changes since it left REF, working tree included.
     target = gitio.rev_parse(root, spec)
     base = gitio.merge_base(root, target, "HEAD") if gitio.has_commits(root) else target
-    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, "--"))
+    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, "--")) + _untracked(root)
     return ChangeSet(root, Revision("worktree"), files, base=base, description=f"{spec} (merge base {base[:10]} to the working tree)")
+
+
+def _untracked(root: str) -> tuple[ChangedFile, ...]:
+    """New files not yet added to git (ignored ones excluded): wholly added lines."""
+    listing = gitio.git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    files = []
+    for path in sorted(p for p in listing.split("\0") if p):
+        lines: frozenset[int] = frozenset()
+        if path.endswith((".py", ".pyi")):
+            try:
+                with open(os.path.join(root, path), "rb") as handle:
+                    data = handle.read()
+            except OSError:
+                data = b""
+            count = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+            lines = frozenset(range(1, count + 1))
+        files.append(ChangedFile(path=path, status="added", added_lines=lines))
+    return tuple(files)
 
 
 def _from_index(root: str) -> ChangeSet:

@@ -114,7 +114,7 @@ class Engine:
 
     def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:
         try:
-            module = cst.parse_module(region.text)
+            module = parse_module(region.text)
         except cst.ParserSyntaxError as exc:
             line = exc.raw_line + region.start_line - 1
             errors.append(FileError(path, f"syntax error: {exc.message}", line))
@@ -215,9 +215,26 @@ class _LazyDefinitions:
         return self._map.enclosing(line)
 
 
+# LibCST's native parser overflows its stack (a crash, not an exception) somewhere
+# above 800 nested brackets; Python itself refuses more than 200.
+MAX_BRACKET_DEPTH = 400
+_BRACKET = re.compile(r"[\[\](){}]")
+
+
+def parse_module(text: str) -> cst.Module:
+    """``cst.parse_module`` that raises RecursionError instead of crashing the process."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(text):
+        depth += 1 if match.group() in "([{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_BRACKET_DEPTH:
+        raise RecursionError(f"{deepest} nested brackets")
+    return cst.parse_module(text)
+
+
 def _module_imports(tree, text: str) -> ImportTable:
     try:
-        return ImportTable.from_module(cst.parse_module(module_imports_text(tree, text)))
+        return ImportTable.from_module(parse_module(module_imports_text(tree, text)))
     except (cst.ParserSyntaxError, RecursionError):
         return ImportTable({})
 
@@ -243,7 +260,7 @@ def _syntax_error(path: str, text: str, tree) -> list[FileError]:
     if first_syntax_error(tree) is None:
         return []
     try:
-        cst.parse_module(text)
+        parse_module(text)
     except cst.ParserSyntaxError as exc:
         return [_python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
     except RecursionError:

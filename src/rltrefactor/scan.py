@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing import get_all_start_methods, get_context
 
 from .cache import ResultCache
 from .config import Config
@@ -54,7 +54,8 @@ def _in_pool(engine: Engine, items: list[tuple[str, str, frozenset[int] | None]]
     # Largest files first so one big file does not finish last on an idle pool.
     items.sort(key=lambda item: -len(item[1]))
     chunks = [items[i::jobs * 4] for i in range(jobs * 4)]
-    context = get_context("fork") if "fork" in get_context().get_all_start_methods() else get_context()
+    # fork shares the loaded library and parsers with the workers at no cost.
+    context = get_context("fork") if "fork" in get_all_start_methods() else get_context()
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_init_worker,
         initargs=(engine.rules, engine.config, engine.known_ids),

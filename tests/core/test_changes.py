@@ -21,10 +21,15 @@ def test_diff_ref_covers_committed_and_uncommitted_work(repo):
     repo.write("b.py", "print('uncommitted')\n")
     repo.git("add", "b.py")
     repo.write("a.py", "x = 10\ny = 3\nz = 4\n")  # unstaged edit on top
+    repo.write("new.py", "n = 1\nm = 2")  # untracked, no final newline
+    repo.write(".gitignore", "ignored.py\n")
+    repo.write("ignored.py", "i = 1\n")
     change = collect_changes(str(repo.path), diff="main")
     files = _by_path(change)
     assert files["a.py"].added_lines == {1, 2, 3}
     assert files["b.py"].status == "added" and files["b.py"].added_lines == {1}
+    assert files["new.py"].status == "added" and files["new.py"].added_lines == {1, 2}
+    assert "ignored.py" not in files
     assert change.head.kind == "worktree"
     assert change.base == repo.git("rev-parse", "main").strip()
 

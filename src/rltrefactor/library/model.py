@@ -58,6 +58,9 @@ class MatcherSpec:
     pattern: Mapping[str, Any] | None = None  # the YAML ``matcher`` mapping, validated
     python: str | None = None  # registry id
     options: Mapping[str, Any] = field(default_factory=dict)
+    # Set for rules whose findings another stage produces (``perf-hook``): the static
+    # matcher of such a rule never hits.
+    emitted_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,11 @@ class Rule:
     @property
     def automated(self) -> bool:
         return self.matcher is not None
+
+    @property
+    def statically_matched(self) -> bool:
+        """Whether reviewing source text can produce this rule's findings."""
+        return self.matcher is not None and self.matcher.emitted_by is None
 
     @property
     def anchor(self) -> str:

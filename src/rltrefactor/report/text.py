@@ -53,7 +53,7 @@ def _visible(finding: Finding, show_preexisting: bool) -> bool:
 def _print_finding(console: Console, finding: Finding) -> None:
     span = finding.span
     header = Text.assemble(
-        (f"  {span.line}:{span.column}", "bold"),
+        (f"  {finding.path}:{span.line}:{span.column}", "bold"),
         "  ",
         (finding.severity, _SEVERITY_STYLE.get(finding.severity, "")),
         "  ",

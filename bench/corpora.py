@@ -1,0 +1,148 @@
+"""The files every tool is measured on, built under ``bench/work`` from installed or
+registry packages only (no other network).
+
+- ``torch``: the Python sources of eight subtrees of the installed torch, as a git
+  repository of one commit (a project checkout, as the tools would see one);
+- ``demo``: ``examples/demo_engine`` copied the same way (absent until it exists);
+- PR ranges: real consecutive libcst releases, one range touching one file and one
+  touching about thirty;
+- the size-independence pair: one small real change committed into a 20-file and a
+  1,500-file repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+
+import history
+from history import WORK, git
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SITE = os.path.join(ROOT, ".venv", "lib", "python3.11", "site-packages")
+TORCH_SUBTREES = ("_inductor", "distributed", "_dynamo", "fx", "nn", "utils", "_functorch", "export")
+QUICK_SUBTREES = ("fx", "export")
+LIBCST_VERSIONS = ("1.4.0", "1.5.1", "1.6.0", "1.7.0")
+SMALL_RANGE, THIRTY_RANGE = ("v1.6.0", "v1.7.0"), ("v1.4.0", "v1.5.1")
+SIZES = (20, 1500)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    name: str
+    path: str
+    files: int
+    source: str
+
+
+@dataclass(frozen=True)
+class PrRange:
+    name: str
+    repo: str
+    span: str
+    files: int
+    source: str
+
+
+def _python_files(root: str) -> list[str]:
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in ("__pycache__", ".git"))
+        found += [os.path.relpath(os.path.join(folder, f), root) for f in sorted(files) if f.endswith(".py")]
+    return found
+
+
+def _commit_tree(repo: str, message: str) -> None:
+    if not os.path.isdir(os.path.join(repo, ".git")):
+        git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "--allow-empty", "-m", message)
+
+
+def _copy_python(source_root: str, relpaths: list[str], dest_root: str) -> None:
+    for rel in relpaths:
+        target = os.path.join(dest_root, rel)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(os.path.join(source_root, rel), target)
+
+
+def torch_corpus(quick: bool) -> Corpus:
+    import importlib.metadata as md
+
+    subtrees = QUICK_SUBTREES if quick else TORCH_SUBTREES
+    version = md.version("torch")
+    dest = os.path.join(WORK, "corpus-torch-quick" if quick else "corpus-torch")
+    marker = os.path.join(dest, ".git", "bench-complete")
+    stamp = f"torch {version}: {' '.join(subtrees)}"
+    if not (os.path.exists(marker) and open(marker).read() == stamp):
+        shutil.rmtree(dest, ignore_errors=True)
+        torch_root = os.path.join(SITE, "torch")
+        files = [os.path.join("torch", s, f) for s in subtrees for f in _python_files(os.path.join(torch_root, s))]
+        _copy_python(SITE, files, dest)
+        _commit_tree(dest, stamp)
+        with open(marker, "w") as handle:
+            handle.write(stamp)
+    return Corpus("torch", dest, len(_python_files(dest)), f"torch {version} ({', '.join(subtrees)})")
+
+
+def demo_corpus() -> Corpus | None:
+    source = os.path.join(ROOT, "examples", "demo_engine")
+    if not os.path.isdir(source) or not _python_files(source):
+        return None
+    dest = os.path.join(WORK, "corpus-demo")
+    shutil.rmtree(dest, ignore_errors=True)  # cheap, and the demo changes as it is written
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    _commit_tree(dest, "demo engine")
+    return Corpus("demo", dest, len(_python_files(dest)), "examples/demo_engine")
+
+
+def pr_ranges() -> list[PrRange]:
+    """Raises history.RegistryUnavailable when libcst's wheels cannot be downloaded."""
+    libcst = history.build_history("libcst", LIBCST_VERSIONS)
+    ranges = []
+    for name, (base, head) in (("PR 1-3 files", SMALL_RANGE), ("PR 30 files", THIRTY_RANGE)):
+        touched = history.touched_python(libcst.repo, base, head)
+        ranges.append(PrRange(name, libcst.repo, f"{base}..{head}", len(touched), f"libcst {base}..{head}"))
+    return ranges
+
+
+def size_pair(torch: Corpus) -> list[PrRange]:
+    """The same small real change (libcst 1.6.0 -> 1.7.0, one file) in repositories of
+    20 and 1,500 Python files; the other files are libcst's and torch's own."""
+    libcst = history.build_history("libcst", LIBCST_VERSIONS)
+    base, head = SMALL_RANGE
+    changed = [t.path for t in history.touched_python(libcst.repo, base, head)]
+    filler = [("libcst", p) for p in git(libcst.repo, "ls-files", "*.py").split() if p not in changed]
+    filler += [("torch", p) for p in _python_files(torch.path)]
+    pairs = []
+    for size in SIZES:
+        repo = os.path.join(WORK, f"size-{size}")
+        marker = os.path.join(repo, ".git", "bench-complete")
+        if not os.path.exists(marker):
+            _build_size_repo(repo, filler[: size - len(changed)], changed, libcst.repo, torch.path)
+            open(marker, "w").close()
+        files = len(_python_files(repo))
+        pairs.append(PrRange(f"small diff, {files}-file repo", repo, "HEAD~1..HEAD", len(changed), f"libcst {base}..{head}"))
+    return pairs
+
+
+def _write(target: str, text: str) -> None:
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _build_size_repo(repo: str, filler: list[tuple[str, str]], changed: list[str], libcst_repo: str, torch_path: str) -> None:
+    base, head = SMALL_RANGE
+    shutil.rmtree(repo, ignore_errors=True)
+    os.makedirs(repo)
+    for origin, rel in filler:
+        if origin == "torch":
+            _write(os.path.join(repo, origin, rel), open(os.path.join(torch_path, rel), encoding="utf-8").read())
+        else:
+            _write(os.path.join(repo, origin, rel), git(libcst_repo, "show", f"{base}:{rel}"))
+    for tag, message in ((base, "base"), (head, "head")):
+        for rel in changed:
+            _write(os.path.join(repo, "libcst", rel), git(libcst_repo, "show", f"{tag}:{rel}"))
+        _commit_tree(repo, message)

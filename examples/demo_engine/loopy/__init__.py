@@ -1,0 +1,1 @@
+"""An inference engine for looped (recurrent-depth) Transformers."""

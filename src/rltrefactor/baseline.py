@@ -1,0 +1,113 @@
+"""Adopt the tool on an existing code base: accept today's findings, report only new ones.
+
+A baseline is a JSON file of finding fingerprints (plus rule, path and definition,
+for the humans who read it). Fingerprints exclude line numbers, so a baselined
+finding stays matched when code above it moves. Matching is counted: an entry
+absorbs one finding, so two identical findings need two entries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+from .errors import ConfigError
+from .fileio import write_atomic
+from .types import Drop, ReviewResult
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, order=True)
+class BaselineEntry:
+    path: str
+    rule: str
+    definition: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Baseline:
+    entries: tuple[BaselineEntry, ...]
+
+
+def write_baseline(result: ReviewResult, path: str) -> Baseline:
+    """Record every unsuppressed finding of ``result`` in ``path``; return what was written."""
+    entries = tuple(
+        sorted(
+            BaselineEntry(f.path, f.rule_id, f.definition, f.fingerprint)
+            for f in result.findings
+            if not f.suppressed
+        )
+    )
+    document = {
+        "version": FORMAT_VERSION,
+        "entries": [
+            {"fingerprint": e.fingerprint, "rule": e.rule, "path": e.path, "definition": e.definition}
+            for e in entries
+        ],
+    }
+    write_atomic(path, json.dumps(document, indent=2, sort_keys=True) + "\n")
+    return Baseline(entries)
+
+
+def load_baseline(path: str) -> Baseline:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = json.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: baseline: file not found; create it with `rltrefactor baseline` or drop --baseline"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}:{exc.lineno}: baseline: invalid JSON ({exc.msg}); regenerate it with `rltrefactor baseline`"
+        ) from None
+    if not isinstance(document, dict):
+        raise ConfigError(
+            f"{path}: baseline: expected a JSON object (got {type(document).__name__}); "
+            "regenerate it with `rltrefactor baseline`"
+        )
+    if document.get("version") != FORMAT_VERSION:
+        raise ConfigError(
+            f"{path}: baseline: unsupported format (got version {document.get('version')!r}, "
+            f"expected {FORMAT_VERSION}); regenerate it with `rltrefactor baseline`"
+        )
+    raw = document.get("entries")
+    if not isinstance(raw, list):
+        raise ConfigError(f"{path}: baseline: 'entries' must be a list (got {type(raw).__name__}); regenerate it")
+    return Baseline(tuple(_entry(path, i, item) for i, item in enumerate(raw)))
+
+
+def _entry(path: str, index: int, item: object) -> BaselineEntry:
+    keys = ("path", "rule", "definition", "fingerprint")
+    if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in keys):
+        raise ConfigError(
+            f"{path}: baseline: entry {index} needs string fields {', '.join(keys)} (got {item!r}); regenerate it"
+        )
+    return BaselineEntry(item["path"], item["rule"], item["definition"], item["fingerprint"])
+
+
+def apply_baseline(
+    result: ReviewResult, baseline: Baseline
+) -> tuple[ReviewResult, tuple[BaselineEntry, ...]]:
+    """Move baselined findings to ``drops``; return the new result and the stale entries.
+
+    Suppressed findings are never baselined (they are dispositions, reported as such).
+    An entry no finding matched is stale: the finding it recorded is gone.
+    """
+    unmatched: dict[str, list[BaselineEntry]] = defaultdict(list)
+    for entry in baseline.entries:
+        unmatched[entry.fingerprint].append(entry)
+    kept, dropped = [], []
+    for finding in result.findings:
+        pool = unmatched.get(finding.fingerprint)
+        if pool and not finding.suppressed:
+            pool.pop(0)
+            dropped.append(Drop(finding=finding, reason="baseline"))
+        else:
+            kept.append(finding)
+    stale = tuple(sorted(e for pool in unmatched.values() for e in pool))
+    new_result = replace(result, findings=tuple(kept), drops=result.drops + tuple(dropped))
+    return new_result, stale

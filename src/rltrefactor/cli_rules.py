@@ -1,0 +1,175 @@
+"""``rltrefactor rules ...``: list, show, check, test, document and scaffold rules.
+
+Each handler returns the exit code: 0 clean, 1 when rule examples fail, and errors
+(``RltError``) propagate to ``cli.main``, which prints them and exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from .errors import ChangeInputError, ConfigError
+from .library.docs import render_rules_markdown
+from .library.examples import run_examples
+from .library.fields import suggest
+from .library.loader import load_library
+from .library.model import AREAS, Library, Rule
+from .library.scaffold import parse_line_range, scaffold_rule
+from .library.versioning import check_version_bump
+
+
+def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
+    rules = subparsers.add_parser("rules", help="list, check, test and document the rule library")
+    actions = rules.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
+
+    listing = _action(actions, "list", "list rules", _list)
+    listing.add_argument("--format", choices=("text", "json"), default="text")
+    show = _action(actions, "show", "show one rule in full", _show)
+    show.add_argument("rule_id", metavar="ID")
+    check = _action(actions, "check", "validate the rule files", _check)
+    check.add_argument("--base", metavar="REF", help="also require a version bump when rules/ changed since REF")
+    check.add_argument("--repo", default=".", help="repository holding rules/ (default: current directory)")
+    test = _action(actions, "test", "run every rule's examples through its matcher", _test)
+    test.add_argument("rule_ids", nargs="*", metavar="ID")
+    docs = _action(actions, "docs", "render the Markdown rule reference", _docs)
+    docs.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout (e.g. docs/rules.md)")
+    new = _action(actions, "new", "scaffold a rule entry from a fixing commit", _new)
+    new.add_argument("--from-commit", required=True, metavar="SHA")
+    new.add_argument("--path", required=True, metavar="FILE", help="repository-relative file the commit fixed")
+    new.add_argument("--lines", required=True, metavar="A-B", help="line range of the fix at SHA")
+    new.add_argument("--id", dest="new_id", metavar="ID")
+    new.add_argument("--area", choices=AREAS)
+    new.add_argument("--repo", default=".")
+    new.add_argument("--output", "-o", metavar="FILE", help="append the entry to this rules/<area>.yaml")
+
+
+def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentParser:
+    parser = actions.add_parser(name, help=help_text)
+    parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
+    parser.set_defaults(handler=handler)
+    return parser
+
+
+def _library(args: argparse.Namespace) -> Library:
+    return load_library(tuple(args.rule_dir))
+
+
+def _find(library: Library, rule_id: str) -> Rule:
+    rule = library.get(rule_id)
+    if rule is None:
+        raise ConfigError(f"unknown rule {rule_id!r}{suggest(rule_id, library.by_id)}; list the ids with 'rltrefactor rules list'")
+    return rule
+
+
+def _list(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    library = _library(args)
+    if args.format == "json":
+        rows = [
+            {"id": r.id, "area": r.area, "title": r.title, "status": r.status, "severity": r.severity, "automated": r.automated}
+            for r in library.rules
+        ]
+        out.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    width = max(len(r.id) for r in library.rules)
+    for r in library.rules:
+        kind = "auto" if r.automated else "manual"
+        out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<7} {kind:<6} {r.title}\n")
+    out.write(f"rule library {library.version}: {len(library.rules)} rules\n")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    rule = _find(_library(args), args.rule_id)
+    scope = rule.applicability
+    fields = [
+        ("title", rule.title), ("area", rule.area), ("status", rule.status), ("since", rule.since),
+        ("severity", rule.severity), ("confidence", rule.confidence),
+        ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
+        ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
+                       f"hot paths only: {'yes' if scope.hot_paths_only else 'no'}; tests: {'yes' if scope.tests else 'no'}"),
+        ("problem", rule.problem), ("preferred", rule.preferred), ("exceptions", rule.exceptions),
+        ("impact", rule.impact), ("fix", rule.fix), ("fix safety", rule.fix_safety),
+        ("references", ", ".join(rule.references) or "-"),
+    ]  # fmt: skip
+    out.write(f"{rule.id}\n")
+    for name, value in fields:
+        out.write(f"  {name + ':':<12} {value}\n")
+    for example in rule.examples:
+        out.write(f"\n  {example.kind} example ({example.path}):\n")
+        out.write("".join(f"    {line}\n" for line in example.code.rstrip().splitlines()))
+    return 0
+
+
+def _matcher_text(rule: Rule) -> str:
+    spec = rule.matcher
+    if spec is None:
+        return "manual (review checklist)"
+    if spec.emitted_by is not None:
+        return f"emitted by {spec.emitted_by}"
+    return f"python: {spec.python}" if spec.python is not None else "pattern"
+
+
+def _check(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    library = _library(args)
+    line = f"rule library {library.version}: {len(library.rules)} rules valid"
+    if args.base:
+        previous = check_version_bump(args.repo, args.base)
+        line += f"; version moved from {previous}" if previous else f"; rules unchanged since {args.base}"
+    out.write(line + "\n")
+    return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    library = _library(args)
+    rules = [_find(library, rule_id) for rule_id in args.rule_ids] if args.rule_ids else list(library.rules)
+    counts = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
+    checklist = 0
+    for rule in rules:
+        outcomes = run_examples(rule)
+        checklist += not outcomes
+        for outcome in outcomes:
+            counts[outcome.status] += 1
+            if not outcome.ok:
+                out.write(f"{outcome.status:<9} {rule.id} ({outcome.example.kind} example at {outcome.where}): {outcome.detail}\n")
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "validated")
+    out.write(f"{summary}; {checklist} rule(s) without static examples to run (manual or perf hook)\n")
+    return 0 if counts["validated"] == sum(counts.values()) else 1
+
+
+def _docs(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    text = render_rules_markdown(_library(args))
+    if args.output:
+        os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
+        with open(args.output, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    else:
+        out.write(text)
+    return 0
+
+
+def _new(args: argparse.Namespace) -> int:
+    out = sys.stdout  # looked up per call: tests and callers may redirect it
+    entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id, area=args.area)
+    if not args.output:
+        out.write(entry)
+        return 0
+    if os.path.exists(args.output):
+        with open(args.output, encoding="utf-8") as handle:
+            existing = handle.read()
+        if "\nrules:" not in "\n" + existing:
+            raise ChangeInputError(f"{args.output}: not a rule file (no `rules:` list); pass a rules/<area>.yaml file")
+        text = existing.rstrip("\n") + "\n\n" + entry.split("\n", 1)[1]
+    else:
+        area = args.area or os.path.splitext(os.path.basename(args.output))[0]
+        text = f"area: {area}\nrules:\n" + entry.split("\n", 1)[1]
+    with open(args.output, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    out.write(f"{args.output}: added rule entry; fill in the TODO fields, then run 'rltrefactor rules check'\n")
+    return 0

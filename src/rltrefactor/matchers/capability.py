@@ -1,0 +1,160 @@
+"""Capability-selection matchers: branches on probed facts, silent backend fallbacks."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .context import subtree
+from .imports import dotted_name
+from .options import Option
+
+_STRING_TESTS = frozenset({"startswith", "endswith", "lower", "upper", "find", "__contains__"})
+_DIAGNOSTIC_CALLS = frozenset(
+    {"warn", "warning", "warning_once", "info", "info_once", "error", "exception", "debug", "critical", "log", "print_warning_once"}
+)
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+
+
+def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
+    function = ctx.enclosing_function(node)
+    return id(function) if function is not None else 0
+
+
+class ComparedProbe:
+    """A branch condition that compares (or tests) a probed device, version or package fact."""
+
+    OPTIONS = {
+        "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
+        "attributes": Option("strings", (), "qualified names of probed values, such as torch.version.cuda"),
+        "truthiness": Option("bool", False, "also report a probe used directly as a condition"),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.calls = frozenset(options["calls"])
+        self.attributes = frozenset(options["attributes"])
+        self.truthiness = options["truthiness"]
+        self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
+        tokens = list(self.calls) + [name.rpartition(".")[2] for name in self.attributes]
+        self.prefilter = tuple(sorted(set(tokens)))
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        derived = self._derived_names(ctx)
+        for kind in (cst.If, cst.While, cst.IfExp):
+            for branch in ctx.nodes(kind):
+                scope = _enclosing_scope(branch, ctx)
+                hit = self._in_condition(branch.test, ctx, derived.get(scope, frozenset()))
+                if hit is not None:
+                    yield Match(hit, {"PROBE": ctx.code(hit)})
+
+    def _in_condition(self, test: cst.BaseExpression, ctx: FileContext, names: frozenset[str]) -> cst.CSTNode | None:
+        for node in subtree(test):
+            if isinstance(node, cst.Comparison):
+                operands = [node.left, *(t.comparator for t in node.comparisons)]
+                if any(self._probe(o, ctx, names) for o in operands):
+                    return node
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if node.func.attr.value in _STRING_TESTS and self._probe(node.func.value, ctx, names):
+                    return node
+        if self.truthiness:
+            for node in subtree(test):
+                if isinstance(node, (cst.Call, cst.Attribute, cst.Name)) and self._probe(node, ctx, names):
+                    return node
+        return None
+
+    def _probe(self, expr: cst.CSTNode, ctx: FileContext, names: frozenset[str]) -> bool:
+        """Whether ``expr`` is a probe, or is built from one (index, attribute, wrapper call)."""
+        current = expr
+        while True:
+            if isinstance(current, cst.Name) and current.value in names:
+                return True
+            if isinstance(current, (cst.Name, cst.Attribute)) and self._attribute(current, ctx):
+                return True
+            if isinstance(current, cst.Call):
+                last = (dotted_name(current.func) or "").rpartition(".")[2]
+                if last in self.calls:
+                    return True
+                # A one-argument wrapper: version.parse(torch.__version__), int(cap[0]).
+                if len(current.args) == 1 and self._probe(current.args[0].value, ctx, names):
+                    return True
+                current = current.func.value if isinstance(current.func, cst.Attribute) else None
+            elif isinstance(current, (cst.Subscript, cst.Attribute)):
+                current = current.value
+            else:
+                return False
+            if current is None:
+                return False
+
+    def _attribute(self, node: cst.Name | cst.Attribute, ctx: FileContext) -> bool:
+        last = node.attr.value if isinstance(node, cst.Attribute) else node.value
+        if last not in self.attribute_names and not (isinstance(node, cst.Name) and last in ctx.imports.aliases):
+            return False
+        return ctx.qualified_name(node) in self.attributes
+
+    def _derived_names(self, ctx: FileContext) -> dict[int, frozenset[str]]:
+        """Per function: local names assigned straight from a probe (``major, _ = probe()``)."""
+        found: dict[int, set[str]] = {}
+        for assign in ctx.nodes(cst.Assign):  # source order: earlier names feed later ones
+            scope = found.setdefault(_enclosing_scope(assign, ctx), set())
+            if not self._probe(assign.value, ctx, frozenset(scope)):
+                continue
+            for target in assign.targets:
+                for node in subtree(target.target):
+                    if isinstance(node, cst.Name):
+                        scope.add(node.value)
+        return {key: frozenset(value) for key, value in found.items()}
+
+
+class SilentImportFallback:
+    """An ``except ImportError`` that switches implementation without telling anyone."""
+
+    OPTIONS: dict[str, Option] = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = ("ImportError", "ModuleNotFoundError")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for attempt in ctx.nodes(cst.Try):
+            if not any(isinstance(n, (cst.Import, cst.ImportFrom)) for n in subtree(attempt.body)):
+                continue
+            for handler in attempt.handlers:
+                if _catches_import_error(handler) and _switches_silently(handler):
+                    yield Match(handler, {"MODULE": _first_import(attempt.body, ctx)})
+
+    # (helpers below are module functions so they stay small and testable)
+
+
+def _catches_import_error(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return False
+    names = [handler.type] if not isinstance(handler.type, cst.Tuple) else [e.value for e in handler.type.elements]
+    return any((dotted_name(n) or "").rpartition(".")[2] in _IMPORT_ERRORS for n in names)
+
+
+def _switches_silently(handler: cst.ExceptHandler) -> bool:
+    switches = False
+    for node in subtree(handler.body):
+        if isinstance(node, cst.Raise):
+            return False
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _DIAGNOSTIC_CALLS:
+            return False
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            switches = True
+        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
+            value = node.value
+            if not (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
+                switches = True
+    return switches
+
+
+def _first_import(body: cst.CSTNode, ctx: FileContext) -> str:
+    for node in subtree(body):
+        if isinstance(node, cst.Import):
+            return dotted_name(node.names[0].name) or "the module"
+        if isinstance(node, cst.ImportFrom) and node.module is not None:
+            return dotted_name(node.module) or "the module"
+    return "the module"

@@ -1,0 +1,291 @@
+"""One Python code pattern (``$X.item()``, ``torch.cuda.synchronize(...)``) and its
+structural comparison against LibCST nodes.
+
+Pattern text is parsed, never evaluated: ``$NAME`` becomes a placeholder identifier
+before parsing, ``...`` is Python's Ellipsis. Comparison ignores whitespace, comments
+and parentheses; a dotted name in a pattern matches any spelling of it that the file's
+imports resolve to the same qualified name (``import torch as th``, ``from torch.cuda
+import synchronize as sync``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import libcst as cst
+
+from .base import FileContext
+from .imports import dotted_name
+from .options import MatcherSpecError
+
+MV_PREFIX = "__rlt_mv_"
+_METAVAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
+Bindings = dict[str, cst.CSTNode]
+# Fields that carry formatting only; comparing them would make patterns whitespace-sensitive.
+_FORMAT_FIELDS = frozenset(
+    "lpar rpar comma semicolon leading_lines lines_after_decorators header footer trailing_whitespace "
+    "newline indent equal colon dot lbracket rbracket lbrace rbrace".split()
+)
+
+
+@dataclass(frozen=True)
+class CodePattern:
+    source: str
+    root: cst.CSTNode
+    anchors: tuple[type[cst.CSTNode], ...]  # node types a match can start at
+    metavars: frozenset[str]
+    token: str | None  # a substring every matching file contains, for the prefilter
+    callee: str | None = None  # last name a matching call's callee must have (or be an alias)
+
+    def match(self, node: cst.CSTNode, ctx: FileContext, bindings: Bindings) -> Bindings | None:
+        if self.callee is not None and isinstance(node, cst.Call):
+            func = node.func
+            last = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if last != self.callee and not (isinstance(func, cst.Name) and last in ctx.imports.aliases):
+                return None  # cheap rejection before the structural comparison
+        return match_node(self.root, node, bindings, ctx)
+
+
+def compile_code(source: str, line: int | None = None) -> CodePattern:
+    text = _METAVAR.sub(lambda m: MV_PREFIX + m.group(1), source.strip())
+    if "$" in text:
+        raise MatcherSpecError(f"pattern {source!r}: metavariables are written $UPPERCASE (such as $X); fix the name", line)
+    root = _parse(text, source, line)
+    if is_metavar(root) or _is_ellipsis(root):
+        raise MatcherSpecError(f"pattern {source!r} matches every expression; make it more specific", line)
+    if _dotted(root) is not None:
+        anchors: tuple[type[cst.CSTNode], ...] = (cst.Name, cst.Attribute)
+    else:
+        anchors = (type(root),)
+    metavars = frozenset(n.value[len(MV_PREFIX):] for n in _walk(root) if is_metavar(n))
+    return CodePattern(source, root, anchors, metavars, _token(root), _callee(root))
+
+
+def _callee(root: cst.CSTNode) -> str | None:
+    if not isinstance(root, cst.Call):
+        return None
+    func = root.func
+    if isinstance(func, cst.Attribute) and not is_metavar(func.attr):
+        return func.attr.value
+    if isinstance(func, cst.Name) and not is_metavar(func):
+        return func.value
+    return None
+
+
+def _parse(text: str, source: str, line: int | None) -> cst.CSTNode:
+    try:
+        return cst.parse_expression(text)
+    except cst.ParserSyntaxError:
+        pass
+    try:
+        statement = cst.parse_statement(text)
+    except cst.ParserSyntaxError as exc:
+        raise MatcherSpecError(
+            f"pattern {source!r} does not parse as a Python expression or statement ({exc.message}); fix the pattern",
+            line,
+        ) from None
+    if isinstance(statement, cst.SimpleStatementLine):
+        if len(statement.body) != 1:
+            raise MatcherSpecError(f"pattern {source!r} holds several statements; write one statement per pattern", line)
+        return statement.body[0]
+    return statement
+
+
+def is_metavar(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Name) and node.value.startswith(MV_PREFIX)
+
+
+def _is_ellipsis(node: object) -> bool:
+    return isinstance(node, cst.Ellipsis)
+
+
+def _dotted(node: cst.CSTNode) -> str | None:
+    """The dotted name a Name/Attribute chain spells, if it holds no metavariable."""
+    if not isinstance(node, (cst.Name, cst.Attribute)):
+        return None
+    name = dotted_name(node)
+    return None if name is None or MV_PREFIX in name else name
+
+
+def _walk(node: cst.CSTNode):
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def _token(root: cst.CSTNode) -> str | None:
+    """The most selective substring every match's file must contain.
+
+    Every name a pattern spells is written somewhere in a matching file, even through
+    aliases: ``th.cuda.synchronize()`` still needs ``import torch as th``. A method
+    called on a metavariable is also written as ``.name(``.
+    """
+    words: list[str] = []
+    if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and _dotted(root.func) is None:
+        if not is_metavar(root.func.attr):
+            words.append(f".{root.func.attr.value}(")
+    for node in _walk(root):
+        if isinstance(node, cst.Attribute) and not is_metavar(node.attr):
+            words.append(node.attr.value)
+        elif isinstance(node, cst.Name) and not is_metavar(node):
+            words.append(node.value)
+        elif isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str) and len(value) >= 3 and not re.search(r"[\\'\"\n]", value):
+                words.append(value)
+    return max(words, key=len) if words else None
+
+
+# -- structural comparison --------------------------------------------------------
+
+
+def match_node(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
+    if is_metavar(p):
+        name = p.value[len(MV_PREFIX):]  # type: ignore[attr-defined]
+        if name in b:
+            return b if match_node(b[name], t, {}, ctx) is not None else None
+        return {**b, name: t}
+    if _is_ellipsis(p):
+        return b if isinstance(t, cst.BaseExpression) else None
+    dotted = _dotted(p)
+    if dotted is not None:
+        return b if _same_name(dotted, t, ctx) else None
+    if type(p) is not type(t):
+        return b if _is_ellipsis_suite(p) and isinstance(t, cst.BaseSuite) else None
+    if isinstance(p, cst.Attribute):
+        if not (is_metavar(p.attr) or p.attr.value == t.attr.value):  # type: ignore[attr-defined]
+            return None
+        found = match_node(p.attr, t.attr, b, ctx) if is_metavar(p.attr) else b  # type: ignore[attr-defined]
+        return None if found is None else match_node(p.value, t.value, found, ctx)  # type: ignore[attr-defined]
+    if isinstance(p, cst.Call):
+        found = match_node(p.func, t.func, b, ctx)  # type: ignore[attr-defined]
+        return None if found is None else _match_args(p.args, t.args, found, ctx)  # type: ignore[attr-defined]
+    if isinstance(p, (cst.SimpleString, cst.Integer, cst.Float)):
+        return b if _literal(p) == _literal(t) else None
+    if _is_ellipsis_suite(p):
+        return b
+    return _match_fields(p, t, b, ctx)
+
+
+def _same_name(dotted: str, t: cst.CSTNode, ctx: FileContext) -> bool:
+    if not isinstance(t, (cst.Name, cst.Attribute)):
+        return False
+    last = dotted.rpartition(".")[2]
+    if isinstance(t, cst.Attribute):
+        if t.attr.value != last:
+            return False
+    elif t.value != last and t.value not in ctx.imports.aliases:
+        return False
+    return dotted_name(t) == dotted or ctx.qualified_name(t) == dotted
+
+
+def _literal(node: cst.CSTNode) -> object:
+    try:
+        return node.evaluated_value  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - odd literals compare by their text instead
+        return getattr(node, "value", None)
+
+
+def _is_ellipsis_suite(p: cst.CSTNode) -> bool:
+    """``if $C: ...`` written on one line: the body matches any block."""
+    return (
+        isinstance(p, cst.SimpleStatementSuite)
+        and len(p.body) == 1
+        and isinstance(p.body[0], cst.Expr)
+        and _is_ellipsis(p.body[0].value)
+    )
+
+
+def _match_fields(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
+    current: Bindings | None = b
+    for name in _compared_fields(type(p)):
+        pv, tv = getattr(p, name), getattr(t, name)
+        if isinstance(pv, cst.CSTNode):
+            current = match_node(pv, tv, current, ctx) if isinstance(tv, cst.CSTNode) else None
+        elif isinstance(pv, (tuple, list)):
+            current = match_sequence(pv, tv, current, ctx, _is_wild_item) if isinstance(tv, (tuple, list)) else None
+        elif pv is None and name == "orelse":
+            continue  # a pattern without ``else`` does not care whether the code has one
+        elif type(pv) is not type(tv) or pv != tv:
+            return None
+        if current is None:
+            return None
+    return current
+
+
+@functools.lru_cache(maxsize=None)
+def _compared_fields(kind: type) -> tuple[str, ...]:
+    return tuple(
+        f.name for f in dataclasses.fields(kind) if f.name not in _FORMAT_FIELDS and not f.name.startswith("whitespace")
+    )
+
+
+def _is_wild_item(node: cst.CSTNode) -> bool:
+    if isinstance(node, (cst.Element, cst.SubscriptElement)):
+        value = node.value if isinstance(node, cst.Element) else getattr(node.slice, "value", None)
+        return _is_ellipsis(value)
+    if isinstance(node, cst.SimpleStatementLine):
+        return len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and _is_ellipsis(node.body[0].value)
+    return False
+
+
+def match_sequence(
+    ps: Sequence[cst.CSTNode],
+    ts: Sequence[cst.CSTNode],
+    b: Bindings,
+    ctx: FileContext,
+    is_wild: Callable[[cst.CSTNode], bool],
+    compare: Callable[[cst.CSTNode, cst.CSTNode, Bindings, FileContext], Bindings | None] = match_node,
+) -> Bindings | None:
+    """Items in order; a wild item (``...``) stands for any number of items."""
+    if not ps:
+        return b if not ts else None
+    head, rest = ps[0], ps[1:]
+    if is_wild(head):
+        for skip in range(len(ts) + 1):
+            found = match_sequence(rest, ts[skip:], b, ctx, is_wild, compare)
+            if found is not None:
+                return found
+        return None
+    if not ts:
+        return None
+    found = compare(head, ts[0], b, ctx)
+    return None if found is None else match_sequence(rest, ts[1:], found, ctx, is_wild, compare)
+
+
+def _is_wild_arg(arg: cst.CSTNode) -> bool:
+    return isinstance(arg, cst.Arg) and arg.keyword is None and not arg.star and _is_ellipsis(arg.value)
+
+
+def _compare_arg(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
+    if p.star != t.star:  # type: ignore[attr-defined]
+        return None
+    return match_node(p.value, t.value, b, ctx)  # type: ignore[attr-defined]
+
+
+def _match_args(pargs: Sequence[cst.Arg], targs: Sequence[cst.Arg], b: Bindings, ctx: FileContext) -> Bindings | None:
+    """Positional arguments in order (``...`` = any run of them); keywords by name.
+
+    Without a ``...`` the call must have exactly the pattern's arguments; with one,
+    keywords the pattern does not name are allowed.
+    """
+    open_ended = any(_is_wild_arg(a) for a in pargs)
+    t_keywords = {a.keyword.value: a for a in targs if a.keyword is not None}
+    current: Bindings | None = b
+    for parg in pargs:
+        if parg.keyword is None:
+            continue
+        targ = t_keywords.get(parg.keyword.value)
+        current = None if targ is None else match_node(parg.value, targ.value, current, ctx)
+        if current is None:
+            return None
+    p_named = sum(1 for a in pargs if a.keyword is not None)
+    t_rest = [a for a in targs if a.keyword is None and a.star != "**"]
+    if not open_ended and (len(t_keywords) != p_named or len(t_rest) + len(t_keywords) != len(targs)):
+        return None
+    p_positional = [a for a in pargs if a.keyword is None]
+    return match_sequence(p_positional, t_rest, current, ctx, _is_wild_arg, _compare_arg)

@@ -1,0 +1,167 @@
+"""Interface matchers: flags passed by position, stringly-typed states, wide tuples."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .imports import dotted_name
+from .options import Option
+
+BOOLS = ("True", "False")
+# Callees whose boolean argument is a value, not a mode switch.
+VALUE_TAKING = (
+    "getattr", "setattr", "get", "pop", "setdefault", "append", "insert", "extend", "add", "put",
+    "fill", "fill_", "full", "full_like", "new_full", "masked_fill", "masked_fill_", "index_fill",
+    "index_fill_", "tensor", "as_tensor", "where", "__setitem__", "partial", "cast", "replace",
+    "_replace", "eq", "ne", "assertEqual", "assertIs", "assert_called_with", "dict", "field",
+)  # fmt: skip
+_SKIP_DECORATORS = re.compile(r"(^|\.)(override|overload|setter|property|cached_property)$")
+
+
+def _is_bool(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value in BOOLS
+
+
+class PositionalBooleanParameter:
+    """A public function's boolean parameter that callers can pass by position."""
+
+    OPTIONS: dict[str, Option] = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = ("bool", "True", "False")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for function in ctx.nodes(cst.FunctionDef):
+            name = function.name.value
+            if name.startswith("_") or any(_SKIP_DECORATORS.search(dotted_name(d.decorator) or "") for d in function.decorators):
+                continue
+            params = [*function.params.posonly_params, *function.params.params]
+            if params and params[0].name.value in ("self", "cls") and ctx.enclosing_class(function) is not None:
+                params = params[1:]
+            if len(params) < 2:
+                continue  # a setter's single flag reads fine at the call site
+            for param in params:
+                annotated = param.annotation is not None and dotted_name(param.annotation.annotation) == "bool"
+                if annotated or _is_bool(param.default):
+                    yield Match(param, {"NAME": param.name.value, "FUNCTION": name})
+
+
+class BareBooleanArgument:
+    """A True/False literal passed by position to a call that takes several arguments."""
+
+    OPTIONS = {"value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.skip = frozenset(options["value-taking"])
+        self.prefilter = ("True", "False")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            if len(call.args) < 2:
+                continue
+            callee = dotted_name(call.func) or ""
+            if callee.rpartition(".")[2] in self.skip or callee.startswith("assert"):
+                continue
+            for arg in call.args:
+                if arg.keyword is None and not arg.star and _is_bool(arg.value):
+                    yield Match(arg.value, {"CALL": callee or ctx.code(call.func), "VALUE": arg.value.value})  # type: ignore[union-attr]
+
+
+def _string(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _strings(node: cst.BaseExpression) -> bool:
+    if _string(node) is not None:
+        return True
+    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        return bool(node.elements) and all(_string(e.value) is not None for e in node.elements)
+    return False
+
+
+def _field_name(node: cst.BaseExpression) -> str | None:
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    if isinstance(node, cst.Attribute):
+        return node.attr.value
+    if isinstance(node, cst.Name):
+        return node.value
+    return None
+
+
+class StringComparedField:
+    """A field whose name matches ``field-regex`` compared with string literals."""
+
+    OPTIONS = {
+        "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
+        "prefilter": Option("strings", (), "substrings one of which a file must contain"),
+    }
+    OPERATORS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.field = re.compile(options["field-regex"])
+        self.prefilter = tuple(options["prefilter"])
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for comparison in ctx.nodes(cst.Comparison):
+            operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+            for index, target in enumerate(comparison.comparisons):
+                if not isinstance(target.operator, self.OPERATORS):
+                    continue
+                pair = self._field_and_literal(operands[index], operands[index + 1])
+                if pair is not None:
+                    yield Match(comparison, {"FIELD": ctx.code(pair[0]), "VALUE": ctx.code(pair[1])})
+                    break
+
+    def _field_and_literal(self, a: cst.BaseExpression, b: cst.BaseExpression):
+        for field, literal in ((a, b), (b, a)):
+            name = _field_name(field)
+            if name is not None and _strings(literal) and self.field.search(name):
+                return field, literal
+        return None
+
+
+class WideTupleReturn:
+    """A public function returning a bare tuple of many values."""
+
+    OPTIONS = {
+        "min-elements": Option("int", 3, "smallest tuple length reported"),
+        "skip-names": Option("strings", ("backward", "symbolic", "setup_context", "jvp", "vjp"), "functions whose tuple shape a framework dictates"),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.min = options["min-elements"]
+        self.skip = frozenset(options["skip-names"])
+        self.prefilter = ("return",)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        reported: set[int] = set()
+        for ret in ctx.nodes(cst.Return):
+            value = ret.value
+            if not isinstance(value, cst.Tuple) or len(value.elements) < self.min:
+                continue
+            if any(isinstance(e, cst.StarredElement) for e in value.elements):
+                continue
+            function = ctx.enclosing_function(ret)
+            if function is None or id(function) in reported or not self._public(function, ctx):
+                continue
+            reported.add(id(function))
+            yield Match(ret, {"FUNCTION": function.name.value, "COUNT": str(len(value.elements))})
+
+    def _public(self, function: cst.FunctionDef, ctx: FileContext) -> bool:
+        name = function.name.value
+        if name.startswith("_") or name in self.skip or ctx.enclosing_function(function) is not None:
+            return False
+        cls = ctx.enclosing_class(function)
+        return cls is None or not cls.name.value.startswith("_")

@@ -1,0 +1,202 @@
+"""Lifecycle and error-handling matchers."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .context import subtree
+from .imports import dotted_name
+from .options import Option
+
+BROAD = frozenset({"Exception", "BaseException"})
+CLEANUP_WORDS = (
+    "close", "cleanup", "clean", "release", "free", "shutdown", "teardown", "destroy",
+    "abort", "cancel", "finalize", "exit", "stop", "dispose", "evict", "unregister",
+)  # fmt: skip
+_DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "exception", "debug", "critical", "log", "print", "print_exc"})
+
+
+class GuardForConstructedAttribute:
+    """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
+
+    OPTIONS: dict[str, Option] = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = ("hasattr(", "getattr(")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        guaranteed: dict[int, set[str]] = {}
+        for call in ctx.nodes(cst.Call):
+            name = _guarded_name(call, ctx)
+            if name is None:
+                continue
+            cls = ctx.enclosing_class(call)
+            function = ctx.enclosing_function(call)
+            if cls is None or function is None or function.name.value in ("__init__", "__del__", "__getattr__"):
+                continue
+            if id(cls) not in guaranteed:
+                guaranteed[id(cls)] = _set_by_construction(cls)
+            if name in guaranteed[id(cls)]:
+                yield Match(call, {"NAME": name, "CLASS": cls.name.value, "GUARD": ctx.code(call.func)})
+
+
+def _guarded_name(call: cst.Call, ctx: FileContext) -> str | None:
+    func = ctx.qualified_name(call.func)
+    args = call.args
+    if func == "hasattr" and len(args) == 2 or func == "getattr" and len(args) == 3:
+        owner, attr = args[0].value, args[1].value
+        if isinstance(owner, cst.Name) and owner.value == "self" and isinstance(attr, cst.SimpleString):
+            value = attr.evaluated_value
+            return value if isinstance(value, str) else None
+    return None
+
+
+def _set_by_construction(cls: cst.ClassDef) -> set[str]:
+    """Attributes ``__init__`` assigns unconditionally, plus class-level declarations."""
+    names: set[str] = set()
+    for statement in cls.body.body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            names.update(_assigned(statement, self_attrs=False))
+        elif isinstance(statement, cst.FunctionDef) and statement.name.value == "__init__":
+            for line in statement.body.body:
+                if isinstance(line, cst.SimpleStatementLine):  # not inside if/try/for
+                    names.update(_assigned(line, self_attrs=True))
+    return names
+
+
+def _assigned(line: cst.SimpleStatementLine, *, self_attrs: bool) -> set[str]:
+    names = set()
+    for small in line.body:
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+        targets += [small.target] if isinstance(small, cst.AnnAssign) and small.value is not None else []
+        for target in targets:
+            if self_attrs and isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
+                names.add(target.attr.value)
+            elif not self_attrs and isinstance(target, cst.Name):
+                names.add(target.value)
+    return names
+
+
+class ReleaseNotOnFailurePath:
+    """A release that only runs when nothing between it and its acquire raises."""
+
+    OPTIONS = {
+        "pairs": Option(
+            "mapping",
+            {"acquire": "release", "lock": "unlock", "allocate": "free", "alloc": "free", "pin": "unpin", "reserve": "unreserve"},
+            "acquiring method name -> the releasing method on the same object",
+        ),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.pairs = dict(options["pairs"])
+        self.prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value in self.pairs):
+                continue
+            statement, block = _statement_and_block(call, ctx)
+            if statement is None:
+                continue
+            owner = ctx.code(func.value)
+            release = self.pairs[func.attr.value]
+            following = list(block)[list(block).index(statement) + 1 :]
+            for index, later in enumerate(following):
+                if isinstance(later, (cst.Try, cst.With)) or _calls(later, owner, func.attr.value, ctx):
+                    break  # a guarded region decides for itself; a second acquire starts anew
+                if _calls(later, owner, release, ctx):
+                    between = following[:index]
+                    if any(_may_raise(n) for s in between for n in subtree(s)):
+                        yield Match(call, {"OWNER": owner, "ACQUIRE": func.attr.value, "RELEASE": release})
+                    break
+
+
+# Builtins that do not fail on the values engine code passes them.
+_SAFE_CALLS = frozenset({"len", "isinstance", "min", "max", "range", "int", "bool", "id", "tuple", "list"})
+
+
+def _may_raise(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.Call) and (dotted_name(node.func) or "") not in _SAFE_CALLS
+
+
+def _statement_and_block(node: cst.CSTNode, ctx: FileContext):
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+            return (child, ancestor.body) if isinstance(child, cst.SimpleStatementLine) else (None, ())
+        if isinstance(ancestor, (cst.Lambda, cst.BaseCompoundStatement)):
+            return None, ()
+        child = ancestor
+    return None, ()
+
+
+def _calls(statement: cst.CSTNode, owner: str, method: str, ctx: FileContext) -> bool:
+    return any(
+        isinstance(n, cst.Call)
+        and isinstance(n.func, cst.Attribute)
+        and n.func.attr.value == method
+        and ctx.code(n.func.value) == owner
+        for n in subtree(statement)
+    )
+
+
+class SwallowedErrorInCleanup:
+    """A broad except that silently swallows an error while cleaning up or releasing."""
+
+    OPTIONS = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.words = frozenset(options["cleanup-words"])
+        self.prefilter = ("except",)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for handler in ctx.nodes(cst.ExceptHandler):
+            if not (_is_broad(handler) and _is_silent(handler)):
+                continue
+            where = self._cleanup_context(handler, ctx)
+            if where is not None:
+                caught = ctx.code(handler.type) if handler.type is not None else "everything"
+                yield Match(handler, {"CAUGHT": caught, "WHERE": where})
+
+    def _cleanup_context(self, handler: cst.ExceptHandler, ctx: FileContext) -> str | None:
+        child: cst.CSTNode = handler
+        for ancestor in ctx.ancestors(handler):
+            if isinstance(ancestor, cst.Try) and child is ancestor.finalbody:
+                return "a finally block"
+            if isinstance(ancestor, cst.FunctionDef):
+                name = ancestor.name.value
+                if name == "__del__":
+                    return None  # interpreter shutdown may have torn down what it needs
+                words = set(name.lower().strip("_").split("_"))
+                return f"{name}()" if words & self.words else None
+            child = ancestor
+        return None
+
+
+def _is_broad(handler: cst.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return any((dotted_name(t) or "") in BROAD for t in types)
+
+
+def _is_silent(handler: cst.ExceptHandler) -> bool:
+    for node in subtree(handler.body):
+        if isinstance(node, cst.Raise):
+            return False
+        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _DIAGNOSTIC:
+            return False
+    return handler.name is None or not _uses_name(handler)
+
+
+def _uses_name(handler: cst.ExceptHandler) -> bool:
+    bound = handler.name.name.value if isinstance(handler.name.name, cst.Name) else None  # type: ignore[union-attr]
+    return any(isinstance(n, cst.Name) and n.value == bound for n in subtree(handler.body))

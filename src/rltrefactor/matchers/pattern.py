@@ -1,0 +1,288 @@
+"""The YAML pattern language, compiled into a matcher over a file's indexed nodes.
+
+A pattern block has exactly one positive part and optional refinements::
+
+    pattern: "$X.item()"          # one code pattern, or
+    any: [<block>, ...]           # the first alternative that matches, or
+    all: [<block>, ...]           # every block matches the same node
+    not: <block> | [<block>...]   # ...and none of these matches that node
+    inside: [<context>, ...]      # every context holds
+    not-inside: [<context>, ...]  # no context holds
+    where: {X: {regex: .., not-regex: .., qualified-name: [..], kind: ..}}
+
+Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN``,
+``if: PATTERN`` (in the body of such an ``if``), ``pattern: PATTERN`` (any enclosing
+node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``target: true``
+(assigned or deleted), ``any: [<context>, ...]``. Nothing is ever evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .codepattern import Bindings, CodePattern, compile_code
+from .context import enclosing_functions, guarded_by, in_cold_code, is_target
+from .options import MatcherSpecError
+
+POSITIVE_KEYS = ("pattern", "any", "all")
+BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
+CONTEXT_KEYS = ("loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "target", "any")
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind")
+KINDS: Mapping[str, tuple[type, ...]] = {
+    "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
+    "number": (cst.Integer, cst.Float, cst.Imaginary),
+    "name": (cst.Name,),
+    "attribute": (cst.Attribute,),
+    "call": (cst.Call,),
+}
+
+
+@dataclass(frozen=True)
+class Block:
+    """A compiled pattern block: where matches can start, and how to test a node."""
+
+    anchors: tuple[type, ...]
+    test: Callable[[cst.CSTNode, FileContext, Bindings], Bindings | None]
+    metavars: frozenset[str]
+    tokens: tuple[str, ...]  # any-of prefilter; () when no substring is required
+
+
+class PatternMatcher:
+    def __init__(self, rule_id: str, block: Block) -> None:
+        self.rule_id = rule_id
+        self.block = block
+        self.prefilter = block.tokens
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for anchor in self.block.anchors:
+            for node in ctx.nodes(anchor):
+                bindings = self.block.test(node, ctx, {})
+                if bindings is not None:
+                    yield Match(node, {name: ctx.code(value).strip() for name, value in bindings.items()})
+
+
+def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
+    return PatternMatcher(rule_id, compile_block(block, line))
+
+
+def _line(data: Any, key: str | int | None, default: int | None) -> int | None:
+    if key is not None and hasattr(data, "line_of"):
+        return data.line_of(key)
+    return getattr(data, "line", default) or default
+
+
+def compile_block(data: Any, line: int | None) -> Block:
+    from ..library.fields import suggest
+
+    if isinstance(data, str):
+        return _code_block(compile_code(data, line))
+    if not isinstance(data, dict):
+        raise MatcherSpecError(f"a pattern block must be a mapping or a code string (got {data!r}); fix the matcher", line)
+    line = _line(data, None, line)
+    for key in data:
+        if key not in BLOCK_KEYS:
+            raise MatcherSpecError(f"unknown key {key!r}{suggest(key, BLOCK_KEYS)} in a pattern block; use one of {', '.join(BLOCK_KEYS)}", _line(data, key, line))
+    positive = [key for key in POSITIVE_KEYS if key in data]
+    if len(positive) != 1:
+        problem = "has none of" if not positive else f"has {' and '.join(positive)}; it needs exactly one of"
+        raise MatcherSpecError(f"pattern block {problem} {', '.join(POSITIVE_KEYS)}; nest alternatives under `any` or `all`", line)
+    key = positive[0]
+    if key == "pattern":
+        if not isinstance(data[key], str):
+            raise MatcherSpecError(f"pattern: expected a code string (got {data[key]!r}); quote the code", _line(data, key, line))
+        inner = _code_block(compile_code(data[key], _line(data, key, line)))
+    else:
+        inner = _combine(key, _blocks(data[key], _line(data, key, line), key))
+    return _refine(inner, data, line)
+
+
+def _blocks(items: Any, line: int | None, key: str) -> list[Block]:
+    if not isinstance(items, list) or not items:
+        raise MatcherSpecError(f"{key}: expected a non-empty list of pattern blocks; add the alternatives", line)
+    return [compile_block(item, _line(items, index, line)) for index, item in enumerate(items)]
+
+
+def _code_block(code: CodePattern) -> Block:
+    return Block(code.anchors, code.match, code.metavars, (code.token,) if code.token else ())
+
+
+def _combine(key: str, children: list[Block]) -> Block:
+    if key == "any":
+        def test_any(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
+            for child in children:
+                if isinstance(node, child.anchors):
+                    found = child.test(node, ctx, b)
+                    if found is not None:
+                        return found
+            return None
+
+        anchors = tuple(dict.fromkeys(a for c in children for a in c.anchors))
+        tokens = () if any(not c.tokens for c in children) else tuple(dict.fromkeys(t for c in children for t in c.tokens))
+        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens)
+
+    def test_all(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
+        current: Bindings | None = b
+        for child in children:
+            if current is None or not isinstance(node, child.anchors):
+                return None
+            current = child.test(node, ctx, current)
+        return current
+
+    anchors = tuple(a for a in children[0].anchors if all(a in c.anchors for c in children))
+    with_tokens = [c.tokens for c in children if c.tokens]
+    tokens = max(with_tokens, key=lambda ts: min(len(t) for t in ts)) if with_tokens else ()
+    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens)
+
+
+def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
+    negated = [] if "not" not in data else (
+        _blocks(data["not"], _line(data, "not", line), "not") if isinstance(data["not"], list)
+        else [compile_block(data["not"], _line(data, "not", line))]
+    )
+    inside = _contexts(data.get("inside"), _line(data, "inside", line), "inside")
+    outside = _contexts(data.get("not-inside"), _line(data, "not-inside", line), "not-inside")
+    where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
+    if not (negated or inside or outside or where):
+        return inner
+
+    def test(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
+        found = inner.test(node, ctx, b)
+        if found is None:
+            return None
+        if any(isinstance(node, n.anchors) and n.test(node, ctx, found) is not None for n in negated):
+            return None
+        if not all(c(node, ctx) for c in inside) or any(c(node, ctx) for c in outside):
+            return None
+        return found if all(w(ctx, found) for w in where) else None
+
+    return Block(inner.anchors, test, inner.metavars, inner.tokens)
+
+
+Context = Callable[[cst.CSTNode, FileContext], bool]
+
+
+def _contexts(items: Any, line: int | None, key: str) -> list[Context]:
+    if items is None:
+        return []
+    if not isinstance(items, list) or not items:
+        raise MatcherSpecError(f"{key}: expected a non-empty list of contexts such as `- loop: true`; fix the list", line)
+    return [_context(item, _line(items, index, line), key) for index, item in enumerate(items)]
+
+
+def _context(item: Any, line: int | None, key: str) -> Context:
+    from ..library.fields import suggest
+
+    if not isinstance(item, dict) or len(item) != 1:
+        raise MatcherSpecError(f"{key}: each context is a mapping with one key ({', '.join(CONTEXT_KEYS)}); fix the item", line)
+    kind, value = next(iter(item.items()))
+    if kind not in CONTEXT_KEYS:
+        raise MatcherSpecError(f"{key}: unknown context {kind!r}{suggest(kind, CONTEXT_KEYS)}; use one of {', '.join(CONTEXT_KEYS)}", line)
+    if kind in ("loop", "test-file", "cold-code", "target"):
+        if value is not True:
+            raise MatcherSpecError(f"{key}: context {kind!r} takes `true` (got {value!r}); use not-inside to negate it", line)
+        return _FLAGS[kind]
+    if kind in ("function", "class"):
+        return _named(kind, _regex(value, line, f"{key}: {kind}"))
+    if kind == "any":
+        options = _contexts(value, line, f"{key}: any")
+        return lambda node, ctx: any(c(node, ctx) for c in options)
+    block = compile_block(value, line)
+    return _enclosing(kind, block)
+
+
+_FLAGS: Mapping[str, Context] = {
+    "loop": lambda node, ctx: ctx.in_loop(node),
+    "test-file": lambda node, ctx: ctx.is_test,
+    "cold-code": in_cold_code,
+    "target": is_target,
+}
+
+
+def _named(kind: str, regex: re.Pattern[str]) -> Context:
+    if kind == "function":
+        return lambda node, ctx: any(regex.search(f.name.value) for f in enclosing_functions(node, ctx))
+    return lambda node, ctx: any(
+        isinstance(a, cst.ClassDef) and regex.search(a.name.value) is not None for a in ctx.ancestors(node)
+    )
+
+
+def _enclosing(kind: str, block: Block) -> Context:
+    def fits(candidate: cst.CSTNode, ctx: FileContext) -> bool:
+        return isinstance(candidate, block.anchors) and block.test(candidate, ctx, {}) is not None
+
+    if kind == "if":
+        return lambda node, ctx: any(fits(branch.test, ctx) for branch in guarded_by(node, ctx))
+    if kind == "with":
+        return lambda node, ctx: any(
+            isinstance(a, cst.With) and any(fits(item.item, ctx) for item in a.items) for a in ctx.ancestors(node)
+        )
+    return lambda node, ctx: any(fits(a, ctx) for a in ctx.ancestors(node))
+
+
+def _regex(value: Any, line: int | None, where: str) -> re.Pattern[str]:
+    if not isinstance(value, str):
+        raise MatcherSpecError(f"{where}: expected a regular expression string (got {value!r}); quote it", line)
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise MatcherSpecError(f"{where}: invalid regular expression {value!r} ({exc}); fix it", line) from None
+
+
+Where = Callable[[FileContext, Bindings], bool]
+
+
+def _where(data: Any, line: int | None, bound: frozenset[str]) -> list[Where]:
+    if data is None:
+        return []
+    if not isinstance(data, dict):
+        raise MatcherSpecError(f"where: expected a mapping of metavariables to constraints (got {data!r}); fix it", line)
+    checks: list[Where] = []
+    for raw_name, constraint in data.items():
+        at = _line(data, raw_name, line)
+        name = str(raw_name).lstrip("$")
+        if name not in bound:
+            raise MatcherSpecError(f"where: ${name} is not bound by the pattern; use one of {', '.join('$' + m for m in sorted(bound)) or 'no metavariables'}", at)
+        if not isinstance(constraint, dict) or not constraint:
+            raise MatcherSpecError(f"where: ${name}: expected a mapping with {', '.join(WHERE_KEYS)}; fix it", at)
+        for key, value in constraint.items():
+            checks.append(_constraint(name, key, value, _line(constraint, key, at)))
+    return checks
+
+
+def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
+    from ..library.fields import suggest
+
+    if key in ("regex", "not-regex"):
+        regex = _regex(value, line, f"where: ${name}: {key}")
+        want = key == "regex"
+        return lambda ctx, b: name not in b or (regex.search(ctx.code(b[name])) is not None) == want
+    if key == "qualified-name":
+        names = (value,) if isinstance(value, str) else value
+        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
+            raise MatcherSpecError(f"where: ${name}: qualified-name: expected a name or a list of names (got {value!r}); fix it", line)
+        wanted = frozenset(names)
+        return lambda ctx, b: name not in b or ctx.qualified_name(b[name]) in wanted
+    if key == "kind":
+        if value not in KINDS:
+            raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
+        types = KINDS[value]
+        return lambda ctx, b: name not in b or isinstance(b[name], types)
+    raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
+
+
+def iter_code_patterns(data: Any) -> Iterable[str]:
+    """Every code string of a pattern block (for documentation)."""
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            if key == "pattern" and isinstance(value, str):
+                yield value
+            elif key in ("any", "all", "not"):
+                for item in value if isinstance(value, list) else [value]:
+                    yield from iter_code_patterns(item)

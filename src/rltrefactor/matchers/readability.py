@@ -1,0 +1,131 @@
+"""Configuration-and-readability matchers: cryptic new names, unexplained numbers."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .context import in_cold_code, subtree
+from .imports import dotted_name
+from .options import Option
+
+ABBREVIATIONS = {
+    "rid": "request_id",
+    "rids": "request_ids",
+    "req": "request",
+    "reqs": "requests",
+    "bs": "batch_size",
+    "bsz": "batch_size",
+    "sl": "seq_len",
+    "ntok": "num_tokens",
+    "ntoks": "num_tokens",
+    "toks": "tokens",
+    "blk": "block",
+    "blks": "blocks",
+    "nblk": "num_blocks",
+    "kvc": "kv_cache",
+    "hs": "hidden_states",
+    "msk": "mask",
+    "lp": "logprobs",
+    "lps": "logprobs",
+}
+# Comparisons with these read as facts about the value, not as tuning constants.
+_SELF_EXPLAINING = ("dim", "ndim", "ndimension", "version_info", "__len__")
+
+
+def _bound_names(ctx: FileContext) -> Iterator[cst.Name]:
+    """Every Name a statement binds: assignment, loop, ``with``/``except`` targets,
+    walrus, parameters, and function/class names."""
+    for assign in ctx.nodes(cst.Assign):
+        for target in assign.targets:
+            yield from _names_in(target.target)
+    for kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
+        for node in ctx.nodes(kind):
+            yield from _names_in(node.target)
+    for alias in ctx.nodes(cst.AsName):
+        yield from _names_in(alias.name)
+    for param in ctx.nodes(cst.Param):
+        yield param.name
+    for definition in (*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)):
+        yield definition.name
+
+
+def _names_in(target: cst.CSTNode) -> Iterator[cst.Name]:
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _names_in(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _names_in(target.value)
+    elif isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
+        yield target.attr
+
+
+class AbbreviatedNewName:
+    """A name bound to a listed abbreviation; the first binding per scope is reported."""
+
+    OPTIONS = {"abbreviations": Option("mapping", ABBREVIATIONS, "abbreviation -> the name to write instead")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.names = dict(options["abbreviations"])
+        self.prefilter = tuple(sorted(self.names))
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        seen: set[tuple[int, str]] = set()
+        listed = [name for name in _bound_names(ctx) if name.value.strip("_") in self.names]
+        if not listed:
+            return
+        order = {id(node): index for index, node in enumerate(ctx.nodes(cst.Name))}  # source order
+        for name in sorted(listed, key=lambda node: order.get(id(node), 0)):
+            bare = name.value.strip("_")
+            scope = ctx.enclosing_function(name) or ctx.enclosing_class(name)
+            key = (id(scope), bare)
+            if key not in seen:
+                seen.add(key)
+                yield Match(name, {"NAME": name.value, "SUGGESTION": self.names[bare]})
+
+
+class UnexplainedNumberInBranch:
+    """A numeric literal compared in a branch condition, outside a named constant."""
+
+    OPTIONS = {"allowed": Option("strings", ("0", "1", "-1", "2", "0.0", "1.0"), "literals that need no name")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.allowed = frozenset(options["allowed"])
+        self.prefilter = ("if ", "while ")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for kind in (cst.If, cst.While, cst.IfExp):
+            for branch in ctx.nodes(kind):
+                if ctx.enclosing_function(branch) is None or in_cold_code(branch.test, ctx):
+                    continue
+                for node in subtree(branch.test):
+                    if isinstance(node, cst.Comparison):
+                        yield from self._numbers(node, ctx)
+
+    def _numbers(self, comparison: cst.Comparison, ctx: FileContext) -> Iterator[Match]:
+        operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        if any(_self_explaining(o) for o in operands):
+            return
+        for operand in operands:
+            text = ctx.code(operand).replace(" ", "")
+            if _is_number(operand) and text not in self.allowed:
+                yield Match(operand, {"VALUE": text, "CONDITION": ctx.code(comparison)})
+
+
+def _is_number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+def _self_explaining(node: cst.BaseExpression) -> bool:
+    while isinstance(node, (cst.Call, cst.Subscript)):
+        node = node.func if isinstance(node, cst.Call) else node.value
+    name = dotted_name(node) or ""
+    return name.rpartition(".")[2] in _SELF_EXPLAINING

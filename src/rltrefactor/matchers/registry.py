@@ -1,0 +1,88 @@
+"""The one registry of Python matchers, and ``build_matcher`` for every rule kind.
+
+A rule's ``matcher`` is a pattern block (compiled by ``pattern``), a registered
+Python matcher (``python: ID`` with typed ``options``), or ``emitted-by: perf-hook``
+for findings another stage produces. A test asserts that every registered id is
+used by a rule and every rule's matcher resolves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import RuleLibraryError
+from ..library.model import Rule
+from . import capability, device, interfaces, lifecycle, readability, state
+from .base import Matcher
+from .hook import HookEmittedMatcher
+from .options import MatcherSpecError, Option, resolve_options
+from .pattern import compile_pattern
+
+
+@dataclass(frozen=True)
+class MatcherFactory:
+    """A Python matcher class and the options it accepts."""
+
+    cls: type
+    summary: str
+    options: Mapping[str, Option]
+
+    def build(self, rule_id: str, matcher_id: str, given: Mapping[str, Any]) -> Matcher:
+        return self.cls(rule_id, resolve_options(matcher_id, self.options, given))
+
+
+def _factory(cls: type) -> MatcherFactory:
+    return MatcherFactory(cls, (cls.__doc__ or "").strip().splitlines()[0], cls.OPTIONS)
+
+
+PYTHON_MATCHERS: dict[str, MatcherFactory] = {
+    "tensor-to-host-conversion": _factory(device.TensorToHostConversion),
+    "compared-probe": _factory(capability.ComparedProbe),
+    "silent-import-fallback": _factory(capability.SilentImportFallback),
+    "foreign-private-attribute": _factory(state.ForeignPrivateAttribute),
+    "collaborator-container-mutation": _factory(state.CollaboratorContainerMutation),
+    "per-call-temporary-on-self": _factory(state.PerCallTemporaryOnSelf),
+    "guard-for-constructed-attribute": _factory(lifecycle.GuardForConstructedAttribute),
+    "release-not-on-failure-path": _factory(lifecycle.ReleaseNotOnFailurePath),
+    "swallowed-error-in-cleanup": _factory(lifecycle.SwallowedErrorInCleanup),
+    "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
+    "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
+    "string-compared-field": _factory(interfaces.StringComparedField),
+    "wide-tuple-return": _factory(interfaces.WideTupleReturn),
+    "abbreviated-new-name": _factory(readability.AbbreviatedNewName),
+    "unexplained-number-in-branch": _factory(readability.UnexplainedNumberInBranch),
+}
+
+
+def build_matcher(rule: Rule) -> Matcher:
+    """The matcher a rule names; a ``RuleLibraryError`` when it cannot be built."""
+    spec = rule.matcher
+    if spec is None:
+        raise RuleLibraryError(f"{rule.origin}: rule {rule.id!r}: manual rule has no matcher; review it by hand")
+    try:
+        if spec.emitted_by is not None:
+            return HookEmittedMatcher(rule.id, spec.emitted_by)
+        if spec.python is not None:
+            factory = PYTHON_MATCHERS.get(spec.python)
+            if factory is None:
+                raise MatcherSpecError(_unknown(spec.python))
+            return factory.build(rule.id, spec.python, spec.options)
+        return compile_pattern(rule.id, spec.pattern or {}, spec.origin.line)
+    except MatcherSpecError as exc:
+        line = exc.line or spec.origin.line
+        raise RuleLibraryError(f"{spec.origin.file}:{line}: rule {rule.id!r}: matcher: {exc}") from None
+
+
+def check_matcher(rule: Rule) -> None:
+    if rule.matcher is not None:
+        build_matcher(rule)
+
+
+def _unknown(matcher_id: str) -> str:
+    from ..library.fields import suggest
+
+    return (
+        f"unknown python matcher {matcher_id!r}{suggest(matcher_id, PYTHON_MATCHERS)}; "
+        f"registered: {', '.join(sorted(PYTHON_MATCHERS))}"
+    )

@@ -1,0 +1,220 @@
+"""Responsibilities-and-state matchers: who owns which attribute and container."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+from .base import FileContext, Match
+from .context import in_setup_function, is_setup_name, is_target
+from .imports import dotted_name
+from .options import Option
+
+SELF_NAMES = frozenset({"self", "cls", "mcs", "metacls"})
+MUTATORS = (
+    "append", "appendleft", "extend", "extendleft", "insert", "remove", "pop", "popleft",
+    "popitem", "clear", "discard", "add", "update", "setdefault", "sort", "reverse",
+)  # fmt: skip
+# Attribute names that are public API despite the underscore (namedtuple, enum).
+UNDERSCORE_API = ("_replace", "_asdict", "_fields", "_make", "_field_defaults", "_value_", "_name_", "_missing_")
+_CONSTRUCTORS = re.compile(r"^(cls|type\(self\)|self\.__class__|copy\.(deep)?copy|object\.__new__|cls\.__new__|super\(\)\.__new__)\b")
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
+    while isinstance(expr, (cst.Attribute, cst.Subscript, cst.Call)):
+        expr = expr.value if not isinstance(expr, cst.Call) else expr.func
+    return expr
+
+
+class ForeignPrivateAttribute:
+    """Reading or writing an underscore attribute of another object."""
+
+    OPTIONS = {
+        "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
+        "reads": Option("bool", False, "report reads and calls"),
+        "allowed": Option("strings", UNDERSCORE_API, "underscore names that are public API"),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.writes, self.reads = options["writes"], options["reads"]
+        self.allowed = frozenset(options["allowed"])
+        self.prefilter = ("._",)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        own_instances = _own_instances(ctx)
+        for node in ctx.nodes(cst.Attribute):
+            name = node.attr.value
+            if not _is_private(name) or name in self.allowed or self._own(node.value, ctx, own_instances):
+                continue
+            write = _is_write(node, ctx)
+            if (write and self.writes) or (not write and self.reads):
+                yield Match(node, {"OWNER": ctx.code(node.value), "NAME": name})
+
+    def _own(self, receiver: cst.BaseExpression, ctx: FileContext, own: set[tuple[int, str]]) -> bool:
+        if isinstance(receiver, cst.Name):
+            if receiver.value in SELF_NAMES or receiver.value in ctx.imports.aliases:
+                return True  # self, or a module/class this file imports (module-private API)
+            function = ctx.enclosing_function(receiver)
+            if function is not None and function.name.value.startswith("__") and function.name.value not in ("__init__", "__call__"):
+                return True  # comparison/copy protocols read the other instance by design
+            return (id(function), receiver.value) in own
+        if isinstance(receiver, cst.Call):
+            return ctx.code(receiver.func) in ("super", "type")
+        dotted = dotted_name(receiver)  # torch._C._flag: a path inside an imported module
+        return dotted is not None and dotted.split(".")[0] in ctx.imports.aliases
+
+
+def _is_write(node: cst.Attribute, ctx: FileContext) -> bool:
+    if is_target(node, ctx):
+        return True
+    parent = ctx.parent(node)
+    if isinstance(parent, cst.Subscript) and parent.value is node and is_target(parent, ctx):
+        return True
+    if isinstance(parent, cst.Attribute) and parent.attr.value in MUTATORS:
+        call = ctx.parent(parent)
+        return isinstance(call, cst.Call) and call.func is parent
+    return False
+
+
+def _own_instances(ctx: FileContext) -> set[tuple[int, str]]:
+    """(function, local name) pairs bound to a new instance of the enclosing class."""
+    own: set[tuple[int, str]] = set()
+    for assign in ctx.nodes(cst.Assign):
+        if not isinstance(assign.value, cst.Call):
+            continue
+        callee = ctx.code(assign.value.func)
+        cls = ctx.enclosing_class(assign)
+        if not (_CONSTRUCTORS.match(callee) or (cls is not None and callee == cls.name.value)):
+            continue
+        function = ctx.enclosing_function(assign)
+        for target in assign.targets:
+            if isinstance(target.target, cst.Name):
+                own.add((id(function), target.target.value))
+    return own
+
+
+class CollaboratorContainerMutation:
+    """Mutating a container that another component owns, instead of calling its operation."""
+
+    OPTIONS = {
+        "mutators": Option("strings", MUTATORS, "container methods that change the container"),
+        "owner-regex": Option(
+            "regex",
+            r"(?i)(manager|scheduler|pool|allocator|runner|worker|engine|executor|tracker|coordinator|registry|connector|cache|store)s?$",
+            "names of components that own state (the attribute or parameter holding the container)",
+        ),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.mutators = frozenset(options["mutators"])
+        self.owner = re.compile(options["owner-regex"])
+        self.prefilter = tuple(f".{m}(" for m in sorted(self.mutators)) + ("] =", "del ")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            func = call.func
+            if isinstance(func, cst.Attribute) and func.attr.value in self.mutators:
+                owner = self._foreign_owner(func.value, ctx)
+                if owner is not None and not in_setup_function(call, ctx):
+                    yield Match(call, {"CONTAINER": ctx.code(func.value), "OWNER": owner, "OP": func.attr.value})
+        for sub in ctx.nodes(cst.Subscript):
+            if is_target(sub, ctx):
+                owner = self._foreign_owner(sub.value, ctx)
+                if owner is not None and not in_setup_function(sub, ctx):
+                    yield Match(sub, {"CONTAINER": ctx.code(sub.value), "OWNER": owner, "OP": "item assignment"})
+
+    def _foreign_owner(self, container: cst.BaseExpression, ctx: FileContext) -> str | None:
+        """The owning component's name when ``container`` is ``<component>.<container>``."""
+        if not isinstance(container, cst.Attribute):
+            return None
+        owner = container.value
+        if isinstance(owner, cst.Attribute) and isinstance(_head(owner), cst.Name) and _head(owner).value == "self":
+            name = owner.attr.value
+        elif isinstance(owner, cst.Name) and owner.value not in SELF_NAMES and _is_parameter(owner, ctx):
+            name = owner.value
+        else:
+            return None
+        return name if self.owner.search(name) else None
+
+
+def _is_parameter(name: cst.Name, ctx: FileContext) -> bool:
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return False
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params)
+    return any(p.name.value == name.value for p in every)
+
+
+class PerCallTemporaryOnSelf:
+    """An attribute set and read within one method call only: a local kept on ``self``."""
+
+    OPTIONS: dict[str, Option] = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = ("self.",)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
+        for node in ctx.nodes(cst.Attribute):  # source order
+            if not (isinstance(node.value, cst.Name) and node.value.value == "self"):
+                continue
+            cls, method = _class_and_method(node, ctx)
+            if cls is not None and method is not None:
+                uses.setdefault((id(cls), node.attr.value), []).append((method, node, is_target(node, ctx)))
+        declared = _declared_attributes(ctx)
+        for (cls_id, name), seen in uses.items():
+            method, first, first_is_write = seen[0]
+            # A temporary: written first, read back, and never touched by another method.
+            if not first_is_write or all(write for _, _, write in seen):
+                continue
+            if name in declared.get(cls_id, ()) or any(m is not method for m, _, _ in seen):
+                continue
+            if not is_setup_name(method.name.value) and not _is_property(method):
+                yield Match(first, {"NAME": name, "METHOD": method.name.value})
+
+
+def _class_and_method(node: cst.CSTNode, ctx: FileContext) -> tuple[cst.ClassDef | None, cst.FunctionDef | None]:
+    method = None
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            method = ancestor
+        elif isinstance(ancestor, cst.ClassDef):
+            return ancestor, method
+    return None, None
+
+
+def _is_property(function: cst.FunctionDef) -> bool:
+    for decorator in function.decorators:
+        name = dotted_name(decorator.decorator) or ""
+        if "property" in name or name.endswith((".setter", ".deleter")):
+            return True
+    return False
+
+
+def _declared_attributes(ctx: FileContext) -> dict[int, set[str]]:
+    """Per class: names set in setup methods or declared in the class body."""
+    declared: dict[int, set[str]] = {}
+    for cls in ctx.nodes(cst.ClassDef):
+        names = declared.setdefault(id(cls), set())
+        for statement in cls.body.body:
+            if isinstance(statement, cst.SimpleStatementLine):
+                for small in statement.body:
+                    targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+                    targets += [small.target] if isinstance(small, cst.AnnAssign) else []
+                    names.update(t.value for t in targets if isinstance(t, cst.Name))
+    for node in ctx.nodes(cst.Attribute):
+        if isinstance(node.value, cst.Name) and node.value.value == "self" and is_target(node, ctx):
+            cls, method = _class_and_method(node, ctx)
+            if cls is not None and method is not None and is_setup_name(method.name.value):
+                declared.setdefault(id(cls), set()).add(node.attr.value)
+    return declared

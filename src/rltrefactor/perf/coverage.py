@@ -1,0 +1,108 @@
+"""Which micro-checks exercise what a change touched.
+
+Touched definitions are the innermost functions/classes around the head lines a change
+adds or modifies, and around the places where it only deleted lines (a removed sync
+must still select the checks that ran through it). A check covers a touched definition
+when the traced run called it, something nested in it, or, for a touched ``<module>``
+line, anything in that file. ``covers=`` entries on the decorator replace the trace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping
+
+from .. import gitio, source
+from ..errors import GitError
+from ..types import ChangeSet
+
+Touched = Mapping[str, frozenset[str]]  # path -> qualnames
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+
+
+def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
+    touched: dict[str, frozenset[str]] = {}
+    deletions = _deletion_points(change)
+    for changed in change.files:
+        if not changed.is_python or changed.status == "deleted":
+            continue
+        text = source.read_text(change, changed.path)
+        if not isinstance(text, str):
+            continue  # unreadable at head: the review reports it; nothing to select
+        rows = text.splitlines()
+        lines = {n for n in changed.added_lines if _is_code(rows, n)} | deletions.get(changed.path, set())
+        definitions = source.definitions(text)  # the one dependency on the line -> definition map
+        touched[changed.path] = frozenset(definitions.enclosing(line).qualname for line in lines)
+    return {path: names for path, names in touched.items() if names}
+
+
+def _is_code(rows: list[str], line: int) -> bool:
+    """Blank and comment-only lines change no behaviour; in a class body they would
+    otherwise select every check that calls any method of the class."""
+    text = rows[line - 1].strip() if 0 < line <= len(rows) else ""
+    return bool(text) and not text.startswith("#")
+
+
+def _deletion_points(change: ChangeSet) -> dict[str, set[int]]:
+    """Head line just before each pure deletion, per path (git ``-U0`` hunk headers)."""
+    if change.repo_root is None or change.base is None:
+        return {}
+    args = ["diff", "--no-color", "--no-ext-diff", "-M", "-U0", "--src-prefix=a/", "--dst-prefix=b/"]
+    if change.head.kind == "index":
+        args.append("--cached")
+    args.append(change.base)
+    if change.head.kind == "git" and change.head.ref:
+        args.append(change.head.ref)
+    points: dict[str, set[int]] = {}
+    try:
+        text = gitio.git(change.repo_root, *args, "--")
+    except GitError:
+        return {}
+    for chunk in text.split("\ndiff --git "):
+        path = _new_path(chunk)
+        for match in _HUNK.finditer(chunk):
+            if path and match.group(2) == "0":
+                points.setdefault(path, set()).add(max(int(match.group(1)), 1))
+    return points
+
+
+def _new_path(chunk: str) -> str | None:
+    for line in chunk.splitlines():
+        if line.startswith("+++ "):
+            name = line[4:].strip()
+            return name[2:] if name.startswith("b/") else None
+    return None
+
+
+def _within(called: str, touched: str) -> bool:
+    return called == touched or called.startswith(touched + ".")
+
+
+def covered_by_trace(traced: Iterable[tuple[str, str]], touched: Touched) -> list[str]:
+    """Touched ``path::qualname`` entries that the traced calls ran through."""
+    traced = list(traced)
+    hits = []
+    for path, names in sorted(touched.items()):
+        in_file = [q for p, q in traced if p == path]
+        for name in sorted(names):
+            if name == "<module>" and in_file or any(_within(q, name) for q in in_file):
+                hits.append(f"{path}::{name}")
+    return hits
+
+
+def covered_by_declaration(covers: Iterable[str], touched: Touched) -> list[str]:
+    hits = []
+    for path, names in sorted(touched.items()):
+        for name in sorted(names):
+            if any(_declared(entry, path, name) for entry in covers):
+                hits.append(f"{path}::{name}")
+    return hits
+
+
+def _declared(entry: str, path: str, name: str) -> bool:
+    if "::" in entry:
+        want_path, want_name = entry.split("::", 1)
+        return want_path == path and (name == "<module>" or _within(name, want_name) or _within(want_name, name))
+    if entry.endswith(".py"):
+        return entry == path
+    return _within(name, entry) or _within(entry, name)

@@ -1,0 +1,159 @@
+"""Perf deltas -> findings, and static findings confirmed by a measured delta.
+
+Only additions become findings (``perf-added-sync|copy|alloc``); removals stay in
+``PerfSummary.deltas`` as improvements. Rule texts come from the rule library when the
+caller passes one (the YAML entries of these ids), else from the defaults below; both
+may use ``$COUNT $CATEGORY $SITE $SOURCE $CHECK $DEVICE $BASE $HEAD $BYTES $OPS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from .deltas import detail, site_label
+
+if TYPE_CHECKING:
+    from ..library.model import Library
+
+AREA = "device-residency"
+
+
+@dataclass(frozen=True)
+class RuleText:
+    title: str
+    severity: str
+    impact: str
+    fix: str
+
+
+DEFAULT_TEXTS: dict[str, RuleText] = {
+    "perf-added-sync": RuleText(
+        "Change adds a host-device synchronization (measured)",
+        "error",
+        "$COUNT sync per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD): "
+        "the host stops until the device queue drains, so the next step's launches wait behind it.",
+        "Keep the value on the device (masks, torch.where, on-device reductions) or fold the read into "
+        "the step's single read-back; if the host truly needs it, read it once per step, not per loop.",
+    ),
+    "perf-added-copy": RuleText(
+        "Change adds a tensor copy (measured)",
+        "warning",
+        "$COUNT copy per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD, "
+        "$BYTES bytes): every call moves the data again, and a device-to-host copy also blocks the host.",
+        "Keep the tensor where it is used; for host inputs fill a persistent pinned buffer and copy_ it "
+        "into a persistent device buffer with non_blocking=True; drop .cpu()/.to()/.contiguous() round trips.",
+    ),
+    "perf-added-alloc": RuleText(
+        "Change adds per-call tensor allocations (measured)",
+        "warning",
+        "$COUNT allocation per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD, "
+        "$BYTES bytes): each step asks the caching allocator again and the new shapes can fragment it.",
+        "Allocate once at init (persistent buffers sized for the largest batch) and write into them "
+        "in place, with out= or through slices; build constant tensors outside the step.",
+    ),
+}
+
+
+def _texts(rule_id: str, library: "Library | None") -> RuleText:
+    if library is not None:
+        for rule in library.rules:
+            if rule.id == rule_id:
+                return RuleText(rule.title, rule.severity, rule.impact, rule.fix)
+    return DEFAULT_TEXTS[rule_id]
+
+
+def _bindings(delta: PerfDelta, ops: str) -> dict[str, str]:
+    return {
+        "COUNT": f"{delta.head_count - delta.base_count:+d}",
+        "CATEGORY": delta.category,
+        "SITE": f"{delta.path}:{delta.line}" if delta.path else "(outside the repository)",
+        "SOURCE": delta.source,
+        "CHECK": delta.check,
+        "DEVICE": delta.device,
+        "BASE": str(delta.base_count),
+        "HEAD": str(delta.head_count),
+        "BYTES": f"{delta.bytes_delta:+d}",
+        "OPS": ops or delta.category,
+    }
+
+
+def _definition(change: ChangeSet | None, path: str, line: int) -> str:
+    if change is None or not path:
+        return "<module>"
+    from .. import source
+
+    text = source.read_text(change, path)
+    return source.definitions(text).enclosing(line).qualname if isinstance(text, str) else "<module>"
+
+
+_PRIORITY = {"sync": 0, "copy": 1, "alloc": 2}
+
+
+def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
+                  library: "Library | None" = None) -> tuple[Finding, ...]:
+    """One finding per line with additions, for its costliest category (sync > copy > alloc).
+
+    ``x.sum().item()`` adds an allocation and a sync on one line; the sync is the finding
+    and the allocation is named in its impact. ``change`` supplies enclosing definitions.
+    """
+    by_line: dict[tuple[str, str, int], list[PerfDelta]] = {}
+    for delta in summary.deltas:
+        if delta.added:
+            by_line.setdefault((delta.check, delta.path, delta.line), []).append(delta)
+    ops_by_site = summary.device_evidence.get("ops", {}) if summary.device_evidence else {}
+    findings = [
+        _finding(sorted(group, key=lambda d: _PRIORITY[d.category]), ops_by_site, change, library)
+        for group in by_line.values()
+    ]
+    return tuple(sorted(findings, key=lambda f: (f.path, f.span.line, f.rule_id)))
+
+
+def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
+    from ..engine import fill_template, fingerprint
+
+    delta, also = group[0], group[1:]
+    rule_id = f"perf-added-{delta.category}"
+    text = _texts(rule_id, library)
+    bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
+    definition = _definition(change, delta.path, delta.line)
+    impact = fill_template(text.impact, bindings)
+    if also:
+        impact += " Also on this line: " + ", ".join(
+            f"{d.head_count - d.base_count:+d} {d.category}" for d in also) + "."
+    return Finding(
+        rule_id=rule_id,
+        area=AREA,
+        title=text.title,
+        severity=text.severity,  # type: ignore[arg-type]
+        path=delta.path,
+        span=Span(delta.line, 1, delta.line, len(delta.source) + 1),
+        impact=impact,
+        fix=fill_template(text.fix, bindings),
+        fingerprint=fingerprint(rule_id, definition, f"{delta.check} {delta.source}"),
+        definition=definition,
+        snippet=delta.source,
+        perf=_evidence(delta),
+    )
+
+
+def _evidence(delta: PerfDelta) -> PerfEvidence:
+    return PerfEvidence(delta.check, delta.category, delta.base_count, delta.head_count, delta.device, detail(delta))
+
+
+def confirm(findings: tuple[Finding, ...], summary: PerfSummary) -> tuple[Finding, ...]:
+    """Mark static findings on a line where a measured addition landed (head lines)."""
+    added: dict[tuple[str, int], PerfDelta] = {}
+    for delta in summary.deltas:
+        if delta.added and delta.path:
+            added.setdefault((delta.path, delta.line), delta)
+    out = []
+    for finding in findings:
+        hit = next(
+            (added[(finding.path, line)] for line in range(finding.span.line, finding.span.end_line + 1)
+             if (finding.path, line) in added),
+            None,
+        )
+        out.append(replace(finding, confirmed=True, perf=_evidence(hit)) if hit and finding.perf is None else finding)
+    return tuple(out)

@@ -1,0 +1,66 @@
+"""Plain renderings of a perf run for ``rltrefactor perf``: text and a JSON-ready dict.
+
+Review reports (``review --perf``) show perf findings like any other finding; these
+functions render what only the perf command shows: the plan, every delta (improvements
+included), per-check totals, device evidence and the profiled operator table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from ..types import PerfSummary
+from .deltas import detail
+from .hook import PerfPlan
+
+_TABLE_ROWS = 15
+
+
+def plan_text(the_plan: PerfPlan) -> str:
+    files = ", ".join(the_plan.files) or "(none)"
+    lines = [f"perf: executing micro-checks from {files}",
+             f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}"]
+    if the_plan.note:
+        lines.append(f"  note: {the_plan.note}")
+    return "\n".join(lines)
+
+
+def render_perf_text(summary: PerfSummary) -> str:
+    evidence = summary.device_evidence or {}
+    coverage = evidence.get("coverage", {})
+    out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
+           f"({summary.wall_seconds:.1f} s)"]
+    for check in summary.checks:
+        totals = evidence.get("totals", {}).get(check, {})
+        out.append(f"  {check}  covers {', '.join(coverage.get(check, []))}")
+        if totals:
+            out.append(f"    per call: base {_totals(totals['base'])} -> head {_totals(totals['head'])}")
+    added = [d for d in summary.deltas if d.added]
+    removed = [d for d in summary.deltas if not d.added]
+    out += [f"added ({len(added)}):"] + [f"  {detail(d)}  [{d.check}]" for d in added]
+    out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
+    for name, reason in sorted(evidence.get("skipped", {}).items()):
+        out.append(f"skipped {name}: {reason}")
+    out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
+    if summary.profile_rows:
+        out.append(f"profiled operators (ops-only; profiled numbers, not performance results) in {summary.artifacts_dir}:")
+        out.append("  operator | count base->head | self cpu us base->head | self device us base->head")
+        for row in summary.profile_rows[:_TABLE_ROWS]:
+            out.append(f"  {str(row['operator'])[:60]} | {row['base_count']}->{row['head_count']} | "
+                       f"{row['base_self_cpu_us']}->{row['head_self_cpu_us']} | "
+                       f"{row['base_self_device_us']}->{row['head_self_device_us']}")
+    return "\n".join(out) + "\n"
+
+
+def _totals(counts: dict[str, int]) -> str:
+    return " ".join(f"{k} {counts.get(k, 0)}" for k in ("sync", "copy", "alloc"))
+
+
+def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
+    """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail."""
+    data = asdict(summary)
+    data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
+    data["profile_rows"] = [dict(r) for r in summary.profile_rows]
+    data["device_evidence"] = dict(summary.device_evidence)
+    return data

@@ -1,0 +1,178 @@
+"""Running one side's micro-checks in a subprocess, with a timeout per check.
+
+The runner announces each check before it runs it, so a hang or a crash is pinned on
+the check that caused it; the remaining checks then run in a fresh process. A check
+that hangs is killed with its whole process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+# Starting the interpreter and importing torch and the hook files is not the check's
+# time: the first deadline adds this much to the per-check timeout.
+STARTUP_GRACE_S = 30.0
+_POLL_S = 0.2  # how often a waiting side looks at its cancel flag
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@dataclass(frozen=True)
+class SideError:
+    check: str  # "" when the process failed before any check started
+    path: str
+    line: int | None
+    message: str
+
+
+@dataclass
+class SideRun:
+    """What one side produced: per-check payloads, failures, and checks it skipped."""
+
+    root: str
+    loaded: dict[str, dict] = field(default_factory=dict)  # name -> path, line, device, covers
+    results: dict[str, dict] = field(default_factory=dict)
+    errors: list[SideError] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    torch_version: str = ""
+
+
+def runner_env(root: str) -> dict[str, str]:
+    paths = [root]
+    if os.path.isdir(os.path.join(root, "src")):
+        paths.append(os.path.join(root, "src"))
+    paths.append(_PACKAGE_PARENT)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never leave __pycache__ in the reviewed tree
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] | None,
+             timeout: float, cancel: threading.Event | None = None) -> SideRun:
+    """Run ``checks`` (None: all) under ``root``; never raises for a check's failure.
+
+    Setting ``cancel`` (from another thread, on Ctrl-C) kills the running process.
+    """
+    side = SideRun(root)
+    cancel = cancel or threading.Event()
+    remaining = None if checks is None else list(checks)
+    while (remaining is None or remaining) and not cancel.is_set():
+        before = _settled(side)
+        finished = _one_process(side, root, hooks_dir, extra, remaining, timeout, cancel)
+        done = _settled(side)
+        if finished or not side.loaded or done == before:
+            break  # each relaunch must settle at least one more check
+        wanted = remaining if remaining is not None else list(side.loaded)
+        remaining = [name for name in wanted if name not in done]
+    return side
+
+
+def _settled(side: SideRun) -> set[str]:
+    return set(side.results) | set(side.skipped) | {e.check for e in side.errors if e.check}
+
+
+def _one_process(side: SideRun, root: str, hooks_dir: str, extra: list[str],
+                 checks: list[str] | None, timeout: float, cancel: threading.Event) -> bool:
+    argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir, *extra]
+    for name in checks or ():
+        argv += ["--check", name]
+    with tempfile.TemporaryFile() as stderr:
+        proc = subprocess.Popen(argv, cwd=root, env=runner_env(root), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
+        try:
+            return _follow(side, proc, stderr, timeout, cancel)
+        finally:
+            _kill(proc)
+
+
+def _follow(side: SideRun, proc: subprocess.Popen, stderr, timeout: float, cancel: threading.Event) -> bool:
+    lines: queue.Queue[bytes | None] = queue.Queue()
+    threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    current, deadline = "", time.monotonic() + timeout + STARTUP_GRACE_S
+    while True:
+        try:
+            raw = lines.get(timeout=min(max(deadline - time.monotonic(), 0.0), _POLL_S))
+        except queue.Empty:
+            if cancel.is_set():
+                return True  # the caller re-raises the interrupt; _one_process kills the process
+            if time.monotonic() < deadline:
+                continue
+            _kill(proc)
+            limit = timeout if current else timeout + STARTUP_GRACE_S
+            side.errors.append(_error(side, current, f"timed out after {limit:g} s (process killed)",
+                                      "make the check smaller, or raise --timeout"))
+            return False
+        if raw is None:
+            code = proc.wait()
+            how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+            side.errors.append(_error(side, current, f"crashed ({how}){_tail(stderr)}",
+                                      "run the check alone to see its output"))
+            return False
+        message = json.loads(raw)
+        event = message.pop("event")
+        if event == "done":
+            return True
+        current = _handle(side, event, message)
+        deadline = time.monotonic() + timeout
+
+
+def _handle(side: SideRun, event: str, message: dict) -> str:
+    """Record one protocol message; return the check now running ("" for none)."""
+    name = message.pop("check", "")
+    if event == "loaded":
+        side.torch_version = message["torch"]
+        side.loaded.update({c["name"]: c for c in message["checks"]})
+        for error in message["load_errors"]:
+            side.errors.append(SideError("", error["path"], error["line"], error["message"]))
+        return ""
+    if event == "start":
+        return name
+    if event == "result":
+        side.results[name] = message
+    elif event == "skipped":
+        side.skipped[name] = message["reason"]
+    elif event == "error":
+        where = side.loaded.get(name, {})
+        path = message["path"] or where.get("path", "")
+        line = message["line"] if message["path"] else where.get("line")
+        side.errors.append(SideError(name, path, line, f"micro-check {name} failed: {message['message']}"))
+    return ""
+
+
+def _error(side: SideRun, check: str, problem: str, fix: str) -> SideError:
+    where = side.loaded.get(check, {})
+    what = f"micro-check {check}" if check else "perf runner (before any check started)"
+    return SideError(check, where.get("path", ""), where.get("line"), f"{what}: {problem}; {fix}")
+
+
+def _pump(stream, lines: queue.Queue) -> None:
+    for raw in iter(stream.readline, b""):
+        if raw.startswith(b"{"):
+            lines.put(raw)
+    lines.put(None)
+
+
+def _tail(stderr) -> str:
+    stderr.seek(0, os.SEEK_END)
+    stderr.seek(max(stderr.tell() - 2000, 0))
+    text = stderr.read().decode("utf-8", "replace").strip().splitlines()
+    return f": {text[-1].strip()}" if text else ""
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait()

@@ -1,0 +1,40 @@
+"""Which repository functions a micro-check body runs: traced, not guessed.
+
+``sys.settrace`` sees every Python call (returning no local tracer, so no line events
+are paid for); the functions whose code lies in the repository are recorded as (repo-relative path, ``co_qualname``), the same qualified
+names that ``rltrefactor.source.definitions`` gives (``A.f.<locals>.g``).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from contextlib import contextmanager
+from types import CodeType
+
+from .attribution import RepoFrames
+
+
+@contextmanager
+def tracing(frames: RepoFrames):
+    """Yield the set that fills with (path, qualname) of repo functions called inside."""
+    seen_codes: set[CodeType] = set()
+
+    def trace(frame, event, _arg):
+        if event == "call":
+            seen_codes.add(frame.f_code)
+        return None
+
+    called: set[tuple[str, str]] = set()
+    previous = sys.gettrace()
+    sys.settrace(trace)
+    threading.settrace(trace)  # worker threads started by the body
+    try:
+        yield called
+    finally:
+        sys.settrace(previous)
+        threading.settrace(None)  # type: ignore[arg-type]
+        for code in seen_codes:
+            path = frames.relpath(code)
+            if path is not None:
+                called.add((path, getattr(code, "co_qualname", code.co_name)))

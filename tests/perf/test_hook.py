@@ -1,0 +1,255 @@
+"""The perf hook end to end on real git repositories, on the CPU.
+
+One repository serves every scenario: each scenario is a branch off ``main`` and is
+measured once (two runner processes, ~2 s each), shared at module scope.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rltrefactor.changes import collect_changes
+from rltrefactor.errors import ChangeInputError
+from rltrefactor.perf import plan, run_perf
+from rltrefactor.perf import hook as hook_module
+from rltrefactor.perf.sides import SideRun
+
+pytest.importorskip("torch")
+
+RUNNER = """\
+import torch
+
+
+class Runner:
+    def __init__(self, device):
+        self.device = device
+        self.out = torch.zeros(4, dtype=torch.long, device=device)
+        self.calls = 0
+
+    def step(self, logits):
+        tokens = logits.argmax(-1)
+        done = bool(tokens[0] == -1)
+        self.out.copy_(tokens)
+        return tokens
+
+    def flaky(self, x):
+        self.calls += 1
+        if self.calls % 2:
+            return x + 1
+        return x
+
+    def other(self, x):
+        return x * 2
+"""
+
+CHECKS = """\
+import torch
+from rltrefactor.perf import micro_check
+from eng.runner import Runner
+
+
+def _setup(device):
+    return Runner(device), torch.randn(4, 16, device=device)
+
+
+@micro_check
+def step(device):
+    runner, logits = _setup(device)
+    return lambda: runner.step(logits)
+
+
+@micro_check(covers=["eng/runner.py::Runner.extra"])
+def needs_extra(device):
+    runner, logits = _setup(device)
+    return lambda: runner.extra(logits)
+
+
+@micro_check
+def flaky(device):
+    runner, logits = _setup(device)
+    return lambda: runner.flaky(logits)
+
+
+@micro_check
+def other(device):
+    runner, logits = _setup(device)
+    return lambda: runner.other(logits)
+"""
+
+FAILING = """\
+import os
+import time
+from rltrefactor.perf import micro_check
+from eng.runner import Runner
+import torch
+
+
+@micro_check
+def crashes(device):
+    runner = Runner(device)
+    return lambda: (runner.step(torch.randn(4, 16)), os._exit(3))
+
+
+@micro_check
+def hangs(device):
+    runner = Runner(device)
+    return lambda: (runner.step(torch.randn(4, 16)), time.sleep(600))
+
+
+@micro_check
+def fine(device):
+    runner = Runner(device)
+    logits = torch.randn(4, 16)
+    return lambda: runner.step(logits)
+"""
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text, old
+    return text.replace(old, new, 1)
+
+
+DEFECTS = _edit(
+    _edit(_edit(RUNNER, "        return x\n", "        return x.view(-1)\n"), "        done = bool(tokens[0] == -1)\n", ""),
+    "        self.out.copy_(tokens)\n",
+    "        first = tokens[0].item()\n"
+    "        scratch = torch.zeros(4, device=self.device)\n"
+    "        self.out.copy_(tokens)\n"
+    "        host = tokens.cpu()\n",
+) + "\n    def extra(self, logits):\n        return logits.sum(-1)\n"
+
+REFACTOR = _edit(
+    _edit(RUNNER, "        tokens = logits.argmax(-1)\n", "        next_ids = self._pick(logits)\n"),
+    "        done = bool(tokens[0] == -1)\n        self.out.copy_(tokens)\n        return tokens\n",
+    "        self.out.copy_(next_ids)\n        done = bool(next_ids[0] == -1)\n        return next_ids\n\n"
+    "    def _pick(self, logits):\n        return logits.argmax(-1)\n",
+)
+
+
+@pytest.fixture(scope="module")
+def demo(make_repo):
+    repo = make_repo()
+    repo.write("eng/__init__.py", "")
+    repo.write("eng/runner.py", RUNNER)
+    repo.write("perf_hooks/checks.py", CHECKS)
+    repo.write("failing_hooks/checks.py", FAILING)
+    repo.commit("base")
+    for branch, text in (("defects", DEFECTS), ("refactor", REFACTOR)):
+        repo.git("checkout", "-q", "-b", branch, "main")
+        repo.write("eng/runner.py", text)
+        repo.commit(branch)
+    repo.git("checkout", "-q", "main")
+    return repo
+
+
+def _leftovers() -> set[str]:
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("rltrefactor-perf-")}
+
+
+@pytest.fixture(scope="module")
+def defects(demo):
+    before = _leftovers()
+    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), timeout=60)
+    assert _leftovers() == before
+    return summary
+
+
+def _lines(text: str, needle: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if needle in line)
+
+
+def _added(summary, category):
+    return [(d.line, d.source) for d in summary.deltas if d.added and d.category == category]
+
+
+def test_added_item_copy_and_allocation_each_appear_once_at_their_line(defects):
+    step = [d for d in defects.deltas if d.check == "perf_hooks.checks:step"]
+    assert {(d.category, d.line) for d in step if d.added} == {
+        ("sync", _lines(DEFECTS, "tokens[0].item()")),
+        ("alloc", _lines(DEFECTS, "torch.zeros(4, device=self.device)")),
+        ("copy", _lines(DEFECTS, "tokens.cpu()")),
+    }
+    assert all(d.head_count - d.base_count == 1 for d in step if d.added)
+
+
+def test_a_removed_sync_is_an_improvement_at_its_base_line(defects):
+    removed = [d for d in defects.deltas if not d.added and d.category == "sync"]
+    assert [(d.line, d.base_count, d.head_count) for d in removed] == [(_lines(RUNNER, "bool(tokens[0]"), 1, 0)]
+
+
+def test_a_check_failing_on_one_side_is_reported_and_the_others_still_compare(defects):
+    (error,) = [e for e in defects.errors if "needs_extra" in e.message]
+    assert error.message.startswith("base: micro-check perf_hooks.checks:needs_extra failed: AttributeError")
+    assert error.path == "perf_hooks/checks.py"
+    assert "perf_hooks.checks:step" in defects.checks
+
+
+def test_nondeterministic_counts_are_reported_not_compared(defects):
+    (error,) = [e for e in defects.errors if "flaky" in e.message]
+    assert "counts differ between repeated runs" in error.message
+    assert not [d for d in defects.deltas if d.check.endswith(":flaky")]
+
+
+def test_only_checks_covering_the_change_run_on_both_sides(defects):
+    assert "perf_hooks.checks:other" not in defects.checks
+    coverage = defects.device_evidence["coverage"]
+    assert coverage["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
+    assert coverage["perf_hooks.checks:needs_extra"] == ["eng/runner.py::Runner.extra"]
+
+
+def test_unchanged_code_counts_the_same_in_every_repeat(defects):
+    totals = defects.device_evidence["totals"]["perf_hooks.checks:step"]
+    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}  # bool(), copy_, argmax, eq
+
+
+def test_a_pure_refactor_gives_no_delta(demo):
+    summary = run_perf(collect_changes(str(demo.path), diff="main..refactor"), timeout=60)
+    assert "perf_hooks.checks:step" in summary.checks
+    assert summary.deltas == ()
+
+
+def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):
+    before = _leftovers()
+    change = collect_changes(str(demo.path), diff="main..defects")
+    summary = run_perf(change, hooks_dir="failing_hooks", timeout=3)
+    messages = sorted(e.message for e in summary.errors)
+    assert any("failing_hooks.checks:crashes: crashed (exit code 3)" in m for m in messages), messages
+    assert any("failing_hooks.checks:hangs: timed out after 3 s (process killed)" in m for m in messages)
+    assert summary.checks == ("failing_hooks.checks:fine",)
+    assert _leftovers() == before
+    assert demo.git("worktree", "list").count("\n") == 1
+
+
+def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
+    def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel):
+        assert os.path.isdir(os.path.join(root, "eng"))
+        if "--trace" not in extra:
+            raise KeyboardInterrupt  # Ctrl-C while the base side runs
+        assert cancel.wait(10)  # the head side is told to stop
+        return SideRun(root=root)
+
+    monkeypatch.setattr(hook_module, "run_side", fake_run_side)
+    before = _leftovers()
+    with pytest.raises(KeyboardInterrupt):
+        run_perf(collect_changes(str(demo.path), diff="main..defects"))
+    assert _leftovers() == before
+    assert demo.git("worktree", "list").count("\n") == 1
+
+
+def test_plan_names_the_files_it_executes_and_refuses_a_patch(demo, tmp_path: Path):
+    the_plan = plan(collect_changes(str(demo.path), diff="main..defects"))
+    assert the_plan.files == ("perf_hooks/checks.py",)
+    patch = tmp_path / "x.patch"
+    patch.write_text(demo.git("diff", "main", "defects"))
+    with pytest.raises(ChangeInputError, match=r"^perf: needs a git repository and a base commit"):
+        plan(collect_changes(str(demo.path), diff_file=str(patch)))
+
+
+def test_a_missing_hooks_directory_is_an_error_value(demo):
+    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), hooks_dir="nowhere")
+    (error,) = summary.errors
+    assert error.message.startswith("nowhere: no micro-check files found")

@@ -1,0 +1,150 @@
+"""Coverage selection and base/head site matching: pure functions, no torch."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from rltrefactor.perf.coverage import covered_by_declaration, covered_by_trace
+from rltrefactor.perf.deltas import compare, detail
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+TOUCHED = {"eng/runner.py": frozenset({"Runner.step"}), "eng/util.py": frozenset({"<module>"})}
+
+
+def test_trace_selects_the_touched_function_and_code_nested_in_it():
+    assert covered_by_trace([("eng/runner.py", "Runner.step")], TOUCHED) == ["eng/runner.py::Runner.step"]
+    nested = [("eng/runner.py", "Runner.step.<locals>.pick")]
+    assert covered_by_trace(nested, TOUCHED) == ["eng/runner.py::Runner.step"]
+
+
+def test_trace_leaves_look_alike_names_alone():
+    look_alikes = [("eng/runner.py", "Runner.step_async"), ("eng/other.py", "Runner.step"), ("eng/runner.py", "Runner")]
+    assert covered_by_trace(look_alikes, TOUCHED) == []
+
+
+def test_a_touched_module_line_is_covered_by_any_call_into_that_file():
+    assert covered_by_trace([("eng/util.py", "helper")], TOUCHED) == ["eng/util.py::<module>"]
+
+
+def test_declared_covers_accept_file_qualname_and_bare_qualname():
+    assert covered_by_declaration(["eng/runner.py::Runner.step"], TOUCHED) == ["eng/runner.py::Runner.step"]
+    assert covered_by_declaration(["Runner"], TOUCHED) == ["eng/runner.py::Runner.step"]
+    assert covered_by_declaration(["eng/util.py"], TOUCHED) == ["eng/util.py::<module>"]
+    assert covered_by_declaration(["eng/runner.py::Runner.other", "Sampler.step", "eng/x.py"], TOUCHED) == []
+
+
+def _row(category, path, line, source, count=1, nbytes=0, op="aten.x"):
+    return {"category": category, "op": op, "direction": "", "path": path, "line": line,
+            "source": source, "count": count, "bytes": nbytes}
+
+
+def test_moved_and_reindented_code_is_no_delta():
+    base = [_row("sync", "a.py", 10, "n = x.item()")]
+    head = [_row("sync", "a.py", 42, "n  =  x.item()   # moved")]
+    assert compare("c", "cpu", base, head, {})[0] == []
+
+
+def test_added_and_removed_sites_are_reported_at_their_sides_lines():
+    base = [_row("sync", "a.py", 10, "n = x.item()")]
+    head = [_row("alloc", "a.py", 12, "buf = torch.zeros(4)", nbytes=16)]
+    deltas, labels = compare("c", "cpu", base, head, {})
+    removed, added = sorted(deltas, key=lambda d: d.added)
+    assert (removed.line, removed.base_count, removed.head_count, removed.added) == (10, 1, 0, False)
+    assert (added.line, added.bytes_delta, added.added) == (12, 16, True)
+    assert detail(added) == "+1 alloc at a.py:12 — buf = torch.zeros(4)"
+    assert labels["c|alloc|a.py:12"] == "aten.x"
+
+
+def test_a_renamed_file_is_compared_under_its_head_path():
+    base = [_row("copy", "old.py", 3, "y = x.clone()")]
+    head = [_row("copy", "new.py", 5, "y = x.clone()")]
+    assert compare("c", "cpu", base, head, {"old.py": "new.py"})[0] == []
+
+
+def test_importing_the_perf_package_does_not_import_torch():
+    code = "import sys, rltrefactor.perf as p; p.micro_check; p.run_perf; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(SRC), "PATH": ""})
+    assert out.stdout.strip() == "False"
+
+
+def test_an_edited_line_doing_the_same_op_is_no_delta():
+    base = [_row("copy", "a.py", 7, "self.out.copy_(tokens)", op="aten.copy_")]
+    head = [_row("copy", "a.py", 9, "self.out.copy_(next_ids)", op="aten.copy_")]
+    assert compare("c", "cpu", base, head, {})[0] == []
+
+
+def test_a_second_site_of_the_same_op_is_still_an_addition():
+    base = [_row("sync", "a.py", 7, "n = x.item()", op="aten._local_scalar_dense")]
+    head = [_row("sync", "a.py", 7, "n = x.item()", op="aten._local_scalar_dense"),
+            _row("sync", "a.py", 9, "m = y.item()", op="aten._local_scalar_dense")]
+    (delta,) = compare("c", "cpu", base, head, {})[0]
+    assert (delta.line, delta.base_count, delta.head_count) == (9, 0, 1)
+
+
+def test_a_different_statement_doing_the_same_op_is_a_removal_and_an_addition():
+    base = [_row("sync", "a.py", 7, "done = bool(tokens[0] == -1)", op="aten._local_scalar_dense")]
+    head = [_row("sync", "a.py", 9, "first = tokens[0].item()", op="aten._local_scalar_dense")]
+    deltas = compare("c", "cpu", base, head, {})[0]
+    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(7, 1, 0), (9, 0, 1)]
+
+
+def _summary(*deltas):
+    from rltrefactor.types import PerfSummary
+
+    return PerfSummary(device="cpu", checks=("c",), deltas=deltas, device_evidence={"ops": {"c|sync|a.py:9": "aten.item"}})
+
+
+def _delta(category, line, base, head, source="n = x.sum().item()"):
+    from rltrefactor.types import PerfDelta
+
+    return PerfDelta("c", category, "a.py", line, source, base, head, "cpu")
+
+
+def test_one_finding_per_line_for_its_costliest_category():
+    from rltrefactor.perf import perf_findings
+
+    findings = perf_findings(_summary(_delta("alloc", 9, 0, 1), _delta("sync", 9, 0, 1), _delta("copy", 12, 2, 1)))
+    (finding,) = findings  # the removed copy is an improvement, not a finding
+    assert (finding.rule_id, finding.area, finding.span.line, finding.severity) == ("perf-added-sync", "device-residency", 9, "error")
+    assert finding.impact.startswith("+1 sync per call of c at a.py:9 — `n = x.sum().item()` (aten.item; cpu, base 0, head 1)")
+    assert finding.impact.endswith("Also on this line: +1 alloc.")
+    assert finding.perf.detail == "+1 sync at a.py:9 — n = x.sum().item()"
+
+
+def test_rule_texts_come_from_the_library_when_given():
+    from types import SimpleNamespace
+
+    from rltrefactor.perf import perf_findings
+
+    rule = SimpleNamespace(id="perf-added-sync", title="T", severity="warning", impact="$COUNT at $SITE", fix="F $CHECK")
+    (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)), library=SimpleNamespace(rules=(rule,)))
+    assert (finding.title, finding.severity, finding.impact, finding.fix) == ("T", "warning", "+2 at a.py:9", "F c")
+
+
+def test_confirm_marks_only_static_findings_on_a_line_with_an_addition():
+    from rltrefactor.perf import confirm
+    from rltrefactor.types import Finding, Span
+
+    def static(line, path="a.py"):
+        return Finding("host-sync-in-hot-path", "device-residency", "t", "error", path, Span(line, 5, line, 20), "i", "f", "fp")
+
+    summary = _summary(_delta("sync", 9, 0, 1), _delta("copy", 4, 1, 0))
+    hit, removed_site, other_file = confirm((static(9), static(4), static(9, "b.py")), summary)
+    assert hit.confirmed and hit.perf.category == "sync"
+    assert not removed_site.confirmed and not other_file.confirmed
+
+
+def test_the_perf_report_lists_additions_and_improvements_and_serializes():
+    import json
+
+    from rltrefactor.perf.report import perf_to_dict, render_perf_text
+
+    summary = _summary(_delta("sync", 9, 0, 1), _delta("copy", 4, 1, 0, source="y = x.cpu()"))
+    text = render_perf_text(summary)
+    assert "added (1):\n  +1 sync at a.py:9 — n = x.sum().item()  [c]" in text
+    assert "removed (1), improvements:\n  -1 copy at a.py:4 — y = x.cpu()  [c]" in text
+    data = json.loads(json.dumps(perf_to_dict(summary)))
+    assert [d["added"] for d in data["deltas"]] == [True, False]

@@ -1,0 +1,196 @@
+"""The PR summary: header, findings table with permalinks, dispositions, perf, checklist."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rltrefactor.report.links import tool_version
+from rltrefactor.report.markdown import NOTHING_FOUND, manual_checklist, render_markdown
+from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfSummary, Revision
+
+GH = "git@github.com:acme/engine.git"
+DOCS = "https://d.test/rules.md"
+
+
+def _table_rows(text: str, header_start: str) -> list[str]:
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(line)
+    return rows
+
+
+def test_header(rec):
+    text = render_markdown(rec.result(rec.finding()), remote_url=GH, docs_url=DOCS)
+    first, header = text.split("\n\n")[:2]
+    assert first == "## rltrefactor review"
+    assert "**origin/main...HEAD**" in header
+    assert f"base `{rec.BASE_SHA[:12]}`" in header
+    assert f"head [`{rec.HEAD_SHA[:12]}`](https://github.com/acme/engine/commit/{rec.HEAD_SHA})" in header
+    assert "rule library 1.0.0" in header
+    assert f"rltrefactor {tool_version()}" in header
+    assert "1 rule run on 1 file." in header
+
+
+def test_findings_table_with_github_permalinks(rec):
+    text = render_markdown(rec.result(rec.finding()), remote_url=GH, docs_url=DOCS)
+    assert "### Findings (1)" in text
+    (row,) = _table_rows(text, "| Severity | Location | Rule | Impact | Fix |")
+    link = f"https://github.com/acme/engine/blob/{rec.HEAD_SHA}/model_executor/runner.py#L10-L12"
+    assert row == (
+        f"| error | [`model_executor/runner.py:10`]({link}) "
+        f"| [`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path) Host synchronization on a hot path "
+        "| `logits.argmax(-1).item()` blocks the host every step. | Keep the argmax on the device. |"
+    )
+
+
+def test_permalink_forms_in_summary(rec):
+    res = rec.result(rec.finding())
+    gitlab = render_markdown(res, remote_url="https://gitlab.com/g/engine.git")
+    assert f"(https://gitlab.com/g/engine/-/blob/{rec.HEAD_SHA}/model_executor/runner.py#L10-12)" in gitlab
+    ssh = render_markdown(res, remote_url="ssh://git@github.com/acme/engine.git")
+    assert f"(https://github.com/acme/engine/blob/{rec.HEAD_SHA}/model_executor/runner.py#L10-L12)" in ssh
+    for unknown in ("git@bitbucket.org:o/r.git", None):
+        plain = render_markdown(res, remote_url=unknown, docs_url=DOCS)
+        assert "| `model_executor/runner.py:10` |" in plain
+        assert "/blob/" not in plain
+
+
+def test_explicit_head_sha_wins_and_staged_changes_have_no_permalink(rec):
+    staged = rec.with_change(rec.result(rec.finding()), head=Revision("index"), base=None)
+    assert "/blob/" not in render_markdown(staged, remote_url=GH, docs_url=DOCS)
+    assert "head staged changes (index)" in render_markdown(staged, remote_url=GH)
+    pinned = render_markdown(staged, remote_url=GH, head_sha="f" * 40)
+    assert f"/blob/{'f' * 40}/model_executor/runner.py#L10-L12" in pinned
+
+
+def test_cells_escape_pipes_and_newlines(rec):
+    f = rec.finding(impact="a | b\nc", fix="x|y\r\nz")
+    (row,) = _table_rows(render_markdown(rec.result(f)), "| Severity |")
+    assert "| a \\| b<br>c | x\\|y<br>z |" in row
+    assert row.count(" | ") == 4  # five cells, none split
+
+
+def test_nothing_found(rec):
+    text = render_markdown(rec.result(), remote_url=GH)
+    assert "### Findings\n\nNo applicable issue was found." in text
+    assert NOTHING_FOUND == "No applicable issue was found."
+    assert "| Severity |" not in text
+
+
+def test_suppressed_findings_are_dispositions_not_findings(rec):
+    res = rec.result(rec.finding(line=5, suppressed=True, disposition="runs once\nper request"))
+    text = render_markdown(res, remote_url=GH, docs_url=DOCS)
+    assert NOTHING_FOUND in text
+    link = f"https://github.com/acme/engine/blob/{rec.HEAD_SHA}/model_executor/runner.py#L5-L7"
+    assert (
+        f"### Dispositions\n\n- [`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path) at "
+        f"[`model_executor/runner.py:5`]({link}): not adopted: runs once per request"
+    ) in text
+
+
+def test_preexisting_findings_have_their_own_section(rec):
+    res = rec.result(rec.finding(status="pre-existing"))
+    hidden = render_markdown(res)
+    assert NOTHING_FOUND in hidden and "Pre-existing" not in hidden
+    shown = render_markdown(res, show_preexisting=True)
+    assert NOTHING_FOUND in shown
+    assert "### Pre-existing findings (1)" in shown
+
+
+def _perf(**overrides) -> PerfSummary:
+    fields = dict(
+        device="cuda:0",
+        checks=("perf_hooks.runner:check_step",),
+        deltas=(
+            PerfDelta("perf_hooks.runner:check_step", "sync", "engine/runner.py", 212, "n = t.item()", 0, 1, "cuda:0"),
+            PerfDelta("perf_hooks.runner:check_step", "alloc", "engine/runner.py", 40, "buf = x.clone()", 2, 1,
+                      "cuda:0", bytes_delta=-4096),
+            PerfDelta("perf_hooks.runner:check_step", "copy", "", 0, "", 0, 1, "cuda:0"),
+        ),
+        wall_seconds=3.25,
+        artifacts_dir=".rltrefactor/perf/2024",
+        profile_rows=({"op": "aten::item", "base": 0, "head": 1}, {"op": "aten::copy_", "base": 3, "head": 3}),
+    )
+    fields.update(overrides)
+    return PerfSummary(**fields)
+
+
+def test_perf_table(rec):
+    text = render_markdown(rec.result(perf=_perf()), remote_url=GH)
+    assert "### Perf\n\n1 micro-check ran at base and head on `cuda:0` (3.2 s)." in text
+    rows = _table_rows(text, "| Check | Category | Site | Base | Head | Delta | Device |")
+    added_link = f"https://github.com/acme/engine/blob/{rec.HEAD_SHA}/engine/runner.py#L212"
+    removed_link = f"https://github.com/acme/engine/blob/{rec.BASE_SHA}/engine/runner.py#L40"
+    assert rows == [
+        f"| `perf_hooks.runner:check_step` | sync | [`engine/runner.py:212`]({added_link}) `n = t.item()` "
+        "| 0 | 1 | +1 | cuda:0 |",
+        f"| `perf_hooks.runner:check_step` | alloc | [`engine/runner.py:40`]({removed_link}) `buf = x.clone()` "
+        "| 2 | 1 | -1 (-4,096 B) | cuda:0 |",
+        "| `perf_hooks.runner:check_step` | copy | (outside the repository) | 0 | 1 | +1 | cuda:0 |",
+    ]
+    assert "not performance results" in text
+    assert _table_rows(text, "| op | base | head |") == ["| aten::item | 0 | 1 |", "| aten::copy_ | 3 | 3 |"]
+    assert "Profile artifacts: `.rltrefactor/perf/2024`" in text
+
+
+def test_perf_without_deltas_and_with_errors(rec):
+    perf = _perf(deltas=(), profile_rows=(), artifacts_dir=None,
+                 errors=(FileError("perf_hooks.runner:check_step", "timed out after 60 s"),))
+    text = render_markdown(rec.result(perf=perf))
+    assert "No device synchronization, copy or allocation was added or removed." in text
+    assert "- `perf_hooks.runner:check_step`: timed out after 60 s" in text
+    assert "Profiled operator comparison" not in text and "Profile artifacts" not in text
+
+
+def test_no_perf_section_without_perf(rec):
+    assert "### Perf" not in render_markdown(rec.result(rec.finding()))
+
+
+def test_manual_checklist_areas(rec):
+    rules = (
+        rec.rule(),
+        rec.manual_rule("loop-exit-per-depth", "loop-semantics", "Early exit is per request"),
+        rec.manual_rule("cache-freed-on-abort", "lifecycle"),
+        rec.manual_rule("device-owner-documented", "device-residency"),
+        rec.manual_rule("config-names-read", "configuration-readability"),
+    )
+    res = rec.result(rec.finding(), rules=rules)
+    assert [r.id for r in manual_checklist(res)] == [
+        "loop-exit-per-depth", "cache-freed-on-abort", "device-owner-documented",
+    ]
+    text = render_markdown(res, docs_url=DOCS)
+    assert (
+        f"- [ ] **Early exit is per request** [`loop-exit-per-depth`]({DOCS}#loop-exit-per-depth) (loop-semantics)"
+    ) in text
+    # No Python file changed and no finding: nothing to check by hand.
+    yaml_only = rec.with_change(rec.result(rules=rules), files=(ChangedFile("rules/x.yaml", "modified"),))
+    assert manual_checklist(yaml_only) == ()
+    assert "### Manual checklist" not in render_markdown(yaml_only)
+
+
+def test_file_errors_listed(rec):
+    text = render_markdown(rec.result(errors=(FileError("engine/x.py", "syntax error", line=3),)))
+    assert "### Files not reviewed\n\n- `engine/x.py:3`: syntax error" in text
+
+
+def test_section_order_and_purity(rec):
+    res = rec.result(
+        rec.finding(),
+        rec.finding(line=40, suppressed=True, disposition="ok"),
+        rules=(rec.rule(), rec.manual_rule("m", "lifecycle")),
+        perf=_perf(),
+    )
+    text = render_markdown(res, remote_url=GH)
+    assert text == render_markdown(res, remote_url=GH)
+    headings = [line for line in text.splitlines() if line.startswith("### ")]
+    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist"]
+    assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+def test_confirmed_findings_are_marked(rec):
+    text = render_markdown(rec.result(replace(rec.finding(), confirmed=True)))
+    assert "| error · confirmed by perf |" in text

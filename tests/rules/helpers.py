@@ -1,0 +1,32 @@
+"""Run a matcher over a snippet the way the engine does."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+
+from rltrefactor.matchers.base import FileContext
+from rltrefactor.matchers.pattern import compile_pattern
+from rltrefactor.types import Definition
+
+
+class _ModuleOnly:
+    def enclosing(self, line: int) -> Definition:
+        return Definition("<module>", "module", 1, line)
+
+
+def context(code: str, path: str = "model_executor/m.py", *, hot: bool = True, test: bool = False) -> FileContext:
+    return FileContext(path, cst.parse_module(textwrap.dedent(code)), is_hot_path=hot, is_test=test, definitions=_ModuleOnly())
+
+
+def hits(matcher, code: str, **kwargs) -> list[tuple[int, dict]]:
+    ctx = context(code, **kwargs)
+    found = [(ctx.span(m.node), dict(m.bindings)) for m in matcher.find(ctx)]
+    found.sort(key=lambda item: (item[0].line, item[0].column))
+    return [(span.line, bindings) for span, bindings in found]
+
+
+def lines(block, code: str, **kwargs) -> list[int]:
+    matcher = compile_pattern("test-rule", block) if isinstance(block, dict) else block
+    return [line for line, _ in hits(matcher, code, **kwargs)]

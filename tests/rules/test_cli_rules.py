@@ -1,0 +1,135 @@
+"""``rltrefactor rules ...``: listing, checking, testing, docs and scaffolding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rltrefactor.cli import main
+from rltrefactor.errors import RuleLibraryError
+from rltrefactor.library.docs import render_rules_markdown
+from rltrefactor.library.loader import load_library
+from rltrefactor.library.scaffold import old_range, parse_line_range, scaffold_rule
+from rltrefactor.library.versioning import check_version_bump
+
+from .test_validation import RULE, write_rules
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_list_json_has_one_row_per_rule(capsys):
+    assert main(["rules", "list", "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == len(load_library().rules)
+    assert set(rows[0]) == {"id", "area", "title", "status", "severity", "automated"}
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["host-sync-in-hot-path"]["automated"] is True
+    assert by_id["rng-state-on-resume"]["automated"] is False
+
+
+def test_show_prints_the_rule_and_rejects_unknown_ids(capsys):
+    assert main(["rules", "show", "silent-import-fallback"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("silent-import-fallback\n") and "python: silent-import-fallback" in out
+    assert main(["rules", "show", "silent-import-fallbak"]) == 2
+    assert "unknown rule 'silent-import-fallbak' (did you mean 'silent-import-fallback'?)" in capsys.readouterr().err
+
+
+def test_rules_test_passes_on_the_library_and_fails_on_a_noisy_rule(tmp_path, capsys):
+    assert main(["rules", "test"]) == 0
+    assert " validated; " in capsys.readouterr().out
+    noisy = RULE.replace("values = x.items()", "values = x.item()")
+    directory = write_rules(tmp_path, noisy)
+    assert main(["rules", "test", "--rule-dir", str(directory), "sample-hazard"]) == 1
+    out = capsys.readouterr().out
+    assert "noisy     sample-hazard (good example at" in out and "reports line(s) 1 that must stay quiet" in out
+    missing = RULE.replace('"$X.item()"', '"$X.items()"').replace("values = x.items()", "values = 1")
+    directory = write_rules(tmp_path, missing)
+    assert main(["rules", "test", "--rule-dir", str(directory), "sample-hazard"]) == 1
+    assert "does not report line(s) 1 marked # expect" in capsys.readouterr().out
+
+
+def test_check_reports_a_valid_library(capsys):
+    assert main(["rules", "check"]) == 0
+    assert capsys.readouterr().out.startswith(f"rule library {load_library().version}: ")
+
+
+def test_generated_reference_is_up_to_date():
+    rendered = render_rules_markdown(load_library())
+    assert (ROOT / "docs" / "rules.md").read_text() == rendered, "run: rltrefactor rules docs -o docs/rules.md"
+    for rule in load_library().rules:
+        assert f'<a id="{rule.id}"></a>' in rendered
+    for heading in ("What it does", "Why it matters", "Example", "Use instead", "Exceptions", "Fix safety", "References"):
+        assert rendered.count(f"#### {heading}\n") == len(load_library().rules)
+    assert "# expect" not in rendered
+
+
+def _library_repo(repo, version: str) -> None:
+    repo.write("rules/library.yaml", f"schema: 1\nversion: {version}\nretired-ids: []\n")
+    repo.write("rules/lifecycle.yaml", "area: lifecycle\nrules:\n" + RULE)
+
+
+def test_version_must_move_when_rules_change(repo):
+    _library_repo(repo, "1.0.0")
+    repo.commit("library")
+    assert check_version_bump(str(repo.path), "HEAD") is None
+    repo.write("rules/CHANGELOG.md", "notes\n")
+    assert check_version_bump(str(repo.path), "HEAD") is None
+    repo.write("rules/lifecycle.yaml", "area: lifecycle\nrules:\n" + RULE.replace("Sample hazard", "Renamed"))
+    with pytest.raises(RuleLibraryError) as info:
+        check_version_bump(str(repo.path), "HEAD")
+    assert str(info.value) == (
+        "rules/library.yaml:2: version: rules changed since HEAD (rules/lifecycle.yaml) but the library "
+        "version is still 1.0.0 (was 1.0.0); bump it and add a CHANGELOG entry"
+    )
+    repo.write("rules/library.yaml", "schema: 1\nversion: 1.1.0\nretired-ids: []\n")
+    assert check_version_bump(str(repo.path), "HEAD") == "1.0.0"
+
+
+def test_check_base_on_the_command_line(repo, capsys):
+    _library_repo(repo, "1.0.0")
+    repo.commit("library")
+    repo.write("rules/lifecycle.yaml", "area: lifecycle\nrules:\n" + RULE.replace("Sample hazard", "Renamed"))
+    assert main(["rules", "check", "--base", "HEAD", "--repo", str(repo.path)]) == 2
+    assert "but the library version is still 1.0.0" in capsys.readouterr().err
+
+
+def test_line_ranges():
+    assert parse_line_range("4-9") == (4, 9)
+    assert parse_line_range("7") == (7, 7)
+    with pytest.raises(Exception, match="--lines: invalid range '9-4'"):
+        parse_line_range("9-4")
+
+
+def test_old_range_follows_hunks():
+    diff = "@@ -3,2 +3,3 @@\n-a\n-b\n+c\n+d\n+e\n@@ -10 +11,0 @@\n-z\n"
+    assert old_range(diff, 3, 5) == (3, 4)
+    assert old_range(diff, 7, 8) == (6, 7)
+    assert old_range(diff, 12, 12) == (12, 12)
+
+
+def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum().item()\n    return n\n")
+    repo.commit("before")
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
+    sha = repo.commit("keep the count on the device")
+    entry = scaffold_rule(str(repo.path), sha, "worker/runner.py", (4, 6), rule_id="count-read-on-host", area="device-residency")
+    assert "  - id: count-read-on-host\n" in entry
+    assert "        bad: |\n          def step(self, x):\n              n = x.sum().item()\n" in entry
+    assert "        good: |\n          def step(self, x):\n              n = x.sum()\n" in entry
+    target = tmp_path / "local" / "device-residency.yaml"
+    target.parent.mkdir()
+    assert main(["rules", "new", "--repo", str(repo.path), "--from-commit", sha, "--path", "worker/runner.py",
+                 "--lines", "4-6", "--id", "count-read-on-host", "--output", str(target)]) == 0  # fmt: skip
+    assert "added rule entry" in capsys.readouterr().out
+    rule = load_library([str(target.parent)]).get("count-read-on-host")
+    assert rule is not None and not rule.automated and rule.area == "device-residency"
+
+
+def test_new_rejects_a_root_commit(repo):
+    repo.write("a.py", "x = 1\n")
+    sha = repo.commit("root")
+    with pytest.raises(Exception, match="the commit has no parent"):
+        scaffold_rule(str(repo.path), sha, "a.py", (1, 1))

@@ -1,0 +1,265 @@
+"""Registered Python matchers: what they must catch and the look-alikes they leave."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltrefactor.matchers.context import is_setup_name
+from rltrefactor.matchers.registry import PYTHON_MATCHERS
+
+from .helpers import hits
+
+
+def matcher(matcher_id: str, **options):
+    return PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, options)
+
+
+def lines(m, code: str, **kwargs) -> list[int]:
+    return [line for line, _ in hits(m, code, **kwargs)]
+
+
+@pytest.mark.parametrize(
+    ("name", "setup"),
+    [
+        ("__init__", True), ("__repr__", True), ("profile_run", True), ("capture_model", True),
+        ("_dummy_sampler_run", True), ("compile_or_warm_up_model", True), ("_allocate_buffers", True),
+        ("load_weights", True), ("initialize_kv_cache", True),
+        ("execute_model", False), ("build", False), ("start_load_kv", False), ("__call__", False),
+        ("_prepare_inputs", False), ("allocate_slots", False), ("forward", False),
+    ],
+)  # fmt: skip
+def test_setup_function_names(name, setup):
+    assert is_setup_name(name) is setup
+
+
+def test_device_scalar_read_skips_host_arrays_numpy_and_cold_code():
+    m = matcher("tensor-to-host-conversion")
+    code = (
+        "import numpy as np\n"
+        "def step(x, lens_np, counts_cpu):\n"
+        "    a = int(np.sum(lens_np))\n"
+        "    b = float(counts_cpu.max())\n"
+        "    c = bool(x.any())\n"
+        "    if x.sum() > 0 and x.max() > 1:\n"
+        "        pass\n"
+        "    if logger.isEnabledFor(DEBUG):\n"
+        "        d = int(x.sum())\n"
+    )
+    assert lines(m, code) == [5, 6]
+
+
+def test_compared_probe_follows_local_names_but_not_declared_flags():
+    m = matcher("compared-probe", calls=["get_device_capability"])
+    code = (
+        "def pick():\n"
+        "    cap = torch.cuda.get_device_capability()\n"
+        "    major = cap[0]\n"
+        "    is_hopper = major >= 9\n"
+        "    if is_hopper:\n"
+        "        return 1\n"
+        "    if major == 8:\n"
+        "        return 2\n"
+        "def other(major):\n"
+        "    if major == 8:\n"
+        "        return 3\n"
+    )
+    assert lines(m, code) == [7]
+
+
+def test_compared_probe_truthiness_only_when_asked():
+    code = "import importlib.util\nif importlib.util.find_spec('x'):\n    pass\n"
+    assert lines(matcher("compared-probe", calls=["find_spec"]), code) == []
+    assert lines(matcher("compared-probe", calls=["find_spec"], truthiness=True), code) == [2]
+
+
+def test_private_writes_exempt_self_imports_protocols_and_factories():
+    m = matcher("foreign-private-attribute")
+    code = (
+        "import torch\n"
+        "class Pool:\n"
+        "    def __eq__(self, other):\n"
+        "        other._seen = True\n"
+        "    @classmethod\n"
+        "    def make(cls):\n"
+        "        pool = cls()\n"
+        "        pool._free = []\n"
+        "        return pool\n"
+        "    def step(self, peer):\n"
+        "        self._free = []\n"
+        "        torch._C._flag = 1\n"
+        "        peer._free.append(1)\n"
+        "        n = peer._free\n"
+    )
+    assert lines(m, code) == [13]
+    assert lines(matcher("foreign-private-attribute", writes=False, reads=True), code) == [14]
+
+
+def test_container_mutation_needs_a_component_owner():
+    m = matcher("collaborator-container-mutation")
+    code = (
+        "def step(self, manager, request, snapshots):\n"
+        "    self.waiting.remove(request)\n"
+        "    self.scheduler.waiting.remove(request)\n"
+        "    self.output.tokens.append(1)\n"
+        "    request.output_token_ids.append(1)\n"
+        "    manager.snapshots.pop(1)\n"
+        "    snapshots.pop(1)\n"
+        "    self.kv_cache_manager.req_to_blocks[1] = []\n"
+    )
+    assert lines(m, code) == [3, 6, 8]
+
+
+def test_container_mutation_owner_regex_is_configurable():
+    code = "def f(self):\n    self.batch.rows.append(1)\n"
+    assert lines(matcher("collaborator-container-mutation"), code) == []
+    assert lines(matcher("collaborator-container-mutation", **{"owner-regex": "batch"}), code) == [2]
+
+
+def test_temporary_on_self_versus_state():
+    m = matcher("per-call-temporary-on-self")
+    code = (
+        "class R:\n"
+        "    def step(self):\n"
+        "        self.tmp = 1\n"
+        "        use(self.tmp)\n"
+        "        use(self.count)\n"
+        "        self.count = 2\n"
+        "        self.shared = 3\n"
+        "    def read(self):\n"
+        "        return self.shared\n"
+        "    @property\n"
+        "    def cached(self):\n"
+        "        self._c = 1\n"
+        "        return self._c\n"
+    )
+    assert lines(m, code) == [3]
+
+
+def test_guard_only_for_unconditional_init_assignments():
+    m = matcher("guard-for-constructed-attribute")
+    code = (
+        "class W:\n"
+        "    limit = 4\n"
+        "    def __init__(self, c):\n"
+        "        self.a = 1\n"
+        "        try:\n"
+        "            self.b = 2\n"
+        "        except E:\n"
+        "            pass\n"
+        "    def run(self):\n"
+        "        return hasattr(self, 'a'), hasattr(self, 'b'), getattr(self, 'limit', 0), getattr(self, 'a')\n"
+    )
+    assert [b["NAME"] for _, b in hits(m, code)] == ["a", "limit"]
+
+
+def test_release_pairs_need_the_same_owner_and_risky_code_between():
+    m = matcher("release-not-on-failure-path")
+    code = (
+        "def f(a, b):\n"
+        "    a.acquire()\n"
+        "    work()\n"
+        "    b.release()\n"
+        "    a.acquire()\n"
+        "    n = len(x)\n"
+        "    a.release()\n"
+    )
+    assert lines(m, code) == []
+    assert lines(m, "def f(a):\n    a.lock()\n    work()\n    a.unlock()\n") == [2]
+
+
+def test_swallowed_error_in_cleanup_context_only():
+    m = matcher("swallowed-error-in-cleanup")
+    code = (
+        "def release_blocks(p):\n"
+        "    try:\n"
+        "        p.free()\n"
+        "    except Exception as exc:\n"
+        "        errors.append(exc)\n"
+        "    try:\n"
+        "        p.free()\n"
+        "    except BaseException:\n"
+        "        return None\n"
+        "def compute(p):\n"
+        "    try:\n"
+        "        p.run()\n"
+        "    except Exception:\n"
+        "        pass\n"
+    )
+    assert lines(m, code) == [8]
+
+
+def test_string_compared_field_both_orders_and_membership():
+    m = matcher("string-compared-field")
+    code = (
+        "a = req.status == 'running'\n"
+        "b = 'running' != req.status\n"
+        "c = self.mode in ('a', 'b')\n"
+        "d = req.name == 'running'\n"
+        "e = req.status == other.status\n"
+        "f = batch.req_status[i] == 'x'\n"
+    )
+    assert lines(m, code) == [1, 2, 3, 6]
+
+
+def test_abbreviations_first_binding_per_scope_and_configurable():
+    m = matcher("abbreviated-new-name")
+    code = "def f(req, bs):\n    req = 1\n    self.rid = 2\n    call(rid=3)\nrid = 4\n"
+    assert [b["NAME"] for _, b in hits(m, code)] == ["req", "bs", "rid", "rid"]
+    custom = matcher("abbreviated-new-name", abbreviations={"lyr": "layer"})
+    assert lines(custom, "lyr = 1\nreq = 2\n") == [1]
+
+
+def test_numbers_in_branches_skip_module_level_dims_and_allowed():
+    m = matcher("unexplained-number-in-branch")
+    code = (
+        "if x > 64:\n"
+        "    pass\n"
+        "def f(x):\n"
+        "    if x.dim() == 3 or x > -1 or x == 2.0:\n"
+        "        pass\n"
+        "    while n < 4096:\n"
+        "        pass\n"
+        "    return 1 if n > 0 else 2\n"
+    )
+    assert [b["VALUE"] for _, b in hits(m, code)] == ["2.0", "4096"]
+
+
+def test_positional_boolean_parameters_and_arguments():
+    params = matcher("positional-boolean-parameter")
+    code = (
+        "def run(a, b: bool, *, c: bool = False):\n"
+        "    pass\n"
+        "def _private(a, b=True):\n"
+        "    pass\n"
+        "class K:\n"
+        "    def toggle(self, on: bool):\n"
+        "        pass\n"
+        "    @override\n"
+        "    def run(self, a, flag=False):\n"
+        "        pass\n"
+    )
+    assert [b["NAME"] for _, b in hits(params, code)] == ["b"]
+    args = matcher("bare-boolean-argument")
+    assert lines(args, "f(x, True)\ng(True)\nd.get(k, False)\nf(x, flag=True)\nassertEqual(a, True)\n") == [1]
+
+
+def test_wide_tuple_only_for_public_top_level_functions():
+    m = matcher("wide-tuple-return", **{"min-elements": 3})
+    code = (
+        "def a():\n    return 1, 2, 3\n"
+        "def b():\n    return 1, 2\n"
+        "def _c():\n    return 1, 2, 3\n"
+        "def d():\n    def inner():\n        return 1, 2, 3\n    return inner\n"
+    )
+    assert lines(m, code) == [2]
+
+
+def test_silent_import_fallback_variants():
+    m = matcher("silent-import-fallback")
+    code = (
+        "try:\n    import a\nexcept (ImportError, AttributeError):\n    import b as a\n"
+        "try:\n    import c\nexcept ImportError:\n    c = None\n"
+        "try:\n    import d\nexcept ImportError:\n    warnings.warn('no d')\n    d = e\n"
+        "try:\n    x = 1\nexcept ImportError:\n    import f\n"
+    )
+    assert lines(m, code) == [3]
