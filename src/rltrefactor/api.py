@@ -151,3 +151,35 @@ def _check_names(config: Config, library) -> None:
                 f"{config.source}: unknown rule or area {name!r} in select/ignore; "
                 "list them with 'rltrefactor rules list'"
             )
+
+
+@dataclass(frozen=True)
+class PerfRequest:
+    timeout: float = 60.0
+    profile: str | None = None  # "ops-only" | "full" | "both"
+    out_dir: str | None = None
+    window: int = 1
+    device: str = "auto"
+
+
+def perf_hooks_dir(change: ChangeSet) -> str:
+    return load_config(change.repo_root or ".").perf_hooks
+
+
+def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
+    """Run the perf hook on the reviewed change and merge its measured additions.
+
+    Static findings on a line where an addition was measured become ``confirmed``.
+    """
+    from .perf import confirm, perf_findings, run_perf
+
+    change = result.change
+    config = load_config(change.repo_root or ".")
+    summary = run_perf(
+        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,  # type: ignore[arg-type]
+        out_dir=request.out_dir, window=request.window, device=request.device,
+    )
+    library = load_library(config.rule_dirs)
+    measured = perf_findings(summary, change=change, library=library)
+    findings = sorted(confirm(result.findings, summary) + measured, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
+    return replace(result, findings=tuple(findings), perf=summary, errors=result.errors + summary.errors)

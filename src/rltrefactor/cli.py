@@ -47,7 +47,19 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
     parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
     parser.add_argument("--docs-url", metavar="URL", help="rules reference that findings link to")
+    parser.add_argument("--perf", action="store_true",
+                        help="also run the perf hook: executes the repository's micro-checks at base and head")
     _add_engine_options(parser)
+    _add_perf_options(parser)
+
+
+def _add_perf_options(parser: argparse.ArgumentParser) -> None:
+    perf = parser.add_argument_group("perf hook")
+    perf.add_argument("--timeout", type=float, default=60.0, metavar="S", help="per micro-check time limit (default 60)")
+    perf.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    perf.add_argument("--profile", choices=("ops-only", "full", "both"), help="also capture profiler artifacts into --out")
+    perf.add_argument("--out", metavar="DIR", help="artifact directory for --profile (outside the repository)")
+    perf.add_argument("--window", type=int, default=1, metavar="N", help="measured calls per profile capture (default 1)")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
     review = commands.add_parser("review", help="review a change against the rule library")
     _add_change_source(review)
     _add_review_options(review)
+    perf = commands.add_parser("perf", help="measure the device syncs, copies and allocations a change adds")
+    _add_change_source(perf)
+    perf.add_argument("--format", choices=("text", "json"), default="text")
+    perf.add_argument("--output", "-o", metavar="FILE")
+    perf.add_argument("--fail-on", choices=("error", "warning", "info"))
+    _add_perf_options(perf)
+    perf.set_defaults(handler=_run_perf)
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
@@ -122,6 +141,8 @@ def _run_review(args: argparse.Namespace) -> int:
     from .api import review
 
     result = review(_request(args))
+    if args.perf:
+        result = _add_perf(result, args)
     if args.baseline:
         from .baseline import apply_baseline, load_baseline
 
@@ -135,6 +156,56 @@ def _run_review(args: argparse.Namespace) -> int:
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args), args.output)
     return EXIT_FINDINGS if result.failing else EXIT_CLEAN
+
+
+def _perf_request(args: argparse.Namespace):
+    from .api import PerfRequest
+
+    if args.window < 1 or args.timeout <= 0:
+        raise ConfigError(f"--window and --timeout must be positive (got {args.window} and {args.timeout})")
+    return PerfRequest(timeout=args.timeout, profile=args.profile, out_dir=args.out, window=args.window, device=args.device)
+
+
+def _add_perf(result, args: argparse.Namespace):
+    from .api import perf_hooks_dir, with_perf
+    from .perf import plan
+    from .perf.report import plan_text
+
+    request = _perf_request(args)
+    print(plan_text(plan(result.change, hooks_dir=perf_hooks_dir(result.change))), file=sys.stderr)
+    return with_perf(result, request)
+
+
+def _run_perf(args: argparse.Namespace) -> int:
+    """``rltrefactor perf``: the hook alone, every delta (improvements included)."""
+    import json
+
+    from .api import perf_hooks_dir
+    from .report.json import finding_record
+    from .changes import collect_changes
+    from .config import SEVERITY_NAMES, load_config
+    from .library.loader import load_library
+    from .perf import perf_findings, plan, run_perf
+    from .perf.report import perf_to_dict, plan_text, render_perf_text
+
+    request = _perf_request(args)
+    change = collect_changes(args.repo, diff=args.diff, diff_file=args.diff_file, staged=args.staged, paths=tuple(args.paths))
+    hooks = perf_hooks_dir(change)
+    print(plan_text(plan(change, hooks_dir=hooks)), file=sys.stderr)
+    summary = run_perf(change, hooks_dir=hooks, timeout=request.timeout, profile=request.profile,
+                       out_dir=request.out_dir, window=request.window, device=request.device)
+    config = load_config(change.repo_root or args.repo)
+    findings = perf_findings(summary, change=change, library=load_library(config.rule_dirs))
+    if args.format == "json":
+        document = {"schema": "rltrefactor/perf/v1", **perf_to_dict(summary),
+                    "findings": [finding_record(f) for f in findings]}
+        text = json.dumps(document, indent=2, default=str) + "\n"
+    else:
+        text = render_perf_text(summary)
+    write_report(text, args.output)
+    threshold = SEVERITY_NAMES.index(args.fail_on or config.fail_on)
+    failing = [f for f in findings if SEVERITY_NAMES.index(f.severity) <= threshold]
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 
 def _run_baseline(args: argparse.Namespace) -> int:

@@ -85,9 +85,7 @@ class Engine:
     def review_file(self, path: str, text: str, lines: frozenset[int] | None = None) -> FileOutcome:
         """Findings in one file; with ``lines``, only statements touching those lines are matched."""
         candidates = {
-            rule.id: (rule, matcher)
-            for rule, matcher in self.applicable(path)
-            if not matcher.prefilter or any(token in text for token in matcher.prefilter)
+            rule.id: (rule, matcher) for rule, matcher in self.applicable(path) if may_match(matcher.prefilter, text)
         }
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
@@ -239,6 +237,13 @@ def _module_imports(tree, text: str) -> ImportTable:
         return ImportTable({})
 
 
+def may_match(tokens, text: str) -> bool:
+    """The cheap test: no tokens, or one of them (a substring or a compiled regex) occurs."""
+    if not tokens:
+        return True
+    return any(token in text if isinstance(token, str) else token.search(text) for token in tokens)
+
+
 def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, ...]:
     """Tokens plus the local names that import aliases give to names containing them.
 
@@ -250,7 +255,7 @@ def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, .
     extra = tuple(
         local
         for local, target in imports.aliases.items()
-        if local not in target.split(".") and any(token in target for token in tokens)
+        if local not in target.split(".") and may_match(tokens, target)
     )
     return tokens + extra
 

@@ -41,9 +41,12 @@ class LineIndex:
         return text if text.endswith("\n") else text + "\n"
 
 
-def token_lines(text: str, tokens: Iterable[str], index: LineIndex) -> set[int]:
+def token_lines(text: str, tokens: Iterable["str | re.Pattern[str]"], index: LineIndex) -> set[int]:
     lines: set[int] = set()
     for token in tokens:
+        if not isinstance(token, str):
+            lines.update(index.line_of(match.start()) for match in token.finditer(text))
+            continue
         start = text.find(token)
         while start != -1:
             line = index.line_of(start)

@@ -69,3 +69,11 @@ def test_fast_positions_equal_libcst_positions():
         assert mine[id(node)] == (where.start.line, where.start.column, where.end.line, where.end.column)
         compared += 1
     assert compared > 100
+
+
+def test_regex_tokens_plan_by_match_not_substring():
+    import re
+
+    text = "def f(abs_x):\n    return abs_x\n\n\ndef g(bs):\n    return bs\n"
+    (region,) = plan_regions(text, parse_tree(text), {"abbrev": (re.compile(r"\bbs\b"),)}, lines=None)
+    assert region.start_line == 5

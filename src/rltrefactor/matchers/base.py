@@ -8,6 +8,7 @@ walking the tree again. Positions are resolved only for nodes that hit.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,13 +23,30 @@ from .imports import ImportTable
 N = TypeVar("N", bound=cst.CSTNode)
 
 
+# Formatting-only nodes: never asked for by a matcher and never holding code, so the
+# index neither records them nor looks inside them (they are most of a CST's nodes).
+_TRIVIA = frozenset({
+    cst.SimpleWhitespace, cst.ParenthesizedWhitespace, cst.TrailingWhitespace, cst.Newline,
+    cst.EmptyLine, cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon,
+    cst.AssignEqual, cst.ImportStar,
+})
 _FIELDS: dict[type, tuple[str, ...]] = {}
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    # A dict lookup instead of isinstance(): CSTNode is an ABC, and ABC checks are slow.
+    flag = _IS_NODE.get(kind)
+    if flag is None:
+        flag = _IS_NODE[kind] = issubclass(kind, cst.CSTNode) and kind not in _TRIVIA
+    return flag
 
 
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """Child nodes read straight from the dataclass fields.
+    """Child nodes read straight from the dataclass fields, trivia left out.
 
-    About four times faster than ``CSTNode.children``, which runs a visitor per node.
+    Several times faster than ``CSTNode.children``, which runs a visitor per node.
     """
     names = _FIELDS.get(type(node))
     if names is None:
@@ -36,10 +54,11 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     out: list[cst.CSTNode] = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
+        kind = type(value)
+        if kind is list or kind is tuple:
+            out.extend(item for item in value if _is_node(type(item)))
+        elif _is_node(kind):
             out.append(value)
-        elif isinstance(value, (list, tuple)):
-            out.extend(item for item in value if isinstance(item, cst.CSTNode))
     return out
 
 
@@ -53,7 +72,8 @@ def _index(module: cst.Module) -> tuple[dict[type, list[cst.CSTNode]], dict[int,
         children = _children(node)
         for child in children:
             parent[id(child)] = node
-        stack.extend(reversed(children))  # pre-order: source order within each type
+        children.reverse()  # pre-order: source order within each type
+        stack.extend(children)
     return by_type, parent
 
 
@@ -207,8 +227,9 @@ class Matcher(Protocol):
     """What both compiled YAML patterns and registered Python matchers implement."""
 
     rule_id: str
-    # Substrings of which at least one must occur in a file's text for the matcher to
-    # possibly hit; empty means no cheap test exists and the file is always parsed.
-    prefilter: tuple[str, ...]
+    # Substrings (or compiled regexes) of which at least one must occur in a statement's
+    # text for the matcher to possibly hit there; empty means no cheap test exists and
+    # every statement is parsed. Precise tokens are what keeps full scans fast.
+    prefilter: tuple["str | re.Pattern[str]", ...]
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...
