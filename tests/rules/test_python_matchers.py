@@ -66,6 +66,13 @@ def test_compared_probe_follows_local_names_but_not_declared_flags():
     assert lines(m, code) == [7]
 
 
+def test_compared_probe_outside_branches_when_asked():
+    code = "flag = torch.cuda.get_device_capability()[0] >= 9\nlabel = f'sm{torch.cuda.get_device_capability()[0]}'\n"
+    assert lines(matcher("compared-probe", calls=["get_device_capability"]), code) == []
+    anywhere = matcher("compared-probe", calls=["get_device_capability"], **{"branches-only": False})
+    assert lines(anywhere, code) == [1]
+
+
 def test_compared_probe_truthiness_only_when_asked():
     code = "import importlib.util\nif importlib.util.find_spec('x'):\n    pass\n"
     assert lines(matcher("compared-probe", calls=["find_spec"]), code) == []
@@ -105,6 +112,7 @@ def test_container_mutation_needs_a_component_owner():
         "    manager.snapshots.pop(1)\n"
         "    snapshots.pop(1)\n"
         "    self.kv_cache_manager.req_to_blocks[1] = []\n"
+        "    self.kv_cache_manager._blocks.pop(1)\n"
     )
     assert lines(m, code) == [3, 6, 8]
 
@@ -120,13 +128,19 @@ def test_temporary_on_self_versus_state():
     code = (
         "class R:\n"
         "    def step(self):\n"
-        "        self.tmp = 1\n"
-        "        use(self.tmp)\n"
-        "        use(self.count)\n"
-        "        self.count = 2\n"
-        "        self.shared = 3\n"
+        "        self._tmp = 1\n"
+        "        use(self._tmp)\n"
+        "        use(self._count)\n"
+        "        self._count = 2\n"
+        "        self._shared = 3\n"
+        "        self.public = 4\n"
+        "        use(self.public)\n"
+        "        self._wrapped = wrap(self._wrapped)\n"
+        "        use(self._wrapped)\n"
+        "        self._n += 1\n"
+        "        use(self._n)\n"
         "    def read(self):\n"
-        "        return self.shared\n"
+        "        return self._shared\n"
         "    @property\n"
         "    def cached(self):\n"
         "        self._c = 1\n"
@@ -148,8 +162,14 @@ def test_guard_only_for_unconditional_init_assignments():
         "            pass\n"
         "    def run(self):\n"
         "        return hasattr(self, 'a'), hasattr(self, 'b'), getattr(self, 'limit', 0), getattr(self, 'a')\n"
+        "    def __setattr__(self, k, v):\n"
+        "        return hasattr(self, 'a')\n"
+        "    def reset_parameters(self):\n"
+        "        return hasattr(self, 'a')\n"
     )
     assert [b["NAME"] for _, b in hits(m, code)] == ["a", "limit"]
+    restored = "class P:\n    def __init__(self):\n        self.a = 1\n    def __setstate__(self, s):\n        pass\n    def run(self):\n        return hasattr(self, 'a')\n"
+    assert lines(m, restored) == []
 
 
 def test_release_pairs_need_the_same_owner_and_risky_code_between():
@@ -197,8 +217,11 @@ def test_string_compared_field_both_orders_and_membership():
         "d = req.name == 'running'\n"
         "e = req.status == other.status\n"
         "f = batch.req_status[i] == 'x'\n"
+        "g = 'momentum_buffer' in state\n"
     )
     assert lines(m, code) == [1, 2, 3, 6]
+    names = matcher("string-compared-field", **{"field-regex": "^architectures$", "literal-in-field": True})
+    assert lines(names, "a = 'Llama' in cfg.architectures\nb = 'x' in state\n") == [1]
 
 
 def test_abbreviations_first_binding_per_scope_and_configurable():
@@ -215,7 +238,7 @@ def test_numbers_in_branches_skip_module_level_dims_and_allowed():
         "if x > 64:\n"
         "    pass\n"
         "def f(x):\n"
-        "    if x.dim() == 3 or x > -1 or x == 2.0:\n"
+        "    if x.dim() == 5 or x > -1 or len(args) < 3 or x == 2.0:\n"
         "        pass\n"
         "    while n < 4096:\n"
         "        pass\n"

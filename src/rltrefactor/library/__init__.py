@@ -1,0 +1,1 @@
+"""Rule model, YAML loading and validation, examples runner, docs and scaffolding."""

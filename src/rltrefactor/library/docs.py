@@ -91,9 +91,19 @@ def _what(rule: Rule) -> str:
     if spec.emitted_by is not None:
         return f"Reported by the {spec.emitted_by} when its micro-checks count more of this per call at the head revision than at the base, attributed to the line that caused it."
     if spec.python is not None:
-        return f"Python matcher `{spec.python}`: {PYTHON_MATCHERS[spec.python].summary}"
+        options = ", ".join(f"{k}: {_option(v)}" for k, v in spec.options.items())
+        configured = f" ({options})" if options else ""
+        return f"Python matcher `{spec.python}`{configured}: {PYTHON_MATCHERS[spec.python].summary}"
     patterns = list(dict.fromkeys(iter_code_patterns(spec.pattern)))
     return "Pattern matcher for: " + ", ".join(f"`{p}`" for p in patterns) + "."
+
+
+def _option(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
 
 
 def _scope(rule: Rule) -> str:

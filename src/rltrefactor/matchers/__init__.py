@@ -1,0 +1,1 @@
+"""Matchers: the file context, the pattern compiler and the Python matcher registry."""

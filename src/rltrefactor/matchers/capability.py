@@ -24,12 +24,13 @@ def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
 
 
 class ComparedProbe:
-    """A branch condition that compares (or tests) a probed device, version or package fact."""
+    """A comparison with (or test of) a probed device, version or package fact; by default only in branch conditions."""
 
     OPTIONS = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
         "attributes": Option("strings", (), "qualified names of probed values, such as torch.version.cuda"),
         "truthiness": Option("bool", False, "also report a probe used directly as a condition"),
+        "branches-only": Option("bool", True, "only comparisons inside if/while/conditional-expression conditions"),
     }
 
     def __init__(self, rule_id: str, options: dict) -> None:
@@ -37,18 +38,29 @@ class ComparedProbe:
         self.calls = frozenset(options["calls"])
         self.attributes = frozenset(options["attributes"])
         self.truthiness = options["truthiness"]
+        self.branches_only = options["branches-only"]
         self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
         tokens = list(self.calls) + [name.rpartition(".")[2] for name in self.attributes]
         self.prefilter = tuple(sorted(set(tokens)))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         derived = self._derived_names(ctx)
+        if not self.branches_only:
+            yield from self._anywhere(ctx, derived)
+            return
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 scope = _enclosing_scope(branch, ctx)
                 hit = self._in_condition(branch.test, ctx, derived.get(scope, frozenset()))
                 if hit is not None:
                     yield Match(hit, {"PROBE": ctx.code(hit)})
+
+    def _anywhere(self, ctx: FileContext, derived: dict[int, frozenset[str]]) -> Iterator[Match]:
+        for comparison in ctx.nodes(cst.Comparison):
+            names = derived.get(_enclosing_scope(comparison, ctx), frozenset())
+            operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+            if any(self._probe(o, ctx, names) for o in operands):
+                yield Match(comparison, {"PROBE": ctx.code(comparison)})
 
     def _in_condition(self, test: cst.BaseExpression, ctx: FileContext, names: frozenset[str]) -> cst.CSTNode | None:
         for node in subtree(test):

@@ -118,26 +118,39 @@ def _walk(node: cst.CSTNode):
 
 
 def _token(root: cst.CSTNode) -> str | None:
-    """The most selective substring every match's file must contain.
+    """The most selective substring every match's own statement contains.
 
-    Every name a pattern spells is written somewhere in a matching file, even through
-    aliases: ``th.cuda.synchronize()`` still needs ``import torch as th``. A method
-    called on a metavariable is also written as ``.name(``.
+    Only names written at the match itself count: of a dotted name, every part but
+    the head (``import torch as th`` renames the head; a renaming import such as
+    ``from torch.cuda import synchronize as sync`` is covered by the engine, which adds
+    the local alias of any imported name containing a token). A method called on a
+    metavariable also contributes ``.name(``.
     """
     words: list[str] = []
     if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and _dotted(root.func) is None:
         if not is_metavar(root.func.attr):
             words.append(f".{root.func.attr.value}(")
-    for node in _walk(root):
-        if isinstance(node, cst.Attribute) and not is_metavar(node.attr):
-            words.append(node.attr.value)
-        elif isinstance(node, cst.Name) and not is_metavar(node):
-            words.append(node.value)
-        elif isinstance(node, cst.SimpleString):
-            value = node.evaluated_value
-            if isinstance(value, str) and len(value) >= 3 and not re.search(r"[\\'\"\n]", value):
-                words.append(value)
+    _collect_words(root, words, in_chain=False)
     return max(words, key=len) if words else None
+
+
+def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> None:
+    if isinstance(node, cst.Attribute):
+        if not is_metavar(node.attr):
+            words.append(node.attr.value)
+        _collect_words(node.value, words, in_chain=True)
+        return
+    if isinstance(node, cst.Name):
+        if not in_chain and not is_metavar(node):
+            words.append(node.value)
+        return
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        if isinstance(value, str) and len(value) >= 3 and not re.search(r"[\\'\"\n]", value):
+            words.append(value)
+        return
+    for child in node.children:
+        _collect_words(child, words, in_chain=False)
 
 
 # -- structural comparison --------------------------------------------------------

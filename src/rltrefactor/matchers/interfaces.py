@@ -104,6 +104,7 @@ class StringComparedField:
     OPTIONS = {
         "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
         "prefilter": Option("strings", (), "substrings one of which a file must contain"),
+        "literal-in-field": Option("bool", False, "also report `'x' in field` (field is a list of names, not a key store)"),
     }
     OPERATORS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
@@ -111,6 +112,7 @@ class StringComparedField:
         self.rule_id = rule_id
         self.field = re.compile(options["field-regex"])
         self.prefilter = tuple(options["prefilter"])
+        self.literal_in_field = options["literal-in-field"]
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for comparison in ctx.nodes(cst.Comparison):
@@ -118,7 +120,10 @@ class StringComparedField:
             for index, target in enumerate(comparison.comparisons):
                 if not isinstance(target.operator, self.OPERATORS):
                     continue
-                pair = self._field_and_literal(operands[index], operands[index + 1])
+                left, right = operands[index], operands[index + 1]
+                if isinstance(target.operator, (cst.In, cst.NotIn)) and not self.literal_in_field and _string(left) is not None:
+                    continue  # "key" in state: a lookup in a mapping, not a state comparison
+                pair = self._field_and_literal(left, right)
                 if pair is not None:
                     yield Match(comparison, {"FIELD": ctx.code(pair[0]), "VALUE": ctx.code(pair[1])})
                     break

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from .base import FileContext, Match
-from .context import subtree
+from .context import is_setup_name, subtree
 from .imports import dotted_name
 from .options import Option
 
@@ -36,12 +36,19 @@ class GuardForConstructedAttribute:
                 continue
             cls = ctx.enclosing_class(call)
             function = ctx.enclosing_function(call)
-            if cls is None or function is None or function.name.value in ("__init__", "__del__", "__getattr__"):
+            if cls is None or function is None or _may_run_before_init(function):
                 continue
             if id(cls) not in guaranteed:
                 guaranteed[id(cls)] = _set_by_construction(cls)
             if name in guaranteed[id(cls)]:
                 yield Match(call, {"NAME": name, "CLASS": cls.name.value, "GUARD": ctx.code(call.func)})
+
+
+def _may_run_before_init(function: cst.FunctionDef) -> bool:
+    """Dunders (``__setattr__``, ``__del__``, ...) and setup helpers that ``__init__``
+    calls can run before the attribute exists."""
+    name = function.name.value
+    return (name.startswith("__") and name.endswith("__")) or is_setup_name(name)
 
 
 def _guarded_name(call: cst.Call, ctx: FileContext) -> str | None:
@@ -56,8 +63,14 @@ def _guarded_name(call: cst.Call, ctx: FileContext) -> str | None:
 
 
 def _set_by_construction(cls: cst.ClassDef) -> set[str]:
-    """Attributes ``__init__`` assigns unconditionally, plus class-level declarations."""
+    """Attributes ``__init__`` assigns unconditionally, plus class-level declarations.
+
+    A class that restores itself from pickles (``__setstate__``) may see old objects
+    without them, so nothing is guaranteed there.
+    """
     names: set[str] = set()
+    if any(isinstance(s, cst.FunctionDef) and s.name.value in ("__setstate__", "__reduce__", "__reduce_ex__") for s in cls.body.body):
+        return names
     for statement in cls.body.body:
         if isinstance(statement, cst.SimpleStatementLine):
             names.update(_assigned(statement, self_attrs=False))

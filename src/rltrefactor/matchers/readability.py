@@ -92,7 +92,13 @@ class AbbreviatedNewName:
 class UnexplainedNumberInBranch:
     """A numeric literal compared in a branch condition, outside a named constant."""
 
-    OPTIONS = {"allowed": Option("strings", ("0", "1", "-1", "2", "0.0", "1.0"), "literals that need no name")}
+    OPTIONS = {
+        "allowed": Option(
+            "strings",
+            ("0", "1", "2", "3", "4", "-1", "0.0", "1.0"),
+            "literals that need no name (small counts read as arity, rank or argument counts)",
+        )
+    }
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id

@@ -133,8 +133,8 @@ class CollaboratorContainerMutation:
 
     def _foreign_owner(self, container: cst.BaseExpression, ctx: FileContext) -> str | None:
         """The owning component's name when ``container`` is ``<component>.<container>``."""
-        if not isinstance(container, cst.Attribute):
-            return None
+        if not isinstance(container, cst.Attribute) or container.attr.value.startswith("_"):
+            return None  # a private container is foreign-private-state-write's finding
         owner = container.value
         if isinstance(owner, cst.Attribute) and isinstance(_head(owner), cst.Name) and _head(owner).value == "self":
             name = owner.attr.value
@@ -170,17 +170,33 @@ class PerCallTemporaryOnSelf:
                 continue
             cls, method = _class_and_method(node, ctx)
             if cls is not None and method is not None:
-                uses.setdefault((id(cls), node.attr.value), []).append((method, node, is_target(node, ctx)))
+                uses.setdefault((id(cls), node.attr.value), []).append((method, node, _plain_write(node, ctx)))
         declared = _declared_attributes(ctx)
         for (cls_id, name), seen in uses.items():
+            if not name.startswith("_") or name.startswith("__"):
+                continue  # public attributes may be read by other objects; mangled names are rare
             method, first, first_is_write = seen[0]
             # A temporary: written first, read back, and never touched by another method.
             if not first_is_write or all(write for _, _, write in seen):
                 continue
+            if len(seen) > 1 and _statement(seen[1][1], ctx) is _statement(first, ctx):
+                continue  # ``self.x = wrap(self.x)`` reads the previous value first
             if name in declared.get(cls_id, ()) or any(m is not method for m, _, _ in seen):
                 continue
             if not is_setup_name(method.name.value) and not _is_property(method):
                 yield Match(first, {"NAME": name, "METHOD": method.name.value})
+
+
+def _plain_write(node: cst.Attribute, ctx: FileContext) -> bool:
+    """Assigned without reading the old value (``self.x += 1`` reads it first)."""
+    return is_target(node, ctx) and not isinstance(ctx.parent(node), cst.AugAssign)
+
+
+def _statement(node: cst.CSTNode, ctx: FileContext) -> cst.CSTNode | None:
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.BaseSmallStatement):
+            return ancestor
+    return None
 
 
 def _class_and_method(node: cst.CSTNode, ctx: FileContext) -> tuple[cst.ClassDef | None, cst.FunctionDef | None]:
