@@ -44,13 +44,13 @@ def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
     assert summary.checks == (DECODE,)
     added = {(d.category, d.path, d.line, d.head_count - d.base_count) for d in summary.deltas if d.added}
     assert added == {
-        ("sync", "loopy/worker/model_runner.py", 84, 4),
-        ("alloc", "loopy/worker/model_runner.py", 84, 4),
-        ("alloc", "loopy/worker/model_runner.py", 87, 1),
+        ("sync", "loopy/worker/model_runner.py", 87, 4),
+        ("alloc", "loopy/worker/model_runner.py", 87, 4),
+        ("alloc", "loopy/worker/model_runner.py", 90, 1),
     }
     findings = perf_findings(summary, change=change)
-    assert [(f.rule_id, f.span.line) for f in findings] == [("perf-added-sync", 84), ("perf-added-alloc", 87)]
-    assert findings[0].perf.detail == "+4 sync at loopy/worker/model_runner.py:84 — if exited.all().item():"
+    assert [(f.rule_id, f.span.line) for f in findings] == [("perf-added-sync", 87), ("perf-added-alloc", 90)]
+    assert findings[0].perf.detail == "+4 sync at loopy/worker/model_runner.py:87 — if exited.all().item():"
     assert findings[0].definition == "ModelRunner.execute_model"
 
 

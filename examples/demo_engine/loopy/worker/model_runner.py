@@ -39,6 +39,9 @@ class ModelRunner:
         self.key_cache = torch.zeros(cache_shape, device=self.device)
         self.value_cache = torch.zeros(cache_shape, device=self.device)
         self.inputs = InputBuffers(max_num_sequences=config.max_num_sequences, device=self.device)
+        # Per-row exit state, reset in place each step: stable addresses, no per-step allocation.
+        self.exited_rows = torch.zeros(config.max_num_sequences, dtype=torch.bool, device=self.device)
+        self.exit_depth_rows = torch.zeros(config.max_num_sequences, dtype=torch.int64, device=self.device)
 
     @torch.inference_mode()
     def execute_model(self, batch: SchedulerOutput) -> ModelRunnerOutput:
@@ -55,8 +58,8 @@ class ModelRunner:
         metadata = self._attention_metadata(positions, self.inputs.slots(count))
 
         hidden = self.model.embed(self.inputs.input_ids(count))
-        exited = torch.zeros(count, dtype=torch.bool, device=self.device)
-        exit_depths = torch.full((count,), self.max_loop_depth, dtype=torch.int64, device=self.device)
+        exited = self.exited_rows[:count].zero_()
+        exit_depths = self.exit_depth_rows[:count].fill_(self.max_loop_depth)
         for depth in range(self.max_loop_depth):
             updated = self.model.run_depth(
                 hidden,
