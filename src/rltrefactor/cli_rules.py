@@ -53,7 +53,11 @@ def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentPar
 
 
 def _library(args: argparse.Namespace) -> Library:
-    return load_library(tuple(args.rule_dir))
+    """Bundled rules, the configured ``rule-dirs`` of the current repository, and --rule-dir."""
+    from .config import load_config
+
+    configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
+    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])))
 
 
 def _find(library: Library, rule_id: str) -> Rule:

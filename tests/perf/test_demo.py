@@ -39,7 +39,7 @@ def demo_repo(make_repo):
 
 def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
     change = collect_changes(str(demo_repo.path), diff="main..defects")
-    summary = run_perf(change)
+    summary = run_perf(change, device="cpu")
     assert summary.errors == ()
     assert summary.checks == (DECODE,)
     added = {(d.category, d.path, d.line, d.head_count - d.base_count) for d in summary.deltas if d.added}
@@ -55,6 +55,6 @@ def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
 
 
 def test_refactor_pr_measures_as_no_change(demo_repo):
-    summary = run_perf(collect_changes(str(demo_repo.path), diff="main..refactor"))
+    summary = run_perf(collect_changes(str(demo_repo.path), diff="main..refactor"), device="cpu")
     assert DECODE in summary.checks
     assert summary.deltas == () and summary.errors == ()
