@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFECTS_MD = ROOT / "examples" / "demo_prs" / "defects.md"
@@ -31,28 +30,28 @@ def _demo_repo(tmp_path: Path, patch: str | None) -> Path:
     return repo
 
 
-def test_defect_pr_gets_one_finding_per_planted_line(tmp_path):
+def test_defect_pr_gets_one_finding_per_planted_line(tmp_path, cli):
     planted = {(m["path"], int(m["line"])): m["area"] for m in _ROW.finditer(DEFECTS_MD.read_text())}
     assert len(planted) == 6  # five defects, (e) at its call and at its definition
-    result = run_cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "defects"))
+    result = cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "defects"))
     assert result.code == 1, result.err
     found = [(f["path"], f["line"], f["area"]) for f in result.json()["findings"]]
     assert sorted((path, line) for path, line, _ in found) == sorted(planted)
     assert all(planted[(path, line)] == area for path, line, area in found)
 
 
-def test_refactor_pr_gets_no_finding(tmp_path):
-    result = run_cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "refactor"))
+def test_refactor_pr_gets_no_finding(tmp_path, cli):
+    result = cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "refactor"))
     assert result.code == 0 and result.json()["findings"] == []
 
 
-def test_demo_engine_is_clean_on_its_own(tmp_path):
+def test_demo_engine_is_clean_on_its_own(tmp_path, cli):
     repo = _demo_repo(tmp_path, None)
-    result = run_cli("review", "loopy", "--format", "json", cwd=repo)
+    result = cli("review", "loopy", "--format", "json", cwd=repo)
     assert result.code == 0 and result.json()["findings"] == [], result.out
 
 
 @pytest.mark.parametrize("fmt", ["sarif", "github", "markdown"])
-def test_every_format_renders_the_defect_pr(tmp_path, fmt):
-    result = run_cli("review", "--diff", "main", "--format", fmt, cwd=_demo_repo(tmp_path, "defects"))
+def test_every_format_renders_the_defect_pr(tmp_path, fmt, cli):
+    result = cli("review", "--diff", "main", "--format", fmt, cwd=_demo_repo(tmp_path, "defects"))
     assert result.code == 1 and "host-sync-in-hot-path" in result.out

@@ -7,7 +7,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from conftest import run_cli
 
 HOT = "model_executor/runner.py"
 SYNCING = "def forward(x):\n    return x.sum().item()\n"
@@ -19,7 +18,7 @@ def _one_line_error(result, fragment):
     assert len(result.err.strip().splitlines()) == 1 and "Traceback" not in result.err
 
 
-def test_shallow_clone_without_merge_base_says_how_to_fetch(repo, tmp_path):
+def test_shallow_clone_without_merge_base_says_how_to_fetch(repo, tmp_path, cli):
     repo.write("a.py", "a = 1\n")
     repo.commit("one")
     repo.git("checkout", "-q", "-b", "topic")
@@ -32,10 +31,10 @@ def test_shallow_clone_without_merge_base_says_how_to_fetch(repo, tmp_path):
     clone = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", "--no-single-branch", f"file://{repo.path}", str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "checkout", "-q", "topic"], check=True)
-    _one_line_error(run_cli("review", "--diff", "origin/main", cwd=clone), "git fetch --unshallow")
+    _one_line_error(cli("review", "--diff", "origin/main", cwd=clone), "git fetch --unshallow")
 
 
-def test_submodule_change_is_skipped_not_fatal(repo, tmp_path):
+def test_submodule_change_is_skipped_not_fatal(repo, tmp_path, cli):
     sub = tmp_path / "sub"
     sub.mkdir()
     subprocess.run(["git", "-C", str(sub), "init", "-q", "-b", "main"], check=True)
@@ -46,55 +45,55 @@ def test_submodule_change_is_skipped_not_fatal(repo, tmp_path):
     repo.commit("base")
     repo.git("-c", "protocol.file.allow=always", "submodule", "-q", "add", str(sub), "vendor/sub")
     repo.write(HOT, SYNCING)
-    result = run_cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
     assert result.code == 1, result.err
     assert result.json()["reviewed"]["files"] == [HOT]
 
 
-def test_huge_file_is_reported_with_the_cap(repo):
+def test_huge_file_is_reported_with_the_cap(repo, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     repo.write("model_executor/huge.py", "x = 1\n" * 400_000)
     repo.git("add", "-A")
-    document = run_cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
     assert [(e["path"], "size cap" in e["message"]) for e in document["errors"]] == [("model_executor/huge.py", True)]
 
 
-def test_non_utf8_and_mixed_line_endings(repo):
+def test_non_utf8_and_mixed_line_endings(repo, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     repo.write("model_executor/latin.py", b"s = '\xff'\n")
     repo.write("model_executor/mixed.py", b"def forward(x):\r\n    y = 1\n    return x.sum().item()\r\n")
-    result = run_cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
     document = result.json()
     assert [e["path"] for e in document["errors"]] == ["model_executor/latin.py"]
     assert [(f["path"], f["line"]) for f in document["findings"]] == [("model_executor/mixed.py", 3)]
 
 
-def test_deeply_nested_code_does_not_crash(repo):
+def test_deeply_nested_code_does_not_crash(repo, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     repo.write("model_executor/deep.py", "x = " + "[" * 3000 + "]" * 3000 + "\n")
-    result = run_cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
+    result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
     assert result.code in (0, 1) and "Traceback" not in result.err
     assert [e["path"] for e in result.json()["errors"]] == ["model_executor/deep.py"]
 
 
-def test_patch_escaping_the_repository_is_refused(repo):
+def test_patch_escaping_the_repository_is_refused(repo, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     patch = "--- a/../../etc/passwd\n+++ b/../../etc/passwd\n@@ -1 +1 @@\n-a\n+b\n"
-    _one_line_error(run_cli("review", "--diff-file", "-", cwd=repo.path, stdin=patch), "escapes the repository")
+    _one_line_error(cli("review", "--diff-file", "-", cwd=repo.path, stdin=patch), "escapes the repository")
 
 
-def test_symlink_pointing_outside_is_not_read(repo, tmp_path):
+def test_symlink_pointing_outside_is_not_read(repo, tmp_path, cli):
     outside = tmp_path / "outside.py"
     outside.write_text(SYNCING)
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     (repo.path / "model_executor" / "link.py").symlink_to(outside)
     patch = "--- /dev/null\n+++ b/model_executor/link.py\n@@ -0,0 +1,2 @@\n+def forward(x):\n+    return x.sum().item()\n"
-    document = run_cli("review", "--diff-file", "-", "--format", "json", cwd=repo.path, stdin=patch).json()
+    document = cli("review", "--diff-file", "-", "--format", "json", cwd=repo.path, stdin=patch).json()
     assert document["findings"] == []
     assert "outside the repository" in document["errors"][0]["message"]
 
@@ -111,7 +110,7 @@ def _snapshot(root: Path) -> tuple[str, dict[str, str]]:
     return status + index, hashes
 
 
-def test_review_never_modifies_the_working_tree_or_index(repo, tmp_path):
+def test_review_never_modifies_the_working_tree_or_index(repo, tmp_path, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
     repo.write(HOT, SYNCING)
@@ -127,6 +126,6 @@ def test_review_never_modifies_the_working_tree_or_index(repo, tmp_path):
         ("review", "model_executor", "--format", "json", "--output", str(tmp_path / "out.json")),
         ("baseline", "--output", str(tmp_path / "baseline.json")),
     ):
-        assert run_cli(*args, cwd=repo.path).code in (0, 1)
+        assert cli(*args, cwd=repo.path).code in (0, 1)
     assert _snapshot(repo.path) == before
     assert body.read_text().startswith("Intro\n") and "rltrefactor:start" in body.read_text()
