@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Callable, Literal, Mapping
 
 from .cache import ResultCache, default_cache_dir
 from .changes import collect_changes
@@ -33,6 +33,7 @@ class ReviewRequest:
     cache_dir: str | None = None  # None: the user cache directory
     use_cache: bool = True
     jobs: int | None = None  # None: one per core for large scans
+    progress: Callable[[int, int], None] | None = None  # (files done, files to do)
 
 
 def review(request: ReviewRequest) -> ReviewResult:
@@ -56,7 +57,9 @@ def review(request: ReviewRequest) -> ReviewResult:
     limits = None
     if not change.full_scan and request.scope != "files":
         limits = {f.path: f.added_lines for f in targets}
-    by_file = review_files(engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits)
+    by_file = review_files(
+        engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits, progress=request.progress
+    )
     outcomes: list[FileOutcome] = [by_file[f.path] for f in targets if f.path in by_file]
     for outcome in outcomes:
         errors.extend(outcome.errors)
@@ -73,7 +76,12 @@ def review(request: ReviewRequest) -> ReviewResult:
         findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
         drops=tuple(drops),
         errors=tuple(errors),
-        timings={"load": loaded - started, "match": matched - loaded, "total": time.perf_counter() - started},
+        timings={
+            "load": loaded - started,
+            "match": matched - loaded,
+            "total": time.perf_counter() - started,
+            **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
+        },
         fail_on=config.fail_on,  # type: ignore[arg-type]
     )
 

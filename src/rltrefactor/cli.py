@@ -66,6 +66,8 @@ def _add_engine_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", "-j", type=int, metavar="N", help="processes for large scans (default: one per core)")
     parser.add_argument("--no-cache", action="store_true", help="do not read or write the result cache")
     parser.add_argument("--cache-dir", metavar="DIR", help="result cache location (default: ~/.cache/rltrefactor)")
+    parser.add_argument("--profile-rules", action="store_true",
+                        help="print the time spent in each rule's matcher to stderr (use with --no-cache)")
 
 
 def _csv(value: str) -> tuple[str, ...]:
@@ -134,13 +136,34 @@ def _request(args: argparse.Namespace):
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
+        progress=_progress_printer() if sys.stderr.isatty() and args.paths else None,
     )
+
+
+def _progress_printer():
+    """Progress for long full scans, on an interactive stderr only; erased when done."""
+
+    def show(done: int, total: int) -> None:
+        if total >= 50:
+            end = "\r\033[K" if done == total else ""
+            print(f"\rrltrefactor: reviewed {done}/{total} files{end}", end="", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _print_rule_profile(result) -> None:
+    spent = sorted(((v, k[5:]) for k, v in result.timings.items() if k.startswith("rule:")), reverse=True)
+    print(f"{'seconds':>9}  rule   (time in each matcher; reading, parsing and matching took {result.timings.get('match', 0):.2f} s)", file=sys.stderr)
+    for seconds, rule_id in spent:
+        print(f"{seconds:9.3f}  {rule_id}", file=sys.stderr)
 
 
 def _run_review(args: argparse.Namespace) -> int:
     from .api import review
 
     result = review(_request(args))
+    if args.profile_rules:
+        _print_rule_profile(result)
     if args.perf:
         result = _add_perf(result, args)
     if args.baseline:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 import traceback
 from dataclasses import dataclass, replace
 from typing import Iterable
@@ -60,6 +61,8 @@ class Engine:
             (rule, build_matcher(_with_options(rule, config))) for rule in rules if rule.automated
         ]
         self._rule_by_id = {rule.id: rule for rule in rules}
+        # Seconds spent in each rule's matcher (positions of its hits included).
+        self.rule_seconds: dict[str, float] = {}
 
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_hot = matches(path, self.config.hot_paths)
@@ -100,7 +103,7 @@ class Engine:
         for region in regions:
             ctx = self._context(path, region, defs, imports, errors)
             if ctx is not None:
-                hits.extend(_run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
+                hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = _syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
@@ -129,6 +132,25 @@ class Engine:
             line_offset=region.start_line - 1,
             imports=imports,
         )
+
+    def _run_matchers(self, ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
+        hits: list[Hit] = []
+        for rule, matcher in candidates:
+            started = time.perf_counter()
+            try:
+                for match in matcher.find(ctx):
+                    bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
+                    hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
+            except RecursionError:
+                errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
+            except Exception as exc:  # a matcher bug must not end the review of other files
+                where = traceback.extract_tb(exc.__traceback__)[-1]
+                errors.append(FileError(
+                    ctx.path,
+                    f"rule {rule.id}: matcher crashed ({type(exc).__name__}: {exc} at {where.filename}:{where.lineno}); please report it",
+                ))
+            self.rule_seconds[rule.id] = self.rule_seconds.get(rule.id, 0.0) + time.perf_counter() - started
+        return hits
 
     def _to_findings(self, path: str, text: str, defs: "_LazyDefinitions", hits: Iterable[Hit]) -> list[Finding]:
         lines = text.splitlines()
@@ -284,21 +306,6 @@ def _python_syntax_error(path: str, text: str) -> FileError | None:
     return None
 
 
-def _run_matchers(ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
-    hits: list[Hit] = []
-    for rule, matcher in candidates:
-        try:
-            for match in matcher.find(ctx):
-                bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
-                hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
-        except RecursionError:
-            errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
-        except Exception as exc:  # a matcher bug must not end the review of other files
-            where = traceback.extract_tb(exc.__traceback__)[-1]
-            errors.append(
-                FileError(ctx.path, f"rule {rule.id}: matcher crashed ({type(exc).__name__}: {exc} at {where.filename}:{where.lineno}); please report it")
-            )
-    return hits
 
 
 def fill_template(template: str, bindings) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_all_start_methods, get_context
+from typing import Callable
 
 from .cache import ResultCache
 from .config import Config
@@ -27,6 +28,7 @@ def review_files(
     cache: ResultCache | None,
     jobs: int,
     lines: dict[str, frozenset[int]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, FileOutcome]:
     """Outcomes per path. With ``lines``, each file is matched only around its changed
     lines; such partial outcomes are never cached, but a cached whole-file one is used."""
@@ -39,10 +41,14 @@ def review_files(
         else:
             todo.append(path)
     limits = lines or {}
+    report = progress or (lambda done, total: None)
     if jobs > 1 and len(todo) >= _POOL_MIN_FILES:
-        fresh = _in_pool(engine, [(p, texts[p], limits.get(p)) for p in todo], jobs)
+        fresh = _in_pool(engine, [(p, texts[p], limits.get(p)) for p in todo], jobs, report)
     else:
-        fresh = {p: engine.review_file(p, texts[p], limits.get(p)) for p in todo}
+        fresh = {}
+        for done, path in enumerate(todo, start=1):
+            fresh[path] = engine.review_file(path, texts[path], limits.get(path))
+            report(done, len(todo))
     for path, outcome in fresh.items():
         if cache is not None and path not in limits and not outcome.errors:
             cache.put(path, texts[path], outcome)
@@ -50,7 +56,7 @@ def review_files(
     return outcomes
 
 
-def _in_pool(engine: Engine, items: list[tuple[str, str, frozenset[int] | None]], jobs: int) -> dict[str, FileOutcome]:
+def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None]) -> dict[str, FileOutcome]:
     # Largest files first so one big file does not finish last on an idle pool.
     items.sort(key=lambda item: -len(item[1]))
     chunks = [items[i::jobs * 4] for i in range(jobs * 4)]
@@ -61,8 +67,11 @@ def _in_pool(engine: Engine, items: list[tuple[str, str, frozenset[int] | None]]
         initargs=(engine.rules, engine.config, engine.known_ids),
     ) as pool:
         results: dict[str, FileOutcome] = {}
-        for chunk_result in pool.map(_review_chunk, [c for c in chunks if c]):
+        for chunk_result, seconds in pool.map(_review_chunk, [c for c in chunks if c]):
             results.update(chunk_result)
+            for rule_id, spent in seconds.items():
+                engine.rule_seconds[rule_id] = engine.rule_seconds.get(rule_id, 0.0) + spent
+            report(len(results), len(items))
     return results
 
 
@@ -71,6 +80,8 @@ def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[s
     _worker_engine = Engine(rules, config, known_ids)
 
 
-def _review_chunk(items: list[tuple[str, str, frozenset[int] | None]]) -> dict[str, FileOutcome]:
+def _review_chunk(items: list[tuple[str, str, frozenset[int] | None]]) -> tuple[dict[str, FileOutcome], dict[str, float]]:
     assert _worker_engine is not None
-    return {path: _worker_engine.review_file(path, text, limit) for path, text, limit in items}
+    _worker_engine.rule_seconds.clear()
+    outcomes = {path: _worker_engine.review_file(path, text, limit) for path, text, limit in items}
+    return outcomes, dict(_worker_engine.rule_seconds)

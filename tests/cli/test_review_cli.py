@@ -181,3 +181,54 @@ def test_unknown_config_key_is_exit_2(repo, cli):
 def test_version_and_help(repo, cli):
     assert cli("--version", cwd=repo.path).out.startswith("rltrefactor ")
     assert "--diff" in cli("review", "--help", cwd=repo.path).out
+
+
+TWO_FUNCTIONS = (
+    "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n\n\n"
+    "def other(x):\n    return x.sum().item()\n"
+)
+
+
+def test_scope_widens_from_lines_to_functions_to_files(repo, cli):
+    repo.write(HOT, TWO_FUNCTIONS)
+    repo.commit("base syncs already")
+    repo.write(HOT, TWO_FUNCTIONS.replace("    y = x * 2\n", "    y = x * 3\n"))
+    lines = {s: [f["line"] for f in cli("review", "--diff", "HEAD", "--scope", s, "--format", "json", cwd=repo.path).json()["findings"]]
+             for s in ("lines", "changed-functions", "files")}
+    assert lines == {"lines": [], "changed-functions": [6], "files": [6, 10]}
+
+
+def test_statistics_and_color(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    stats = cli("review", "--diff", "HEAD", "--statistics", "--quiet", cwd=repo.path)
+    assert any(line.split()[:3] == ["1", "error", "host-sync-in-hot-path"] for line in stats.out.splitlines())
+    assert "\x1b[" in cli("review", "--diff", "HEAD", "--color", "always", cwd=repo.path).out
+    assert "\x1b[" not in cli("review", "--diff", "HEAD", "--color", "never", cwd=repo.path).out
+
+
+def test_profile_rules_prints_a_table_to_stderr(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    result = cli("review", "--diff", "HEAD", "--profile-rules", "--no-cache", cwd=repo.path)
+    assert "host-sync-in-hot-path" in result.err and "seconds" in result.err
+
+
+def test_baseline_ratchet(repo, cli, tmp_path):
+    repo.write(HOT, SYNCING)
+    repo.commit("base")
+    baseline = tmp_path / "baseline.json"
+    assert cli("baseline", "--output", str(baseline), cwd=repo.path).code == 0
+    assert cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path).code == 0
+    repo.write(HOT, SYNCING + "\n\ndef second(x):\n    return x.max().item()\n")
+    assert cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path).code == 1
+    repo.write(HOT, "def forward(x):\n    return x\n")
+    stale = cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path)
+    assert stale.code == 0 and "stale baseline entry" in stale.err
+
+
+def test_perf_refuses_a_patch_without_a_repository(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    result = cli("perf", "--diff-file", "-", cwd=repo.path, stdin=repo.git("diff"))
+    assert result.code == 2 and "needs a git repository and a base commit" in result.err
