@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -51,7 +52,29 @@ def test_demo_engine_is_clean_on_its_own(tmp_path, cli):
     assert result.code == 0 and result.json()["findings"] == [], result.out
 
 
-@pytest.mark.parametrize("fmt", ["sarif", "github", "markdown"])
-def test_every_format_renders_the_defect_pr(tmp_path, fmt, cli):
-    result = cli("review", "--diff", "main", "--format", fmt, cwd=_demo_repo(tmp_path, "defects"))
-    assert result.code == 1 and "host-sync-in-hot-path" in result.out
+def test_sarif_of_the_defect_pr_is_valid_and_complete(tmp_path, cli):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((ROOT / "tests" / "vendor" / "sarif-2.1.0.json").read_text())
+    result = cli("review", "--diff", "main", "--format", "sarif", cwd=_demo_repo(tmp_path, "defects"))
+    document = json.loads(result.out)
+    jsonschema.validate(document, schema)
+    results = document["runs"][0]["results"]
+    assert len(results) == 6 and all(r["partialFingerprints"] for r in results)
+
+
+def test_github_annotations_of_the_defect_pr(tmp_path, cli):
+    result = cli("review", "--diff", "main", "--format", "github", cwd=_demo_repo(tmp_path, "defects"))
+    lines = result.out.strip().splitlines()
+    assert len(lines) == 6
+    assert all(re.match(r"^::(error|warning|notice) file=loopy/[\w/]+\.py,line=\d+,", line) for line in lines)
+
+
+def test_markdown_summary_links_lines_at_the_head_sha(tmp_path, cli):
+    repo = _demo_repo(tmp_path, "defects")
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/loopy.git"], check=True)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    result = cli("review", "--diff", "main", "--format", "markdown", cwd=repo)
+    links = re.findall(r"https://github\.com/acme/loopy/blob/([0-9a-f]{40})/([\w/.]+)#L(\d+)", result.out)
+    assert {(sha, path, int(line)) for sha, path, line in links} >= {(head, "loopy/worker/model_runner.py", 87)}
+    assert len({(p, l) for _, p, l in links}) == 6
+    assert "#host-sync-in-hot-path" in result.out

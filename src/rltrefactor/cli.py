@@ -246,8 +246,15 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
     from .report.links import DEFAULT_DOCS_URL, remote_url
     from .report.markdown import render_markdown
 
+    change = result.change
+    head_sha = None
+    if change.head.kind == "worktree" and change.base is not None and change.repo_root:
+        from .gitio import clean_head
+
+        head_sha = clean_head(change.repo_root)
     return render_markdown(
         result,
+        head_sha=head_sha,
         remote_url=remote_url(result.change.repo_root or args.repo),
         docs_url=args.docs_url or DEFAULT_DOCS_URL,
         show_preexisting=args.show_preexisting,

@@ -115,3 +115,16 @@ def read_blobs(repo: str, rev: str, paths: list[str]) -> dict[str, bytes | None]
         blobs[path] = out[pos : pos + size]
         pos += size + 1  # the blob is followed by one newline
     return blobs
+
+
+def clean_head(repo: str) -> str | None:
+    """HEAD's SHA when the working tree and index hold no change to tracked files.
+
+    A review of such a working tree reviewed exactly that commit, so links can point at it.
+    """
+    try:
+        if git(repo, "status", "--porcelain", "--untracked-files=no").strip():
+            return None
+        return git(repo, "rev-parse", "--verify", "HEAD").strip()
+    except GitError:
+        return None
