@@ -10,14 +10,12 @@ import argparse
 import json
 import os
 import sys
+
 from .errors import ChangeInputError, ConfigError
-from .library.docs import render_rules_markdown
-from .library.examples import run_examples
-from .library.fields import suggest
-from .library.loader import load_library
 from .library.model import AREAS, Library, Rule
-from .library.scaffold import parse_line_range, scaffold_rule
-from .library.versioning import check_version_bump
+
+# The handlers import the library machinery (and with it libcst) when they run, so that
+# building the command-line parser stays cheap for every other command.
 
 
 def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +53,7 @@ def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentPar
 def _library(args: argparse.Namespace) -> Library:
     """Bundled rules, the configured ``rule-dirs`` of the current repository, and --rule-dir."""
     from .config import load_config
+    from .library.loader import load_library
 
     configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
     return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])))
@@ -63,6 +62,8 @@ def _library(args: argparse.Namespace) -> Library:
 def _find(library: Library, rule_id: str) -> Rule:
     rule = library.get(rule_id)
     if rule is None:
+        from .library.fields import suggest
+
         raise ConfigError(f"unknown rule {rule_id!r}{suggest(rule_id, library.by_id)}; list the ids with 'rltrefactor rules list'")
     return rule
 
@@ -122,6 +123,8 @@ def _check(args: argparse.Namespace) -> int:
     library = _library(args)
     line = f"rule library {library.version}: {len(library.rules)} rules valid"
     if args.base:
+        from .library.versioning import check_version_bump
+
         previous = check_version_bump(args.repo, args.base)
         line += f"; version moved from {previous}" if previous else f"; rules unchanged since {args.base}"
     out.write(line + "\n")
@@ -135,6 +138,8 @@ def _test(args: argparse.Namespace) -> int:
     counts = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
     checklist = 0
     for rule in rules:
+        from .library.examples import run_examples
+
         outcomes = run_examples(rule)
         checklist += not outcomes
         for outcome in outcomes:
@@ -148,6 +153,8 @@ def _test(args: argparse.Namespace) -> int:
 
 def _docs(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
+    from .library.docs import render_rules_markdown
+
     text = render_rules_markdown(_library(args))
     if args.output:
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
@@ -160,6 +167,8 @@ def _docs(args: argparse.Namespace) -> int:
 
 def _new(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
+    from .library.scaffold import parse_line_range, scaffold_rule
+
     entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id, area=args.area)
     if not args.output:
         out.write(entry)
