@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
 import time
 import traceback
 from dataclasses import dataclass, replace
@@ -18,13 +16,12 @@ from .matchers.base import FileContext, Matcher
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .regions import Region, module_imports_text, plan_regions
-from .source import DefinitionMap, definitions, first_syntax_error, parse_tree
-from .suppressions import Suppression, parse_suppressions
-from .types import FileError, Finding, Hit, Span
+from .findings import fill_template, fingerprint
+from .parsing import parse_module, syntax_error
+from .source import DefinitionMap, definitions, parse_tree
+from .suppressions import apply_suppressions
+from .types import FileError, Finding, Hit
 
-INVALID_SUPPRESSION = "invalid-suppression"
-_TEMPLATE_VAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
-_WHITESPACE = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -93,7 +90,7 @@ class Engine:
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
         if not candidates and not has_directive:
-            return FileOutcome(path, (), tuple(_syntax_error(path, text, tree)), parsed=False)
+            return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed=False)
         defs = _LazyDefinitions(text, tree)
         imports = _module_imports(tree, text) if candidates else ImportTable({})
         rule_tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, (_, m) in candidates.items()}
@@ -104,13 +101,13 @@ class Engine:
             ctx = self._context(path, region, defs, imports, errors)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
-        file_level = _syntax_error(path, text, tree)
+        file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(path, text, defs, hits)
         if has_directive:
-            findings = self._apply_suppressions(path, text, defs, findings)
+            findings = apply_suppressions(path, text, defs.enclosing, findings, self.known_ids)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed=bool(regions))
 
     def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:
@@ -175,52 +172,6 @@ class Engine:
             )
         return findings
 
-    def _apply_suppressions(self, path, text, defs, findings: list[Finding]) -> list[Finding]:
-        directives = parse_suppressions(text)
-        kept = []
-        for finding in findings:
-            directive = directives.get(finding.span.line) or directives.get(finding.span.end_line)
-            if directive is not None and finding.rule_id in directive.rule_ids:
-                finding = replace(finding, suppressed=True, disposition=directive.reason or None)
-            kept.append(finding)
-        kept.extend(self._invalid_suppressions(path, text, defs, directives.values()))
-        return kept
-
-    def _invalid_suppressions(self, path, text, defs, directives: Iterable[Suppression]) -> list[Finding]:
-        out = []
-        lines = text.splitlines()
-        for directive in directives:
-            unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in self.known_ids]
-            problem = directive.problem or (
-                f"names unknown rule {', '.join(repr(u) for u in unknown)}; "
-                "check the id with 'rltrefactor rules list'"
-                if unknown
-                else ""
-            )
-            if not problem:
-                continue
-            source = lines[directive.line - 1]
-            comment = source[directive.column - 1 :]
-            span = Span(directive.line, directive.column, directive.line, len(source) + 1)
-            definition = defs.enclosing(directive.line).qualname
-            out.append(
-                Finding(
-                    rule_id=INVALID_SUPPRESSION,
-                    area="configuration-readability",
-                    title="Suppression comment that cannot be honoured as written",
-                    severity="warning",
-                    path=path,
-                    span=span,
-                    impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
-                    fix=problem.split("; ", 1)[-1].capitalize() + ".",
-                    fingerprint=fingerprint(INVALID_SUPPRESSION, definition, comment),
-                    definition=definition,
-                    snippet=source,
-                )
-            )
-        return out
-
-
 class _LazyDefinitions:
     """Builds the definition map from the file's tree only when a hit needs it."""
 
@@ -233,23 +184,6 @@ class _LazyDefinitions:
         if self._map is None:
             self._map = definitions(self._text, self._tree)
         return self._map.enclosing(line)
-
-
-# LibCST's native parser overflows its stack (a crash, not an exception) somewhere
-# above 800 nested brackets; Python itself refuses more than 200.
-MAX_BRACKET_DEPTH = 400
-_BRACKET = re.compile(r"[\[\](){}]")
-
-
-def parse_module(text: str) -> cst.Module:
-    """``cst.parse_module`` that raises RecursionError instead of crashing the process."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(text):
-        depth += 1 if match.group() in "([{" else -1
-        deepest = max(deepest, depth)
-    if deepest > MAX_BRACKET_DEPTH:
-        raise RecursionError(f"{deepest} nested brackets")
-    return cst.parse_module(text)
 
 
 def _module_imports(tree, text: str) -> ImportTable:
@@ -280,43 +214,6 @@ def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, .
         if local not in target.split(".") and may_match(tokens, target)
     )
     return tokens + extra
-
-
-def _syntax_error(path: str, text: str, tree) -> list[FileError]:
-    """The parser's own message for a file tree-sitter flags, if LibCST agrees."""
-    if first_syntax_error(tree) is None:
-        return []
-    try:
-        parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return [_python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
-    except RecursionError:
-        return [FileError(path, "nesting too deep to parse; not reviewed")]
-    return []
-
-
-def _python_syntax_error(path: str, text: str) -> FileError | None:
-    """CPython's message and line, which point closer to the mistake than LibCST's."""
-    try:
-        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
-    except SyntaxError as exc:
-        return FileError(path, f"syntax error: {exc.msg}", exc.lineno)
-    except (ValueError, RecursionError, MemoryError):
-        return None
-    return None
-
-
-
-
-def fill_template(template: str, bindings) -> str:
-    return _TEMPLATE_VAR.sub(lambda m: bindings.get(m.group(1), m.group(0)), template)
-
-
-def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
-    """Identity of a finding that survives line shifts and re-indentation."""
-    normalised = _WHITESPACE.sub(" ", matched_text).strip()
-    digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}".encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()[:20]
 
 
 def _with_options(rule: Rule, config: Config) -> Rule:

@@ -1,4 +1,4 @@
-"""``# rltrefactor: ignore[rule-id] reason`` comments.
+"""``# rltrefactor: ignore[rule-id] reason`` comments, and findings for broken ones.
 
 Only a real comment counts (never text inside a string), and only when the directive
 opens the comment or follows another ``#`` in it: prose that merely mentions the
@@ -10,7 +10,13 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Iterable
+
+from .findings import fingerprint
+from .types import Finding, Span
+
+INVALID_SUPPRESSION = "invalid-suppression"
 
 _DIRECTIVE = re.compile(r"^#(?:[^#]*#)*?\s*rltrefactor:\s*ignore(?P<rest>.*)$")
 _IDS = re.compile(r"^\[(?P<ids>[^\]]*)\]\s*(?P<reason>.*)$")
@@ -58,3 +64,58 @@ def _comments(text: str):
     except (tokenize.TokenError, SyntaxError, IndentationError):
         # An untokenizable file is already reported as a syntax error; no directives.
         return
+
+
+def apply_suppressions(
+    path: str, text: str, enclosing, findings: list[Finding], known_ids: frozenset[str]
+) -> list[Finding]:
+    """Mark suppressed findings and report directives that cannot be honoured.
+
+    ``enclosing(line)`` gives the definition around a line (for fingerprints).
+    """
+    directives = parse_suppressions(text)
+    kept = []
+    for finding in findings:
+        directive = directives.get(finding.span.line) or directives.get(finding.span.end_line)
+        if directive is not None and finding.rule_id in directive.rule_ids:
+            finding = replace(finding, suppressed=True, disposition=directive.reason or None)
+        kept.append(finding)
+    kept.extend(_invalid_suppressions(path, text, enclosing, directives.values(), known_ids))
+    return kept
+
+
+def _invalid_suppressions(
+    path: str, text: str, enclosing, directives: Iterable[Suppression], known_ids: frozenset[str]
+) -> list[Finding]:
+    out = []
+    lines = text.splitlines()
+    for directive in directives:
+        unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in known_ids]
+        problem = directive.problem or (
+            f"names unknown rule {', '.join(repr(u) for u in unknown)}; "
+            "check the id with 'rltrefactor rules list'"
+            if unknown
+            else ""
+        )
+        if not problem:
+            continue
+        source = lines[directive.line - 1]
+        comment = source[directive.column - 1 :]
+        span = Span(directive.line, directive.column, directive.line, len(source) + 1)
+        definition = enclosing(directive.line).qualname
+        out.append(
+            Finding(
+                rule_id=INVALID_SUPPRESSION,
+                area="configuration-readability",
+                title="Suppression comment that cannot be honoured as written",
+                severity="warning",
+                path=path,
+                span=span,
+                impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
+                fix=problem.split("; ", 1)[-1].capitalize() + ".",
+                fingerprint=fingerprint(INVALID_SUPPRESSION, definition, comment),
+                definition=definition,
+                snippet=source,
+            )
+        )
+    return out

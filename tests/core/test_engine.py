@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, fingerprint, select_rules
+from rltrefactor.engine import Engine, select_rules
+from rltrefactor.findings import fingerprint
 from rltrefactor.library.loader import load_library
 
 HOT = "model_executor/runner.py"

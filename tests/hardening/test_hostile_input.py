@@ -73,7 +73,8 @@ def test_non_utf8_and_mixed_line_endings(repo, cli):
 def test_deeply_nested_code_does_not_crash(repo, cli):
     repo.write(HOT, "x = 1\n")
     repo.commit("base")
-    repo.write("model_executor/deep.py", "x = " + "[" * 3000 + "]" * 3000 + "\n")
+    nested = "[" * 3000 + "]" * 3000
+    repo.write("model_executor/deep.py", f"def forward(x):\n    return x.sum().item(), {nested}\n")
     result = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path)
     assert result.code in (0, 1) and "Traceback" not in result.err
     assert [e["path"] for e in result.json()["errors"]] == ["model_executor/deep.py"]

@@ -111,7 +111,7 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
 
 
 def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
-    from ..engine import fill_template, fingerprint
+    from ..findings import fill_template, fingerprint
 
     delta, also = group[0], group[1:]
     rule_id = f"perf-added-{delta.category}"

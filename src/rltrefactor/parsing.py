@@ -1,0 +1,50 @@
+"""LibCST parsing that never takes the process down, and syntax errors worth reading."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .source import first_syntax_error
+from .types import FileError
+
+# LibCST's native parser overflows its stack (a crash, not an exception) somewhere
+# above 800 nested brackets; Python itself refuses more than 200.
+MAX_BRACKET_DEPTH = 400
+_BRACKET = re.compile(r"[\[\](){}]")
+
+
+def parse_module(text: str) -> cst.Module:
+    """``cst.parse_module`` that raises RecursionError instead of crashing the process."""
+    depth = deepest = 0
+    for match in _BRACKET.finditer(text):
+        depth += 1 if match.group() in "([{" else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_BRACKET_DEPTH:
+        raise RecursionError(f"{deepest} nested brackets")
+    return cst.parse_module(text)
+
+
+def syntax_error(path: str, text: str, tree) -> list[FileError]:
+    """The parser's own message for a file tree-sitter flags, if LibCST agrees."""
+    if first_syntax_error(tree) is None:
+        return []
+    try:
+        parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
+    except RecursionError:
+        return [FileError(path, "nesting too deep to parse; not reviewed")]
+    return []
+
+
+def python_syntax_error(path: str, text: str) -> FileError | None:
+    """CPython's message and line, which point closer to the mistake than LibCST's."""
+    try:
+        compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
