@@ -16,6 +16,10 @@ from .errors import ConfigError, RltError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "markdown")
+EXIT_CODES = (
+    "exit codes: 0 no new, unsuppressed finding at or above --fail-on; 1 such findings; "
+    "2 usage, configuration, input or internal error (one line on stderr)"
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,10 +79,10 @@ def _csv(value: str) -> tuple[str, ...]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="rltrefactor", description="Refactor review for PyTorch inference-engine code.")
+    parser = _Parser(prog="rltrefactor", description="Refactor review for PyTorch inference-engine code.", epilog=EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"rltrefactor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    review = commands.add_parser("review", help="review a change against the rule library")
+    review = commands.add_parser("review", help="review a change against the rule library", epilog=EXIT_CODES)
     _add_change_source(review)
     _add_review_options(review)
     perf = commands.add_parser("perf", help="measure the device syncs, copies and allocations a change adds")
