@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import Callable, Iterable
 
 import libcst as cst
 
@@ -50,12 +50,18 @@ def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
 
 
 class Engine:
-    def __init__(self, rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str]) -> None:
+    def __init__(
+        self,
+        rules: tuple[Rule, ...],
+        config: Config,
+        known_ids: frozenset[str],
+        matcher_factory: Callable[[Rule], Matcher] = build_matcher,
+    ) -> None:
         self.config = config
         self.rules = rules
         self.known_ids = known_ids
         self._matchers: list[tuple[Rule, Matcher]] = [
-            (rule, build_matcher(_with_options(rule, config))) for rule in rules if rule.automated
+            (rule, matcher_factory(_with_options(rule, config))) for rule in rules if rule.automated
         ]
         self._rule_by_id = {rule.id: rule for rule in rules}
         # Seconds spent in each rule's matcher (positions of its hits included).

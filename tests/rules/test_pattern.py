@@ -158,8 +158,32 @@ def test_prefilter_uses_names_that_survive_aliasing():
     assert compile_pattern("r", {"pattern": "$X.item()"}).prefilter == (".item(",)
     assert compile_pattern("r", {"any": ["$X.item()", "torch.nonzero(...)"]}).prefilter == (".item(", "nonzero")
     # An alternative without any required text makes the whole block unfiltered.
-    assert compile_pattern("r", {"any": ["$X.item()", "$X[$A > $B]"]}).prefilter == ()
+    assert compile_pattern("r", {"any": ["$X.item()", "$X + $Y"]}).prefilter == ()
     assert compile_pattern("r", {"all": ["$F(...)", "torch.tensor(..., device=$D)"]}).prefilter == ("tensor",)
+    # Keyword names are written at every call: the callee is the better token.
+    assert compile_pattern("r", {"pattern": "torch.empty(..., device=$D)"}).prefilter == ("empty",)
+
+
+def test_prefilter_of_a_subscript_comparison_is_a_bracket_aware_regex():
+    (token,) = compile_pattern("r", {"pattern": "$X[$A > $B]"}).prefilter
+    for text in ("x[a > b]", "x[lens[i] > 0]", "x[f(a[b[0]]) == 1]", "x[\n    a\n    != b]"):
+        assert token.search(text), text
+    assert not token.search("x[0] + y[i]") and not token.search("if a > b:")
+    (inverted,) = compile_pattern("r", {"pattern": "$X[~$M]"}).prefilter
+    assert inverted.search("x[(~mask)]") and not inverted.search("~mask")
+
+
+def test_prefilter_falls_back_on_an_enclosing_pattern_or_a_where_regex():
+    block = {
+        "pattern": "$P += $N",
+        "inside": [{"pattern": {"pattern": "for $D in $R: ...", "where": {"D": {"regex": "depth|loop"}}}}],
+    }
+    assert [t.pattern for t in compile_pattern("r", block).prefilter] == ["depth|loop"]
+    where = {"pattern": "$P += $N", "where": {"P": {"regex": "position"}}}
+    assert [t.pattern for t in compile_pattern("r", where).prefilter] == ["position"]
+    # A regex anchored to the metavariable's own text cannot be searched in the file.
+    anchored = {"pattern": "$P += $N", "where": {"P": {"regex": "^pos$"}}}
+    assert compile_pattern("r", anchored).prefilter == ()
 
 
 @pytest.mark.parametrize(

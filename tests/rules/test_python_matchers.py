@@ -226,10 +226,14 @@ def test_string_compared_field_both_orders_and_membership():
 
 def test_abbreviations_first_binding_per_scope_and_configurable():
     m = matcher("abbreviated-new-name")
-    code = "def f(req, bs):\n    req = 1\n    self.rid = 2\n    call(rid=3)\nrid = 4\n"
-    assert [b["NAME"] for _, b in hits(m, code)] == ["req", "bs", "rid", "rid"]
+    code = "def f(blk, hs):\n    blk = 1\n    self.kvc = 2\n    call(kvc=3)\nkvc = 4\n"
+    assert [b["NAME"] for _, b in hits(m, code)] == ["blk", "hs", "kvc", "kvc"]
+    # The engines' own idioms are not in the default list.
+    assert lines(m, "for req in reqs:\n    bs = req.bs\n    rid = req.rid\n") == []
     custom = matcher("abbreviated-new-name", abbreviations={"lyr": "layer"})
-    assert lines(custom, "lyr = 1\nreq = 2\n") == [1]
+    assert lines(custom, "lyr = 1\nblk = 2\n") == [1]
+    (token,) = m.prefilter
+    assert token.search("self._hs_ = 1") and not token.search("abs(grid) + blocks")
 
 
 def test_numbers_in_branches_skip_module_level_dims_and_allowed():
@@ -258,12 +262,15 @@ def test_positional_boolean_parameters_and_arguments():
         "    def toggle(self, on: bool):\n"
         "        pass\n"
         "    @override\n"
-        "    def run(self, a, flag=False):\n"
+        "    def run(self, a, use_flag=False):\n"
         "        pass\n"
+        "def start(a, use_graph: bool, is_prefill=True, keepdim: bool = False):\n"
+        "    pass\n"
     )
-    assert [b["NAME"] for _, b in hits(params, code)] == ["b"]
+    assert [b["NAME"] for _, b in hits(params, code)] == ["use_graph", "is_prefill"]
     args = matcher("bare-boolean-argument")
-    assert lines(args, "f(x, True)\ng(True)\nd.get(k, False)\nf(x, flag=True)\nassertEqual(a, True)\n") == [1]
+    code = "f(x, True)\ng(True)\nd.get(k, False)\nf(x, flag=True)\nassertEqual(a, True)\ntorch.ops.vllm.gather(x, True)\n"
+    assert lines(args, code) == [1]
 
 
 def test_wide_tuple_only_for_public_top_level_functions():

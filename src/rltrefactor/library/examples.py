@@ -1,8 +1,9 @@
 """Rule examples as tests: a bad example reports exactly on its ``# expect`` lines,
 a good example reports nothing.
 
-The path each snippet takes is the engine's: applicability (paths, hot paths, tests),
-the text prefilter, one ``FileContext``, the matcher. Outcomes use ast-grep's words:
+Each snippet goes through the engine itself, as a file at the example's path with the
+default configuration: applicability (paths, hot paths, tests), the prefilter, region
+planning, import aliases, the matcher. Outcomes use ast-grep's words:
 ``validated`` (as expected), ``noisy`` (reports a line it must leave alone),
 ``missing`` (misses a line it must report), plus ``error`` for a matcher crash.
 """
@@ -12,13 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Literal
 
-import libcst as cst
-
-from ..config import DEFAULT_HOT_PATHS, DEFAULT_TEST_PATHS
-from ..globs import matches
-from ..matchers.base import FileContext, Matcher
+from ..config import Config
+from ..matchers.base import Matcher
 from ..matchers.registry import build_matcher
-from ..types import Definition
 from .model import Example, Rule
 
 Status = Literal["validated", "noisy", "missing", "error"]
@@ -40,14 +37,6 @@ class ExampleOutcome:
     def where(self) -> str:
         """``file:line`` of the example's first code line in the rule file."""
         return str(self.example.origin)
-
-
-class _ModuleOnly:
-    def __init__(self, lines: int) -> None:
-        self._lines = lines
-
-    def enclosing(self, line: int) -> Definition:
-        return Definition("<module>", "module", 1, self._lines)
 
 
 def run_examples(rule: Rule, matcher_factory: Callable[[Rule], Matcher] = build_matcher) -> list[ExampleOutcome]:
@@ -76,19 +65,13 @@ def run_example(rule: Rule, matcher: Matcher, example: Example) -> ExampleOutcom
 
 
 def _report(rule: Rule, matcher: Matcher, example: Example) -> list[int]:
-    path, scope = example.path, rule.applicability
-    is_hot, is_test = matches(path, DEFAULT_HOT_PATHS), matches(path, DEFAULT_TEST_PATHS)
-    if (scope.hot_paths_only and not is_hot) or (is_test and not scope.tests):
-        return []
-    if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
-        return []
-    if matcher.prefilter and not any(token in example.code for token in matcher.prefilter):
-        return []
-    module = cst.parse_module(example.code)
-    ctx = FileContext(
-        path, module, is_hot_path=is_hot, is_test=is_test, definitions=_ModuleOnly(example.code.count("\n") + 1)
-    )
-    return [ctx.span(match.node).line for match in matcher.find(ctx)]
+    from ..engine import Engine  # the engine imports this package's model; import late
+
+    engine = Engine((rule,), Config(), frozenset({rule.id}), matcher_factory=lambda _: matcher)
+    outcome = engine.review_file(example.path, example.code)
+    if outcome.errors:
+        raise RuntimeError("; ".join(error.message for error in outcome.errors))
+    return [finding.span.line for finding in outcome.findings if finding.rule_id == rule.id]
 
 
 def _lines(numbers: list[int]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -31,6 +32,7 @@ class ComparedProbe:
         "attributes": Option("strings", (), "qualified names of probed values, such as torch.version.cuda"),
         "truthiness": Option("bool", False, "also report a probe used directly as a condition"),
         "branches-only": Option("bool", True, "only comparisons inside if/while/conditional-expression conditions"),
+        "skip-functions": Option("regex", "", "functions whose purpose is the probe (is_hopper, check_version); empty = none"),
     }
 
     def __init__(self, rule_id: str, options: dict) -> None:
@@ -40,10 +42,17 @@ class ComparedProbe:
         self.truthiness = options["truthiness"]
         self.branches_only = options["branches-only"]
         self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
-        tokens = list(self.calls) + [name.rpartition(".")[2] for name in self.attributes]
-        self.prefilter = tuple(sorted(set(tokens)))
+        self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
+        tokens = [*sorted(self.calls), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
+        self.prefilter = tuple(dict.fromkeys(tokens))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
+        for match in self._matches(ctx):
+            function = ctx.enclosing_function(match.node)
+            if self.skip is None or function is None or not self.skip.search(function.name.value):
+                yield match
+
+    def _matches(self, ctx: FileContext) -> Iterator[Match]:
         derived = self._derived_names(ctx)
         if not self.branches_only:
             yield from self._anywhere(ctx, derived)
@@ -118,6 +127,18 @@ class ComparedProbe:
                     if isinstance(node, cst.Name):
                         scope.add(node.value)
         return {key: frozenset(value) for key, value in found.items()}
+
+
+def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
+    """What every use of a probed attribute writes: ``torch.version.cuda`` is spelled
+    ``<x>.version.cuda`` (aliases of ``torch.version`` are added by the engine) or, after
+    ``from torch.version import cuda``, a bare ``cuda`` that is neither an attribute nor
+    called; ``sys.modules`` writes ``modules`` without calling it."""
+    parts = qualified.split(".")
+    last = re.escape(parts[-1])
+    if len(parts) >= 3:
+        return (parts[-2], re.compile(rf"{last}(?<![\w.]{last})(?![\w])"))
+    return (re.compile(rf"{last}(?<![\w]{last})(?![\w])(?!\s*\()"),)
 
 
 class SilentImportFallback:

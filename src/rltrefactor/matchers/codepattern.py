@@ -38,7 +38,7 @@ class CodePattern:
     root: cst.CSTNode
     anchors: tuple[type[cst.CSTNode], ...]  # node types a match can start at
     metavars: frozenset[str]
-    token: str | None  # a substring every matching file contains, for the prefilter
+    token: "str | re.Pattern[str] | None"  # occurs in every match's top-level statement, for the prefilter
     callee: str | None = None  # last name a matching call's callee must have (or be an alias)
 
     def match(self, node: cst.CSTNode, ctx: FileContext, bindings: Bindings) -> Bindings | None:
@@ -117,7 +117,26 @@ def _walk(node: cst.CSTNode):
         yield from _walk(child)
 
 
-def _token(root: cst.CSTNode) -> str | None:
+# ``x[a > b]`` / ``x[~m]``: a subscript whose slice is a comparison or an inversion. The
+# slice may hold brackets of its own before the operator (``x[lens[i] > 0]``), up to
+# three levels deep; deeper nesting is not Python engine code anyone writes.
+_NESTED = r"(?:[^\[\]]|\[(?:[^\[\]]|\[(?:[^\[\]]|\[[^\[\]]*\])*\])*\])"
+SUBSCRIPT_COMPARISON = re.compile(r"\[" + _NESTED + r"*?(?:[<>]|==|!=)")
+SUBSCRIPT_INVERSION = re.compile(r"\[[\s(]*~")
+
+
+def _subscript_token(root: cst.CSTNode) -> "re.Pattern[str] | None":
+    if not (isinstance(root, cst.Subscript) and len(root.slice) == 1 and isinstance(root.slice[0].slice, cst.Index)):
+        return None
+    value = root.slice[0].slice.value
+    if isinstance(value, cst.Comparison):
+        return SUBSCRIPT_COMPARISON
+    if isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.BitInvert):
+        return SUBSCRIPT_INVERSION
+    return None
+
+
+def _token(root: cst.CSTNode) -> "str | re.Pattern[str] | None":
     """The most selective substring every match's own statement contains.
 
     Only names written at the match itself count: of a dotted name, every part but
@@ -131,7 +150,10 @@ def _token(root: cst.CSTNode) -> str | None:
         if not is_metavar(root.func.attr):
             words.append(f".{root.func.attr.value}(")
     _collect_words(root, words, in_chain=False)
-    return max(words, key=len) if words else None
+    # Keyword names (``device=``) are written at every call of every API: a last resort.
+    keywords = {n.keyword.value for n in _walk(root) if isinstance(n, cst.Arg) and n.keyword is not None}
+    words = [w for w in words if w not in keywords] or words
+    return max(words, key=len) if words else _subscript_token(root)
 
 
 def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> None:

@@ -2,8 +2,10 @@
 
 "Cold code" is code that runs once or only when diagnosing, even inside a hot-path
 module: construction and setup functions, warm-up and profiling runs, ``__repr__``,
-``if TYPE_CHECKING:`` blocks, debug/logging-guarded branches and
-``torch.compiler.is_compiling()`` guards. Device-residency rules skip it.
+weight loading and processing (``process_weights_after_loading``), sleep/wake-up
+offloading, ``if TYPE_CHECKING:`` blocks, debug/logging-guarded branches,
+``torch.compiler.is_compiling()`` guards, ``raise`` statements and the messages of
+assertions and log calls. Device-residency rules skip it.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from .base import FileContext
 # A function is setup code when one of the words of its name (split at '_') is here.
 SETUP_WORDS = frozenset(
     "init initialize setup warmup profile capture dummy register compile benchmark "
-    "debug dump repr shutdown close teardown finalize reset".split()
+    "debug dump repr shutdown close teardown finalize reset weights sleep wake preprocess".split()
 )
 # Dunder methods that run at construction, teardown or when printing, never per step.
 SETUP_DUNDERS = frozenset(
@@ -61,10 +63,34 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
         child = ancestor
 
 
+# Calls whose arguments are only evaluated to be printed.
+_MESSAGE_CALLS = frozenset("debug info warning warning_once info_once error exception critical log print warn".split())
+
+
 def in_cold_code(node: cst.CSTNode, ctx: FileContext) -> bool:
-    if in_setup_function(node, ctx):
+    if in_setup_function(node, ctx) or in_message(node, ctx):
         return True
     return any(is_cold_condition(branch.test) for branch in guarded_by(node, ctx))
+
+
+def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """In a ``raise`` statement, an ``assert``'s message or an argument of a logging
+    call: evaluated only when failing or when the message is emitted. (An ``assert``'s
+    test runs on every call and stays hot.)"""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Raise) or isinstance(ancestor, cst.Assert) and child is ancestor.msg:
+            return True
+        if isinstance(ancestor, cst.Call):
+            func = ancestor.func
+            name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
+            if name in _MESSAGE_CALLS:
+                return True
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+        child = ancestor
+    return False
+    return False
 
 
 def is_cold_condition(test: cst.BaseExpression) -> bool:

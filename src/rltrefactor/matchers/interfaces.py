@@ -20,6 +20,35 @@ VALUE_TAKING = (
     "_replace", "eq", "ne", "assertEqual", "assertIs", "assert_called_with", "dict", "field",
 )  # fmt: skip
 _SKIP_DECORATORS = re.compile(r"(^|\.)(override|overload|setter|property|cached_property)$")
+# A parameter annotated ``bool`` or defaulting to True/False.
+_BOOL_PARAMETER = re.compile(r":\s*bool\b|=\s*(?:True|False)\b")
+# True/False right after an opening parenthesis or a comma (comments and line
+# continuations may stand between): every bare positional boolean argument.
+_BARE_BOOL = re.compile(r"[(,](?:\s|\\\n|#[^\n]*\n)*(?:True|False)\b")
+# Libraries whose signatures the project does not own (``torch.ops.vllm.op(x, True)``).
+EXTERNAL_CALLEES = ("torch.", "np.", "numpy.", "F.", "triton.", "tl.")
+
+
+_PLAIN_BASES = frozenset({"object", "ABC", "abc.ABC", "Protocol", "typing.Protocol", "Generic"})
+
+
+def _may_override(function: cst.FunctionDef, ctx: FileContext) -> bool:
+    """A method of a class with a base class other than object/ABC/Protocol."""
+    block = ctx.parent(function)
+    cls = ctx.parent(block) if block is not None else None
+    if not isinstance(cls, cst.ClassDef):
+        return False
+    bases = [dotted_name(arg.value) or "" for arg in cls.bases]
+    return any(base.partition("[")[0] not in _PLAIN_BASES for base in bases)
+
+
+def _flag_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
+    """A flag name at the start of a word, followed by its annotation or default.
+
+    Derived only from a regex anchored at its start and nowhere else."""
+    if not regex.startswith("^") or re.search(r"\^|\$|\(\?[=!<]", regex[1:]):
+        return ()
+    return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*[:=]"),)
 
 
 def _is_bool(node: cst.BaseExpression | None) -> bool:
@@ -27,25 +56,36 @@ def _is_bool(node: cst.BaseExpression | None) -> bool:
 
 
 class PositionalBooleanParameter:
-    """A public function's boolean parameter that callers can pass by position."""
+    """A public function's boolean mode flag that callers can pass by position."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS = {
+        "flag-regex": Option(
+            "regex",
+            r"^(is|use|enable|disable|skip|force|allow|do|with|has|need|should)_",
+            "names of parameters that switch behaviour (data-like flags such as keepdim are left alone)",
+        ),
+    }
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = ("bool", "True", "False")
+        self.flag = re.compile(options["flag-regex"])
+        self.prefilter = _flag_prefilter(options["flag-regex"]) or (_BOOL_PARAMETER,)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
             name = function.name.value
             if name.startswith("_") or any(_SKIP_DECORATORS.search(dotted_name(d.decorator) or "") for d in function.decorators):
                 continue
+            if _may_override(function, ctx):
+                continue  # the signature may belong to a base class (``FusedMoEMethodBase.apply``)
             params = [*function.params.posonly_params, *function.params.params]
             if params and params[0].name.value in ("self", "cls") and ctx.enclosing_class(function) is not None:
                 params = params[1:]
             if len(params) < 2:
                 continue  # a setter's single flag reads fine at the call site
             for param in params:
+                if not self.flag.search(param.name.value):
+                    continue
                 annotated = param.annotation is not None and dotted_name(param.annotation.annotation) == "bool"
                 if annotated or _is_bool(param.default):
                     yield Match(param, {"NAME": param.name.value, "FUNCTION": name})
@@ -54,19 +94,23 @@ class PositionalBooleanParameter:
 class BareBooleanArgument:
     """A True/False literal passed by position to a call that takes several arguments."""
 
-    OPTIONS = {"value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data")}
+    OPTIONS = {
+        "value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data"),
+        "external-prefixes": Option("strings", EXTERNAL_CALLEES, "callee prefixes of libraries whose signatures the project does not own"),
+    }
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.skip = frozenset(options["value-taking"])
-        self.prefilter = ("True", "False")
+        self.external = tuple(options["external-prefixes"])
+        self.prefilter = (_BARE_BOOL,)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
             if len(call.args) < 2:
                 continue
             callee = dotted_name(call.func) or ""
-            if callee.rpartition(".")[2] in self.skip or callee.startswith("assert"):
+            if callee.rpartition(".")[2] in self.skip or callee.startswith(("assert", *self.external)):
                 continue
             for arg in call.args:
                 if arg.keyword is None and not arg.star and _is_bool(arg.value):
@@ -111,7 +155,7 @@ class StringComparedField:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.field = re.compile(options["field-regex"])
-        self.prefilter = tuple(options["prefilter"])
+        self.prefilter = _name_prefilter(options["field-regex"]) or tuple(options["prefilter"])
         self.literal_in_field = options["literal-in-field"]
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
@@ -134,6 +178,18 @@ class StringComparedField:
             if name is not None and _strings(literal) and self.field.search(name):
                 return field, literal
         return None
+
+
+def _name_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
+    """The field regex moved from a name to the file's text: ``^`` is dropped (a
+    superset, and a literal first keeps ``re`` fast) and ``$`` becomes a word end.
+
+    Only regexes whose ``^``/``$`` are plain anchors qualify; others keep the
+    ``prefilter`` strings.
+    """
+    if re.search(r"\\[\^$]|\[\^|\(\?[=!<]", regex):
+        return ()
+    return (re.compile(regex.replace("^", "").replace("$", r"(?![\w])")),)
 
 
 class WideTupleReturn:

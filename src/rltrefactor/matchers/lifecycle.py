@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -26,7 +27,7 @@ class GuardForConstructedAttribute:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = ("hasattr(", "getattr(")
+        self.prefilter = (re.compile(r"(?:has|get)attr\s*\(\s*self\s*,"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         guaranteed: dict[int, set[str]] = {}
@@ -48,7 +49,10 @@ def _may_run_before_init(function: cst.FunctionDef) -> bool:
     """Dunders (``__setattr__``, ``__del__``, ...) and setup helpers that ``__init__``
     calls can run before the attribute exists."""
     name = function.name.value
-    return (name.startswith("__") and name.endswith("__")) or is_setup_name(name)
+    if name.startswith("__") and name.endswith("__") or is_setup_name(name):
+        return True
+    # Cleanup may run on a half-constructed object or twice (after ``del self.x``).
+    return bool(set(name.lower().strip("_").split("_")) & set(CLEANUP_WORDS))
 
 
 def _guarded_name(call: cst.Call, ctx: FileContext) -> str | None:
@@ -168,7 +172,8 @@ class SwallowedErrorInCleanup:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["cleanup-words"])
-        self.prefilter = ("except",)
+        # A bare ``except:``, a tuple of types, or Exception/BaseException named first.
+        self.prefilter = (re.compile(r"except\s*(?::|\(|(?:builtins\s*\.\s*)?(?:Base)?Exception\b)"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for handler in ctx.nodes(cst.ExceptHandler):

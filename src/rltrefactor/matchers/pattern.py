@@ -49,7 +49,8 @@ class Block:
     anchors: tuple[type, ...]
     test: Callable[[cst.CSTNode, FileContext, Bindings], Bindings | None]
     metavars: frozenset[str]
-    tokens: tuple[str, ...]  # any-of prefilter; () when no substring is required
+    tokens: tuple["str | re.Pattern[str]", ...]  # any-of prefilter; () when nothing is required
+    required: frozenset[str] = frozenset()  # metavariables every match binds
 
 
 class PatternMatcher:
@@ -108,7 +109,11 @@ def _blocks(items: Any, line: int | None, key: str) -> list[Block]:
 
 
 def _code_block(code: CodePattern) -> Block:
-    return Block(code.anchors, code.match, code.metavars, (code.token,) if code.token else ())
+    return Block(code.anchors, code.match, code.metavars, (code.token,) if code.token else (), code.metavars)
+
+
+def _selectivity(token: "str | re.Pattern[str]") -> int:
+    return len(token) if isinstance(token, str) else 8
 
 
 def _combine(key: str, children: list[Block]) -> Block:
@@ -123,7 +128,8 @@ def _combine(key: str, children: list[Block]) -> Block:
 
         anchors = tuple(dict.fromkeys(a for c in children for a in c.anchors))
         tokens = () if any(not c.tokens for c in children) else tuple(dict.fromkeys(t for c in children for t in c.tokens))
-        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens)
+        required = frozenset.intersection(*(c.required for c in children))
+        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required)
 
     def test_all(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         current: Bindings | None = b
@@ -135,8 +141,9 @@ def _combine(key: str, children: list[Block]) -> Block:
 
     anchors = tuple(a for a in children[0].anchors if all(a in c.anchors for c in children))
     with_tokens = [c.tokens for c in children if c.tokens]
-    tokens = max(with_tokens, key=lambda ts: min(len(t) for t in ts)) if with_tokens else ()
-    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens)
+    tokens = max(with_tokens, key=lambda ts: min(_selectivity(t) for t in ts)) if with_tokens else ()
+    required = frozenset().union(*(c.required for c in children))
+    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required)
 
 
 def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
@@ -147,8 +154,9 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     inside = _contexts(data.get("inside"), _line(data, "inside", line), "inside")
     outside = _contexts(data.get("not-inside"), _line(data, "not-inside", line), "not-inside")
     where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
+    tokens = inner.tokens or _derived_tokens(data, inner.required, line)
     if not (negated or inside or outside or where):
-        return inner
+        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required)
 
     def test(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         found = inner.test(node, ctx, b)
@@ -160,7 +168,30 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
             return None
         return found if all(w(ctx, found) for w in where) else None
 
-    return Block(inner.anchors, test, inner.metavars, inner.tokens)
+    return Block(inner.anchors, test, inner.metavars, tokens, inner.required)
+
+
+# A regex that reads text around its match cannot be moved from a node's code to the
+# file's text; one that only looks at the characters it consumes (and at word
+# boundaries, which a node's edges always are) can.
+_CONTEXT_SENSITIVE = re.compile(r"\^|\$|\\[AZ]|\(\?[=!<]")
+
+
+def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None) -> tuple:
+    """A prefilter for a block whose code has no literal word: an enclosing pattern's
+    tokens (the enclosing node lies in the same top-level statement), else the
+    ``regex`` a metavariable bound by every match must satisfy (its code is in the
+    statement's text)."""
+    for item in data.get("inside") or ():
+        if isinstance(item, dict) and set(item) == {"pattern"}:
+            tokens = compile_block(item["pattern"], line).tokens
+            if tokens:
+                return tokens
+    for name, constraint in (data.get("where") or {}).items():
+        regex = constraint.get("regex") if isinstance(constraint, dict) else None
+        if str(name).lstrip("$") in required and isinstance(regex, str) and not _CONTEXT_SENSITIVE.search(regex):
+            return (re.compile(regex),)
+    return ()
 
 
 Context = Callable[[cst.CSTNode, FileContext], bool]

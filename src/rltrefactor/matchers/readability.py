@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -11,13 +12,10 @@ from .context import in_cold_code, subtree
 from .imports import dotted_name
 from .options import Option
 
+# ``req``, ``rid`` and ``bs``/``bsz`` are left out: they are the house idiom of vLLM,
+# SGLang and LMDeploy (``Req``, ``req_id``, ``bs``), so flagging them is noise there;
+# a repository that wants them reported lists them under ``abbreviations``.
 ABBREVIATIONS = {
-    "rid": "request_id",
-    "rids": "request_ids",
-    "req": "request",
-    "reqs": "requests",
-    "bs": "batch_size",
-    "bsz": "batch_size",
     "sl": "seq_len",
     "ntok": "num_tokens",
     "ntoks": "num_tokens",
@@ -72,7 +70,12 @@ class AbbreviatedNewName:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.names = dict(options["abbreviations"])
-        self.prefilter = tuple(sorted(self.names))
+        # A bound name is a whole word of the statement (underscores may pad it).
+        # The word comes first (with its own look-behind) so that ``re`` can skip ahead.
+        words = "|".join(
+            rf"{re.escape(name)}(?<![A-Za-z0-9]{re.escape(name)})" for name in sorted(self.names, key=len, reverse=True)
+        )
+        self.prefilter = (re.compile(rf"(?:{words})_*(?![A-Za-z0-9_])"),) if words else ()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         seen: set[tuple[int, str]] = set()
@@ -103,7 +106,8 @@ class UnexplainedNumberInBranch:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.allowed = frozenset(options["allowed"])
-        self.prefilter = ("if ", "while ")
+        # The start of a numeric literal that is not one of the allowed ones.
+        self.prefilter = (_literal_start(self.allowed),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for kind in (cst.If, cst.While, cst.IfExp):
@@ -122,6 +126,22 @@ class UnexplainedNumberInBranch:
             text = ctx.code(operand).replace(" ", "")
             if _is_number(operand) and text not in self.allowed:
                 yield Match(operand, {"VALUE": text, "CONDITION": ctx.code(comparison)})
+
+
+def _literal_start(allowed: frozenset[str]) -> "re.Pattern[str]":
+    r"""The first character of every numeric literal whose text is not in ``allowed``.
+
+    Built per leading digit (``0(?!(?:|\.0)(?![\w.]))`` for allowed ``0`` and ``0.0``)
+    so that the pattern starts with a literal and ``re`` can skip ahead."""
+    rests: dict[str, list[str]] = {}
+    for text in allowed:
+        if text[:1].isdigit():
+            rests.setdefault(text[0], []).append(re.escape(text[1:]))
+    digits = [
+        rf"{d}(?!(?:{'|'.join(sorted(rests[d], key=len, reverse=True))})(?![\w.]))" if d in rests else d
+        for d in "0123456789"
+    ]
+    return re.compile(rf"(?:{'|'.join(digits)})(?<![\w.]\d)|\.\d(?<![\w.]\.\d)")
 
 
 def _is_number(node: cst.BaseExpression) -> bool:

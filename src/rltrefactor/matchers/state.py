@@ -19,6 +19,27 @@ MUTATORS = (
 )  # fmt: skip
 # Attribute names that are public API despite the underscore (namedtuple, enum).
 UNDERSCORE_API = ("_replace", "_asdict", "_fields", "_make", "_field_defaults", "_value_", "_name_", "_missing_")
+# ``x._name`` where ``x`` is not the bare name ``self`` or ``cls``: every foreign access.
+# (Regexes start with a literal so that ``re`` can skip ahead: several times faster.)
+_PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)\w*"
+_FOREIGN_PRIVATE = re.compile(_PRIVATE)
+# ...and every way such an access is written to: (augmented) assignment, possibly through
+# a subscript or as part of a tuple target, annotation, loop target, ``del`` and
+# mutating calls.
+_FOREIGN_PRIVATE_WRITE = (
+    re.compile(_PRIVATE + r"\)?(?:\s*\[[^\n]*\])?\s*(?:(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)|:|\s+in\b|,[^\n]*[^=!<>]=(?!=))"),
+    re.compile(_PRIVATE + r"\s*\.\s*(?:" + "|".join(MUTATORS) + r")\s*\("),
+    "del ",
+)
+# Modules, parameters and tensors that engines use as namespaces for attached state
+# (``layer._scale = ...`` while processing weights): no component owns invariants there.
+OWNER_WORDS = (
+    "manager", "scheduler", "pool", "allocator", "runner", "worker", "engine", "executor",
+    "tracker", "coordinator", "registry", "connector", "cache", "store",
+)  # fmt: skip
+# snake_case, CamelCase and UPPER_CASE spellings, literally, so the prefilter is exact and fast.
+OWNER_REGEX = "(" + "|".join(w for word in OWNER_WORDS for w in (word, word.capitalize(), word.upper())) + ")[sS]?$"
+NAMESPACE_RECEIVERS = r"(?i)^(m|mod|t|w|layer|module|submodule|model|param|parameter|weight|tensor)$|_(layer|module|model|param|weight|tensor)$"
 _CONSTRUCTORS = re.compile(r"^(cls|type\(self\)|self\.__class__|copy\.(deep)?copy|object\.__new__|cls\.__new__|super\(\)\.__new__)\b")
 
 
@@ -39,13 +60,15 @@ class ForeignPrivateAttribute:
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
         "reads": Option("bool", False, "report reads and calls"),
         "allowed": Option("strings", UNDERSCORE_API, "underscore names that are public API"),
+        "namespace-receivers": Option("regex", NAMESPACE_RECEIVERS, "last names of receivers used as namespaces (modules, parameters, tensors)"),
     }
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.writes, self.reads = options["writes"], options["reads"]
         self.allowed = frozenset(options["allowed"])
-        self.prefilter = ("._",)
+        self.namespace = re.compile(options["namespace-receivers"])
+        self.prefilter = (_FOREIGN_PRIVATE,) if self.reads else _FOREIGN_PRIVATE_WRITE
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         own_instances = _own_instances(ctx)
@@ -53,6 +76,8 @@ class ForeignPrivateAttribute:
             name = node.attr.value
             if not _is_private(name) or name in self.allowed or self._own(node.value, ctx, own_instances):
                 continue
+            if self.namespace.search(_last_name(node.value)) or in_setup_function(node, ctx):
+                continue  # state attached to a module/tensor, or wiring done during construction
             write = _is_write(node, ctx)
             if (write and self.writes) or (not write and self.reads):
                 yield Match(node, {"OWNER": ctx.code(node.value), "NAME": name})
@@ -69,6 +94,12 @@ class ForeignPrivateAttribute:
             return ctx.code(receiver.func) in ("super", "type")
         dotted = dotted_name(receiver)  # torch._C._flag: a path inside an imported module
         return dotted is not None and dotted.split(".")[0] in ctx.imports.aliases
+
+
+def _last_name(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    return expr.value if isinstance(expr, cst.Name) else ""
 
 
 def _is_write(node: cst.Attribute, ctx: FileContext) -> bool:
@@ -107,7 +138,7 @@ class CollaboratorContainerMutation:
         "mutators": Option("strings", MUTATORS, "container methods that change the container"),
         "owner-regex": Option(
             "regex",
-            r"(?i)(manager|scheduler|pool|allocator|runner|worker|engine|executor|tracker|coordinator|registry|connector|cache|store)s?$",
+            OWNER_REGEX,
             "names of components that own state (the attribute or parameter holding the container)",
         ),
     }
@@ -116,7 +147,7 @@ class CollaboratorContainerMutation:
         self.rule_id = rule_id
         self.mutators = frozenset(options["mutators"])
         self.owner = re.compile(options["owner-regex"])
-        self.prefilter = tuple(f".{m}(" for m in sorted(self.mutators)) + ("] =", "del ")
+        self.prefilter = _owner_prefilter(options["owner-regex"]) or tuple(f".{m}(" for m in sorted(self.mutators)) + ("] =", "del ")
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -145,6 +176,15 @@ class CollaboratorContainerMutation:
         return name if self.owner.search(name) else None
 
 
+def _owner_prefilter(owner_regex: str) -> "tuple[re.Pattern[str], ...]":
+    """The owner's name followed by ``.``: every reported container is ``<owner>.<name>``.
+
+    Derived only from a regex anchored at its end and nowhere else."""
+    if not owner_regex.endswith("$") or re.search(r"\^|\$.|\\\$|\(\?[=!<]", owner_regex):
+        return ()
+    return (re.compile(owner_regex[:-1] + r"\s*\."),)
+
+
 def _is_parameter(name: cst.Name, ctx: FileContext) -> bool:
     function = ctx.enclosing_function(name)
     if function is None:
@@ -161,7 +201,8 @@ class PerCallTemporaryOnSelf:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = ("self.",)
+        # Every finding is the plain write that starts the temporary's life.
+        self.prefilter = (re.compile(r"self\s*\.\s*_\w*\s*(?:=(?!=)|,|:|\)|\s+in\b)"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
@@ -183,8 +224,19 @@ class PerCallTemporaryOnSelf:
                 continue  # ``self.x = wrap(self.x)`` reads the previous value first
             if name in declared.get(cls_id, ()) or any(m is not method for m, _, _ in seen):
                 continue
+            if _conditional(first, method, ctx):
+                continue  # ``if self._buf is None or too small: self._buf = ...``: a cache kept across calls
             if not is_setup_name(method.name.value) and not _is_property(method):
                 yield Match(first, {"NAME": name, "METHOD": method.name.value})
+
+
+def _conditional(node: cst.CSTNode, method: cst.FunctionDef, ctx: FileContext) -> bool:
+    for ancestor in ctx.ancestors(node):
+        if ancestor is method:
+            return False
+        if isinstance(ancestor, cst.If):
+            return True
+    return False
 
 
 def _plain_write(node: cst.Attribute, ctx: FileContext) -> bool:
