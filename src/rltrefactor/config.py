@@ -26,7 +26,9 @@ DEFAULT_HOT_PATHS = (
     "**/spec_decode/**",
     "**/speculative/**",
 )
-DEFAULT_TEST_PATHS = ("tests/**", "test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+DEFAULT_TEST_PATHS = ("**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
+# Code a repository carries but does not write: never reviewed unless configured.
+DEFAULT_EXCLUDE = ("**/third_party/**", "**/vendor/**", "**/vendors/**", "**/_vendor/**")
 SEVERITY_NAMES = ("error", "warning", "info")
 
 
@@ -37,7 +39,7 @@ class Config:
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: str = "warning"
@@ -53,6 +55,7 @@ _KEYS = {
     "extend-hot-paths": "list of globs",
     "test-paths": "list of globs",
     "exclude": "list of globs",
+    "extend-exclude": "list of globs",
     "rule-dirs": "list of directories",
     "rule-options": "table of rule id = {option = value}",
     "fail-on": "one of error, warning, info",
@@ -97,7 +100,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     for glob in per_path:
         _check_glob(glob, path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
-    for key, globs in (("hot-paths", hot), ("test-paths", get("test-paths") or ()), ("exclude", get("exclude") or ())):
+    exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
+    for key, globs in (("hot-paths", hot), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
             _check_glob(glob, path, text, key)
     fail_on = get("fail-on") or "warning"
@@ -108,7 +112,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         per_path_ignores={glob: tuple(ids) for glob, ids in per_path.items()},
         hot_paths=hot,
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
-        exclude=tuple(get("exclude") or ()),
+        exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,

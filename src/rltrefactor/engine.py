@@ -19,7 +19,7 @@ from .regions import Region, module_imports_text, plan_regions
 from .findings import fill_template, fingerprint
 from .parsing import parse_module, syntax_error
 from .source import DefinitionMap, definitions, parse_tree
-from .suppressions import apply_suppressions
+from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .types import FileError, Finding, Hit
 
 
@@ -113,7 +113,9 @@ class Engine:
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(path, text, defs, hits)
         if has_directive:
-            findings = apply_suppressions(path, text, defs.enclosing, findings, self.known_ids)
+            findings = apply_suppressions(
+                path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
+            )
         return FileOutcome(path, tuple(findings), tuple(errors), parsed=bool(regions))
 
     def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:

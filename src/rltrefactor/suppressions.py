@@ -11,10 +11,13 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .findings import fingerprint
 from .types import Finding, Span
+
+if TYPE_CHECKING:
+    from .library.model import Rule
 
 INVALID_SUPPRESSION = "invalid-suppression"
 
@@ -67,11 +70,12 @@ def _comments(text: str):
 
 
 def apply_suppressions(
-    path: str, text: str, enclosing, findings: list[Finding], known_ids: frozenset[str]
+    path: str, text: str, enclosing, findings: list[Finding], known_ids: frozenset[str], report_as: "Rule | None"
 ) -> list[Finding]:
     """Mark suppressed findings and report directives that cannot be honoured.
 
-    ``enclosing(line)`` gives the definition around a line (for fingerprints).
+    ``enclosing(line)`` gives the definition around a line (for fingerprints);
+    ``report_as`` is the ``invalid-suppression`` rule, or None when it is not selected.
     """
     directives = parse_suppressions(text)
     kept = []
@@ -80,12 +84,13 @@ def apply_suppressions(
         if directive is not None and finding.rule_id in directive.rule_ids:
             finding = replace(finding, suppressed=True, disposition=directive.reason or None)
         kept.append(finding)
-    kept.extend(_invalid_suppressions(path, text, enclosing, directives.values(), known_ids))
+    if report_as is not None:
+        kept.extend(_invalid_suppressions(path, text, enclosing, directives.values(), known_ids, report_as))
     return kept
 
 
 def _invalid_suppressions(
-    path: str, text: str, enclosing, directives: Iterable[Suppression], known_ids: frozenset[str]
+    path: str, text: str, enclosing, directives: Iterable[Suppression], known_ids: frozenset[str], rule: "Rule"
 ) -> list[Finding]:
     out = []
     lines = text.splitlines()
@@ -105,10 +110,10 @@ def _invalid_suppressions(
         definition = enclosing(directive.line).qualname
         out.append(
             Finding(
-                rule_id=INVALID_SUPPRESSION,
-                area="configuration-readability",
-                title="Suppression comment that cannot be honoured as written",
-                severity="warning",
+                rule_id=rule.id,
+                area=rule.area,
+                title=rule.title,
+                severity=rule.severity,  # type: ignore[arg-type]
                 path=path,
                 span=span,
                 impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",

@@ -78,3 +78,21 @@ def test_glob_semantics():
     assert matches("pkg/sub/x.py", ("pkg",))  # a directory covers what is beneath it
     assert not matches("pkgx/y.py", ("pkg",))
     assert not matches("a/b.py", ("*.py",))
+
+
+def test_vendored_code_is_excluded_by_default_and_exclusions_extend(tmp_path):
+    config = load_config(str(tmp_path))
+    assert matches("pkg/third_party/lib.py", config.exclude) and matches("a/_vendor/b.py", config.exclude)
+    _write(tmp_path, 'extend-exclude = ["generated/**"]\n')
+    extended = load_config(str(tmp_path))
+    assert matches("generated/x.py", extended.exclude) and matches("pkg/vendor/x.py", extended.exclude)
+    _write(tmp_path, "exclude = []\n")
+    assert load_config(str(tmp_path)).exclude == ()
+
+
+def test_nested_test_directories_are_test_paths():
+    from rltrefactor.config import DEFAULT_TEST_PATHS
+
+    assert matches("sglang/multimodal_gen/test/test_x.py", DEFAULT_TEST_PATHS)
+    assert matches("pkg/tests/helpers.py", DEFAULT_TEST_PATHS)
+    assert not matches("pkg/testing_utils.py", DEFAULT_TEST_PATHS)

@@ -88,6 +88,8 @@ def _what(rule: Rule) -> str:
     spec = rule.matcher
     if spec is None:
         return "Checklist rule: reviewers check it by hand; the review summary lists it when the change touches its area."
+    if spec.emitted_by == "engine":
+        return "Reported by the review itself while it reads suppression comments."
     if spec.emitted_by is not None:
         return f"Reported by the {spec.emitted_by} when its micro-checks count more of this per call at the head revision than at the base, attributed to the line that caused it."
     if spec.python is not None:

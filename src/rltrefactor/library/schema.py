@@ -36,7 +36,7 @@ RULE_KEYS = (
 )  # fmt: skip
 APPLIES_KEYS = ("paths", "exclude", "hot-paths-only", "tests")
 EXAMPLE_KEYS = ("path", "bad", "good")
-EMITTERS = ("perf-hook",)
+EMITTERS = ("perf-hook", "engine")  # "engine": suppression checks
 
 
 def default_example_path(rule_id: str) -> str:

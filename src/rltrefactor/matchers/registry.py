@@ -1,7 +1,7 @@
 """The one registry of Python matchers, and ``build_matcher`` for every rule kind.
 
 A rule's ``matcher`` is a pattern block (compiled by ``pattern``), a registered
-Python matcher (``python: ID`` with typed ``options``), or ``emitted-by: perf-hook``
+Python matcher (``python: ID`` with typed ``options``), or ``emitted-by: perf-hook | engine``
 for findings another stage produces. A test asserts that every registered id is
 used by a rule and every rule's matcher resolves.
 """
