@@ -20,7 +20,7 @@ from . import __version__
 from .engine import FileOutcome
 from .types import FileError, Finding, Span
 
-_FORMAT = "1"
+_FORMAT = "2"
 
 
 def default_cache_dir() -> str:
@@ -77,4 +77,4 @@ def _decode(data: dict) -> FileOutcome:
         Finding(**{**item, "span": Span(**item["span"]), "perf": None}) for item in data["findings"]
     )
     errors = tuple(FileError(**item) for item in data["errors"])
-    return FileOutcome(data["path"], findings, errors, data["parsed"])
+    return FileOutcome(data["path"], findings, errors, data["parsed_lines"])

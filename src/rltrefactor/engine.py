@@ -13,6 +13,7 @@ from .config import Config
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
+from .matchers.context import is_setup_name
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .regions import Region, module_imports_text, plan_regions
@@ -29,7 +30,11 @@ class FileOutcome:
     path: str
     findings: tuple[Finding, ...]
     errors: tuple[FileError, ...]
-    parsed: bool  # False when every rule's prefilter ruled the file out
+    parsed_lines: int  # lines handed to LibCST; 0 when the prefilter ruled every statement out
+
+    @property
+    def parsed(self) -> bool:
+        return self.parsed_lines > 0
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
@@ -96,11 +101,15 @@ class Engine:
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
         if not candidates and not has_directive:
-            return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed=False)
+            return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)
         imports = _module_imports(tree, text) if candidates else ImportTable({})
         rule_tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, (_, m) in candidates.items()}
-        regions = plan_regions(text, tree, rule_tokens, lines=lines)
+        regions = plan_regions(
+            text, tree, rule_tokens, lines=lines, keep_method=is_setup_name,
+            whole_class=frozenset(r for r, (_, m) in candidates.items() if getattr(m, "whole_class", False)),
+            never_in_setup=frozenset(r for r, (_, m) in candidates.items() if getattr(m, "never_in_setup", False)),
+        )
         hits: list[Hit] = []
         errors: list[FileError] = []
         for region in regions:
@@ -116,7 +125,8 @@ class Engine:
             findings = apply_suppressions(
                 path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
             )
-        return FileOutcome(path, tuple(findings), tuple(errors), parsed=bool(regions))
+        parsed_lines = sum(region.parsed_lines for region in regions)
+        return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
 
     def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:
         try:

@@ -77,3 +77,39 @@ def test_regex_tokens_plan_by_match_not_substring():
     text = "def f(abs_x):\n    return abs_x\n\n\ndef g(bs):\n    return bs\n"
     (region,) = plan_regions(text, parse_tree(text), {"abbrev": (re.compile(r"\bbs\b"),)}, lines=None)
     assert region.start_line == 5
+
+
+CLASS_SOURCE = '''\
+class Runner:
+    def __init__(self):
+        self._scratch = None
+
+    def idle(self):
+        return 1
+
+    def forward(self, x):
+        return x.item()
+'''
+
+
+def test_idle_methods_are_blanked_and_setup_methods_kept():
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), {"r": (".item(",)}, lines=None,
+                             keep_method=lambda name: name == "__init__")
+    rows = region.text.split("\n")
+    assert rows[4] == rows[5] == ""  # idle() blanked, line numbers kept
+    assert "self._scratch" in rows[2] and "x.item()" in rows[8]
+    assert region.parsed_lines == 9 - 2
+
+
+def test_whole_class_rules_see_every_method():
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), {"r": (".item(",)}, lines=None,
+                             whole_class=frozenset({"r"}))
+    assert "return 1" in region.text
+
+
+def test_tokens_in_setup_methods_select_nothing_for_rules_that_never_report_there():
+    tokens = {"r": ("self._scratch",)}
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), tokens, lines=None,
+                        keep_method=lambda name: name == "__init__", never_in_setup=frozenset({"r"})) == []
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), tokens, lines=None,
+                        keep_method=lambda name: name == "__init__") != []

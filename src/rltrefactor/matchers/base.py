@@ -231,5 +231,10 @@ class Matcher(Protocol):
     # text for the matcher to possibly hit there; empty means no cheap test exists and
     # every statement is parsed. Precise tokens are what keeps full scans fast.
     prefilter: tuple["str | re.Pattern[str]", ...]
+    # Optional, default False:
+    # whole_class: reads every method of a class (not only those holding its tokens and
+    #   the setup methods), so none may be left out;
+    # never_in_setup: never reports inside a setup method (``__init__``, ...), so its
+    #   tokens there do not make the class worth parsing.
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...

@@ -203,6 +203,10 @@ class PerCallTemporaryOnSelf:
         self.rule_id = rule_id
         # Every finding is the plain write that starts the temporary's life.
         self.prefilter = (re.compile(r"self\s*\.\s*_\w*\s*(?:=(?!=)|,|:|\)|\s+in\b)"),)
+        # A temporary is an attribute no other method touches: every method must be seen;
+        # writes in setup methods are never temporaries, so they select nothing.
+        self.whole_class = True
+        self.never_in_setup = True
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
