@@ -50,7 +50,19 @@ class CodePattern:
         return match_node(self.root, node, bindings, ctx)
 
 
+_COMPILED: dict[str, CodePattern] = {}
+
+
 def compile_code(source: str, line: int | None = None) -> CodePattern:
+    """The pattern for ``source``; compiled once per process (loading validates every
+    pattern and building the matchers needs them again). Errors are never cached."""
+    cached = _COMPILED.get(source)
+    if cached is None:
+        cached = _COMPILED[source] = _compile_code(source, line)
+    return cached
+
+
+def _compile_code(source: str, line: int | None) -> CodePattern:
     text = _METAVAR.sub(lambda m: MV_PREFIX + m.group(1), source.strip())
     if "$" in text:
         raise MatcherSpecError(f"pattern {source!r}: metavariables are written $UPPERCASE (such as $X); fix the name", line)
