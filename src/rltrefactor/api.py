@@ -10,7 +10,7 @@ from typing import Any, Callable, Literal, Mapping
 from .cache import ResultCache, default_cache_dir
 from .changes import collect_changes
 from .config import Config, load_config
-from .engine import Engine, FileOutcome, select_rules
+from .engine import Engine, select_rules
 from .errors import ConfigError
 from .globs import matches
 from .library.loader import load_library
@@ -49,20 +49,8 @@ def review(request: ReviewRequest) -> ReviewResult:
     loaded = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
-    sources = read_sources(change, [f.path for f in targets])
-    errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
-    texts = {path: text for path, text in sources.items() if isinstance(text, str)}
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
-    # Outside the changed statements no finding can be kept, so they are not matched.
-    limits = None
-    if not change.full_scan and request.scope != "files":
-        limits = {f.path: f.added_lines for f in targets}
-    by_file = review_files(
-        engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits, progress=request.progress
-    )
-    outcomes: list[FileOutcome] = [by_file[f.path] for f in targets if f.path in by_file]
-    for outcome in outcomes:
-        errors.extend(outcome.errors)
+    outcomes, sources, errors = _review_targets(request, change, targets, engine, cache)
     matched = time.perf_counter()
 
     by_path = {f.path: f for f in targets}
@@ -84,6 +72,24 @@ def review(request: ReviewRequest) -> ReviewResult:
         },
         fail_on=config.fail_on,  # type: ignore[arg-type]
     )
+
+
+def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache):
+    """Outcomes of the files to review, their texts, and every per-file error."""
+    sources = read_sources(change, [f.path for f in targets])
+    errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
+    texts = {path: text for path, text in sources.items() if isinstance(text, str)}
+    # Outside the changed statements no finding can be kept, so they are not matched.
+    limits = None
+    if not change.full_scan and request.scope != "files":
+        limits = {f.path: f.added_lines for f in targets}
+    by_file = review_files(
+        engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits, progress=request.progress
+    )
+    outcomes = [by_file[f.path] for f in targets if f.path in by_file]
+    for outcome in outcomes:
+        errors.extend(outcome.errors)
+    return outcomes, sources, errors
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:

@@ -264,3 +264,13 @@ def test_unsupported_schema_version(tmp_path):
 
 def test_missing_rule_directory(tmp_path):
     assert load_error(tmp_path / "absent").endswith("rule directory does not exist; create it or fix rule-dirs")
+
+
+def test_alias_bombs_are_refused_before_expansion(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8)
+    )
+    body = bomb + RULE
+    message = load_error(write_rules(tmp_path, body))
+    assert "YAML alias '*a': rule files may not use anchors and aliases" in message
+    assert "lifecycle.yaml:4:" in message  # area and rules: come first, then the anchor

@@ -76,9 +76,20 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+def _reject_aliases(text: str, path: str) -> None:
+    """Rule files need no anchors; refusing aliases rules out expansion bombs."""
+    for event in yaml.parse(text, Loader=_LineLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise RuleLibraryError(
+                f"{path}:{event.start_mark.line + 1}: YAML alias '*{event.anchor}': rule files may not "
+                "use anchors and aliases; write the value out"
+            )
+
+
 def load_yaml(text: str, path: str) -> Any:
     """Parse one YAML document; every failure is a one-line ``RuleLibraryError``."""
     try:
+        _reject_aliases(text, path)
         return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
     except _DuplicateKey as exc:
         raise RuleLibraryError(
