@@ -124,7 +124,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def render(args, runs, corpus, demo, full, demo_rows, pr_rows, info, notes, size_names) -> str:
     by_name = {m.name: m for m in full}
-    cold = next((m.name for m in full if m.name.startswith("rltrefactor cold")), "")
+    # The reference is the tool as users run it: one process per core (its default).
+    cold = next((m.name for m in full if m.name == f"rltrefactor cold, --jobs {CORES}"), "") or next(
+        (m.name for m in full if m.name.startswith("rltrefactor cold")), ""
+    )
     warm = cold.replace("cold", "warm")
     reference = by_name.get(cold)
     pr = {m.name: m for m in pr_rows}

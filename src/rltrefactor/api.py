@@ -174,6 +174,7 @@ class PerfRequest:
     out_dir: str | None = None
     window: int = 1
     device: str = "auto"
+    memory_mb: int = 8192  # resident memory a micro-check process may use
 
 
 def perf_hooks_dir(change: ChangeSet) -> str:
@@ -191,7 +192,7 @@ def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
     config = load_config(change.repo_root or ".")
     summary = run_perf(
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,  # type: ignore[arg-type]
-        out_dir=request.out_dir, window=request.window, device=request.device,
+        out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
     )
     library = load_library(config.rule_dirs)
     measured = perf_findings(summary, change=change, library=library)

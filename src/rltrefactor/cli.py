@@ -64,6 +64,8 @@ def _add_perf_options(parser: argparse.ArgumentParser) -> None:
     perf.add_argument("--profile", choices=("ops-only", "full", "both"), help="also capture profiler artifacts into --out")
     perf.add_argument("--out", metavar="DIR", help="artifact directory for --profile (outside the repository)")
     perf.add_argument("--window", type=int, default=1, metavar="N", help="measured calls per profile capture (default 1)")
+    perf.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
+                      help="resident memory a micro-check process may use before it is killed (default 8192)")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -188,9 +190,13 @@ def _run_review(args: argparse.Namespace) -> int:
 def _perf_request(args: argparse.Namespace):
     from .api import PerfRequest
 
-    if args.window < 1 or args.timeout <= 0:
-        raise ConfigError(f"--window and --timeout must be positive (got {args.window} and {args.timeout})")
-    return PerfRequest(timeout=args.timeout, profile=args.profile, out_dir=args.out, window=args.window, device=args.device)
+    if args.window < 1 or args.timeout <= 0 or args.memory_limit < 1:
+        raise ConfigError(
+            f"--window, --timeout and --memory-limit must be positive "
+            f"(got {args.window}, {args.timeout} and {args.memory_limit})"
+        )
+    return PerfRequest(timeout=args.timeout, profile=args.profile, out_dir=args.out, window=args.window,
+                       device=args.device, memory_mb=args.memory_limit)
 
 
 def _add_perf(result, args: argparse.Namespace):
@@ -220,7 +226,8 @@ def _run_perf(args: argparse.Namespace) -> int:
     hooks = perf_hooks_dir(change)
     print(plan_text(plan(change, hooks_dir=hooks)), file=sys.stderr)
     summary = run_perf(change, hooks_dir=hooks, timeout=request.timeout, profile=request.profile,
-                       out_dir=request.out_dir, window=request.window, device=request.device)
+                       out_dir=request.out_dir, window=request.window, device=request.device,
+                       memory_mb=request.memory_mb)
     config = load_config(change.repo_root or args.repo)
     findings = perf_findings(summary, change=change, library=load_library(config.rule_dirs))
     if args.format == "json":

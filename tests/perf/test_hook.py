@@ -101,6 +101,19 @@ def hangs(device):
 
 
 @micro_check
+def segfaults(device):
+    import ctypes
+
+    return lambda: ctypes.string_at(0)
+
+
+@micro_check
+def hogs_memory(device):
+    hoard = []
+    return lambda: [hoard.append(b"\\x01" * (256 << 20)) for _ in range(100)]
+
+
+@micro_check
 def fine(device):
     runner = Runner(device)
     logits = torch.randn(4, 16)
@@ -215,17 +228,19 @@ def test_a_pure_refactor_gives_no_delta(demo):
 def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):
     before = _leftovers()
     change = collect_changes(str(demo.path), diff="main..defects")
-    summary = run_perf(change, hooks_dir="failing_hooks", timeout=3)
+    summary = run_perf(change, hooks_dir="failing_hooks", timeout=6, memory_mb=1024)
     messages = sorted(e.message for e in summary.errors)
     assert any("failing_hooks.checks:crashes: crashed (exit code 3)" in m for m in messages), messages
-    assert any("failing_hooks.checks:hangs: timed out after 3 s (process killed)" in m for m in messages)
+    assert any("failing_hooks.checks:hangs: timed out after 6 s (process killed)" in m for m in messages)
+    assert any("failing_hooks.checks:segfaults: crashed (killed by signal SIGSEGV)" in m for m in messages), messages
+    assert any("failing_hooks.checks:hogs_memory: used more than 1024 MiB of memory" in m for m in messages), messages
     assert summary.checks == ("failing_hooks.checks:fine",)
     assert _leftovers() == before
     assert demo.git("worktree", "list").count("\n") == 1
 
 
 def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
-    def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel):
+    def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel, memory_mb):
         assert os.path.isdir(os.path.join(root, "eng"))
         if "--trace" not in extra:
             raise KeyboardInterrupt  # Ctrl-C while the base side runs

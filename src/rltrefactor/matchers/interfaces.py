@@ -43,12 +43,13 @@ def _may_override(function: cst.FunctionDef, ctx: FileContext) -> bool:
 
 
 def _flag_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
-    """A flag name at the start of a word, followed by its annotation or default.
+    """A flag name at the start of a word, followed by a ``bool`` annotation or a
+    True/False default (what the matcher requires of a parameter it reports).
 
     Derived only from a regex anchored at its start and nowhere else."""
     if not regex.startswith("^") or re.search(r"\^|\$|\(\?[=!<]", regex[1:]):
         return ()
-    return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*[:=]"),)
+    return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*(?::\s*bool\b|=\s*(?:True|False)\b)"),)
 
 
 def _is_bool(node: cst.BaseExpression | None) -> bool:

@@ -22,7 +22,7 @@ from ..types import ChangeSet, FileError, PerfDelta, PerfSummary
 from .coverage import covered_by_declaration, covered_by_trace, touched_definitions
 from .deltas import compare
 from .loading import hook_files
-from .sides import SideError, SideRun, run_side
+from .sides import DEFAULT_MEMORY_MB, SideError, SideRun, run_side
 from .worktree import copy_hooks, detached_worktree
 
 Profile = Literal["ops-only", "full", "both"]
@@ -61,7 +61,7 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
 
 def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float = 60.0,
              profile: Profile | None = None, out_dir: str | None = None, window: int = 1,
-             device: str = "auto", repeats: int = 3) -> PerfSummary:
+             device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB) -> PerfSummary:
     """Run the micro-checks covering the change at base and head and compare their counts."""
     started = time.perf_counter()
     the_plan = plan(change, hooks_dir=hooks_dir)
@@ -78,7 +78,7 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
             head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head"))
         base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base"))
         copy_hooks(head_root, base_root, hooks_dir)
-        head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout)
+        head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
         coverage = _select(head, touched_definitions(change))
         summary = _summarize(change, head, base, coverage)
         if profile is not None and summary.checks:
@@ -90,16 +90,17 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
     return replace(summary, wall_seconds=time.perf_counter() - started)
 
 
-def _run_both(head_root: str, base_root: str, hooks_dir: str, extra: list[str], timeout: float
-              ) -> tuple[SideRun, SideRun]:
+def _run_both(head_root: str, base_root: str, hooks_dir: str, extra: list[str], timeout: float,
+              memory_mb: int) -> tuple[SideRun, SideRun]:
     """Both sides at once, every check on each: counts do not depend on timing, and the
     base result of a check that covers nothing is simply not used."""
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rltrefactor-perf") as pool:
         try:
             head = pool.submit(run_side, head_root, hooks_dir, [*extra, "--trace"], checks=None,
-                               timeout=timeout, cancel=cancel)
-            base = pool.submit(run_side, base_root, hooks_dir, extra, checks=None, timeout=timeout, cancel=cancel)
+                               timeout=timeout, cancel=cancel, memory_mb=memory_mb)
+            base = pool.submit(run_side, base_root, hooks_dir, extra, checks=None, timeout=timeout, cancel=cancel,
+                               memory_mb=memory_mb)
             for finished in wait([head, base], return_when=FIRST_EXCEPTION).done:
                 finished.result()  # the first failure raises here, before waiting on the other
             return head.result(), base.result()

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 # Starting the interpreter and importing torch and the hook files is not the check's
 # time: the first deadline adds this much to the per-check timeout.
 STARTUP_GRACE_S = 30.0
-_POLL_S = 0.2  # how often a waiting side looks at its cancel flag
+_POLL_S = 0.2  # how often a waiting side looks at its cancel flag and memory use
+DEFAULT_MEMORY_MB = 8192  # resident memory a runner process may use before it is killed
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -58,7 +59,8 @@ def runner_env(root: str) -> dict[str, str]:
 
 
 def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] | None,
-             timeout: float, cancel: threading.Event | None = None) -> SideRun:
+             timeout: float, cancel: threading.Event | None = None,
+             memory_mb: int = DEFAULT_MEMORY_MB) -> SideRun:
     """Run ``checks`` (None: all) under ``root``; never raises for a check's failure.
 
     Setting ``cancel`` (from another thread, on Ctrl-C) kills the running process.
@@ -68,7 +70,7 @@ def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] |
     remaining = None if checks is None else list(checks)
     while (remaining is None or remaining) and not cancel.is_set():
         before = _settled(side)
-        finished = _one_process(side, root, hooks_dir, extra, remaining, timeout, cancel)
+        finished = _one_process(side, root, hooks_dir, extra, remaining, _Limits(timeout, memory_mb), cancel)
         done = _settled(side)
         if finished or not side.loaded or done == before:
             break  # each relaunch must settle at least one more check
@@ -81,8 +83,14 @@ def _settled(side: SideRun) -> set[str]:
     return set(side.results) | set(side.skipped) | {e.check for e in side.errors if e.check}
 
 
+@dataclass(frozen=True)
+class _Limits:
+    timeout: float  # seconds per check
+    memory_mb: int  # resident set size of the runner process
+
+
 def _one_process(side: SideRun, root: str, hooks_dir: str, extra: list[str],
-                 checks: list[str] | None, timeout: float, cancel: threading.Event) -> bool:
+                 checks: list[str] | None, limits: _Limits, cancel: threading.Event) -> bool:
     argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir, *extra]
     for name in checks or ():
         argv += ["--check", name]
@@ -90,14 +98,15 @@ def _one_process(side: SideRun, root: str, hooks_dir: str, extra: list[str],
         proc = subprocess.Popen(argv, cwd=root, env=runner_env(root), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
         try:
-            return _follow(side, proc, stderr, timeout, cancel)
+            return _follow(side, proc, stderr, limits, cancel)
         finally:
             _kill(proc)
 
 
-def _follow(side: SideRun, proc: subprocess.Popen, stderr, timeout: float, cancel: threading.Event) -> bool:
+def _follow(side: SideRun, proc: subprocess.Popen, stderr, limits: _Limits, cancel: threading.Event) -> bool:
     lines: queue.Queue[bytes | None] = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+    timeout = limits.timeout
     current, deadline = "", time.monotonic() + timeout + STARTUP_GRACE_S
     while True:
         try:
@@ -105,6 +114,11 @@ def _follow(side: SideRun, proc: subprocess.Popen, stderr, timeout: float, cance
         except queue.Empty:
             if cancel.is_set():
                 return True  # the caller re-raises the interrupt; _one_process kills the process
+            if _resident_mb(proc.pid) > limits.memory_mb:
+                _kill(proc)
+                side.errors.append(_error(side, current, f"used more than {limits.memory_mb} MiB of memory "
+                                          "(process killed)", "make the check's inputs smaller"))
+                return False
             if time.monotonic() < deadline:
                 continue
             _kill(proc)
@@ -153,6 +167,18 @@ def _error(side: SideRun, check: str, problem: str, fix: str) -> SideError:
     where = side.loaded.get(check, {})
     what = f"micro-check {check}" if check else "perf runner (before any check started)"
     return SideError(check, where.get("path", ""), where.get("line"), f"{what}: {problem}; {fix}")
+
+
+def _resident_mb(pid: int) -> float:
+    """Resident memory of a process in MiB (0 where /proc cannot tell)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            for row in status:
+                if row.startswith("VmRSS:"):
+                    return int(row.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
 
 
 def _pump(stream, lines: queue.Queue) -> None:
