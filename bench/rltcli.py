@@ -26,7 +26,7 @@ def env(**extra: str) -> dict[str, str]:
     """The environment every run gets: source on the path, no colour, no debug re-raise."""
     base = {k: v for k, v in os.environ.items() if k not in ("RLTREFACTOR_DEBUG", "FORCE_COLOR")}
     # BENCH_RLTREFACTOR_SRC measures another checkout's sources with this harness.
-    src = os.environ.get("BENCH_RLTREFACTOR_SRC") or os.path.join(ROOT, "src")
+    src = os.environ.get("BENCH_RLTREFACTOR_SRC") or os.path.join(ROOT, "src")  # rltrefactor: ignore[env-read-outside-config] the harness's only switch, documented in bench/README.md
     base["PYTHONPATH"] = src + (os.pathsep + base["PYTHONPATH"] if base.get("PYTHONPATH") else "")
     base["NO_COLOR"] = "1"
     base.update(extra)

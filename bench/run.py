@@ -72,7 +72,7 @@ def run_tool(tool: tools.Tool, cwd: str, runs: int, info: dict[str, str]) -> Mea
     return Measurement(tool.name, tool.argv, first.samples + rest.samples, rest.stderr_tail)
 
 
-def full_scans(corpus: corpora.Corpus, runs: int, info: dict[str, str], with_anchors: bool) -> list[Measurement]:
+def full_scans(corpus: corpora.Corpus, runs: int, info: dict[str, str], *, with_anchors: bool) -> list[Measurement]:
     log(f"full scan: {corpus.name} ({corpus.files} files)")
     chosen = (tools.anchors() if with_anchors else []) + tools.rltrefactor_variants(corpus.name)
     return [run_tool(t, corpus.path, runs, info) for t in chosen]
@@ -163,7 +163,7 @@ def render(args, runs, corpus, demo, full, demo_rows, pr_rows, info, notes, size
 
 
 def _standing_notes() -> list[str]:
-    other = os.environ.get("BENCH_RLTREFACTOR_SRC")
+    other = os.environ.get("BENCH_RLTREFACTOR_SRC")  # rltrefactor: ignore[env-read-outside-config] the same harness switch, read where it is reported
     return [f"rltrefactor measured from the sources in {other} (BENCH_RLTREFACTOR_SRC), not this checkout's src/."] * bool(other) + [
         "max RSS is the largest single process of the tree; tree RSS is the sampled sum over all processes "
         "(parent, workers, helper binaries such as semgrep-core) and is the one the memory target uses.",

@@ -7,9 +7,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
-from .cache import ResultCache, default_cache_dir
+from .cache import ResultCache
 from .changes import collect_changes
-from .config import Config, load_config
+from .config import Config, default_cache_dir, load_config
 from .engine import Engine, select_rules
 from .errors import ConfigError
 from .globs import matches

@@ -23,14 +23,6 @@ from .types import FileError, Finding, Span
 _FORMAT = "2"
 
 
-def default_cache_dir() -> str:
-    explicit = os.environ.get("RLTREFACTOR_CACHE_DIR")
-    if explicit:
-        return explicit
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "rltrefactor")
-
-
 @lru_cache(maxsize=1)
 def _code_stamp() -> str:
     """Changes whenever the installed tool's code does (version, sizes, mtimes)."""

@@ -63,6 +63,15 @@ _KEYS = {
 }
 
 
+def default_cache_dir() -> str:
+    """``RLTREFACTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/rltrefactor``, else ``~/.cache/rltrefactor``."""
+    explicit = os.environ.get("RLTREFACTOR_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "rltrefactor")
+
+
 def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
     path = os.path.join(repo_root, "pyproject.toml")
     table: dict[str, Any] = {}

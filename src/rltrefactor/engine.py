@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 import libcst as cst
 
@@ -71,6 +71,11 @@ class Engine:
         self._rule_by_id = {rule.id: rule for rule in rules}
         # Seconds spent in each rule's matcher (positions of its hits included).
         self.rule_seconds: dict[str, float] = {}
+
+    def add_rule_seconds(self, seconds: Mapping[str, float]) -> None:
+        """Fold in matcher times measured elsewhere (a worker process)."""
+        for rule_id, spent in seconds.items():
+            self.rule_seconds[rule_id] = self.rule_seconds.get(rule_id, 0.0) + spent
 
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_hot = matches(path, self.config.hot_paths)

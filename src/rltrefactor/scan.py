@@ -69,8 +69,7 @@ def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None
         results: dict[str, FileOutcome] = {}
         for chunk_result, seconds in pool.map(_review_chunk, [c for c in chunks if c]):
             results.update(chunk_result)
-            for rule_id, spent in seconds.items():
-                engine.rule_seconds[rule_id] = engine.rule_seconds.get(rule_id, 0.0) + spent
+            engine.add_rule_seconds(seconds)
             report(len(results), len(items))
     return results
 
