@@ -37,12 +37,12 @@ def summary(make_repo):
 def test_the_planted_item_is_a_sync_per_depth_on_cuda(summary):
     assert summary.device.startswith("cuda")
     sync = [d for d in summary.deltas if d.category == "sync" and d.added]
-    assert [(d.path, d.line, d.head_count - d.base_count) for d in sync] == [("loopy/worker/model_runner.py", 84, 4)]
+    assert [(d.path, d.line, d.head_count - d.base_count) for d in sync] == [("loopy/worker/model_runner.py", 87, 4)]
 
 
 def test_the_list_built_tensor_is_a_host_to_device_copy_on_cuda(summary):
     ops = summary.device_evidence["ops"]
-    label = ops[f"{DECODE}|copy|loopy/worker/model_runner.py:87"]
+    label = ops[f"{DECODE}|copy|loopy/worker/model_runner.py:90"]
     assert "h2d" in label
 
 
