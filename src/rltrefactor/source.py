@@ -6,7 +6,6 @@ from the index, and only a working-tree review reads files on disk.
 
 from __future__ import annotations
 
-import bisect
 import io
 import os
 import tokenize
@@ -106,9 +105,10 @@ class DefinitionMap:
 
     def enclosing(self, line: int) -> Definition:
         best: Definition | None = None
-        index = bisect.bisect_right([d.start_line for d in self.definitions], line)
-        for definition in self.definitions[:index]:
-            if definition.start_line <= line <= definition.end_line:
+        for definition in self.definitions:
+            if definition.start_line > line:
+                break  # sorted by start line
+            if line <= definition.end_line:
                 best = definition  # later starts are nested deeper
         return best or Definition("<module>", "module", 1, max(line, 1))
 
