@@ -14,7 +14,7 @@ import sys
 from rltrefactor.config import Config
 from rltrefactor.engine import Engine, _module_imports, _with_aliases, may_match, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.regions import plan_regions
+from rltrefactor.regions import RuleReach, plan_regions
 from rltrefactor.source import parse_tree
 
 
@@ -30,9 +30,9 @@ def main(root: str) -> None:
         tree = parse_tree(text)
         imports = _module_imports(tree, text)
         tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, m in candidates.items()}
-        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, tokens, lines=None))
+        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, {k: RuleReach(tuple(v)) for k, v in tokens.items()}, lines=None))
         for rule_id, rule_tokens in tokens.items():
-            regions = plan_regions(text, tree, {rule_id: rule_tokens}, lines=None)
+            regions = plan_regions(text, tree, {rule_id: RuleReach(tuple(rule_tokens))}, lines=None)
             per_rule[rule_id] += sum(r.end_line - r.start_line + 1 for r in regions)
     print(f"lines {total}, planned into regions {planned} ({planned / max(total, 1):.0%})")
     for rule_id, count in per_rule.most_common(12):

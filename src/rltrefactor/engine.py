@@ -16,7 +16,7 @@ from .matchers.base import FileContext, Matcher
 from .matchers.context import is_setup_name
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
-from .regions import Region, module_imports_text, plan_regions
+from .regions import Region, RuleReach, module_imports_text, plan_regions
 from .findings import fill_template, fingerprint
 from .parsing import parse_module, syntax_error
 from .source import DefinitionMap, definitions, parse_tree
@@ -109,12 +109,8 @@ class Engine:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)
         imports = _module_imports(tree, text) if candidates else ImportTable({})
-        rule_tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, (_, m) in candidates.items()}
-        regions = plan_regions(
-            text, tree, rule_tokens, lines=lines, keep_method=is_setup_name,
-            whole_class=frozenset(r for r, (_, m) in candidates.items() if getattr(m, "whole_class", False)),
-            never_in_setup=frozenset(r for r, (_, m) in candidates.items() if getattr(m, "never_in_setup", False)),
-        )
+        reach = {rule_id: _reach(matcher, imports) for rule_id, (_, matcher) in candidates.items()}
+        regions = plan_regions(text, tree, reach, lines=lines, keep_method=is_setup_name)
         hits: list[Hit] = []
         errors: list[FileError] = []
         for region in regions:
@@ -214,6 +210,16 @@ def _module_imports(tree, text: str) -> ImportTable:
         return ImportTable.from_module(parse_module(module_imports_text(tree, text)))
     except (cst.ParserSyntaxError, RecursionError):
         return ImportTable({})
+
+
+def _reach(matcher: Matcher, imports: ImportTable) -> RuleReach:
+    return RuleReach(
+        tokens=_with_aliases(matcher.prefilter, imports),
+        whole_class=getattr(matcher, "whole_class", False),
+        never_in_setup=getattr(matcher, "never_in_setup", False),
+        statement_local=getattr(matcher, "statement_local", False),
+        companions=getattr(matcher, "companions", None),
+    )
 
 
 def may_match(tokens, text: str) -> bool:

@@ -2,8 +2,11 @@
 
 LibCST costs ~13x a tree-sitter parse, so the engine parses only *regions*: runs of
 whole top-level statements that contain a prefilter token of some rule (and, when a
-diff limits the review, a changed line). A region always starts at column 0, so its
-columns are the file's columns and only its lines are offset.
+diff limits the review, a changed line). Inside a region, what no selected rule reads
+is left empty: methods of a class that hold no token, and, when only statement-local
+rules hit a function, the statements of its body that hold none. Emptied lines stay
+as blank lines, so a region always starts at column 0, its columns are the file's
+columns and only its lines are offset.
 """
 
 from __future__ import annotations
@@ -17,6 +20,31 @@ _NEWLINE = re.compile("\n")
 _IMPORT_TYPES = {"import_statement", "import_from_statement", "future_import_statement"}
 _IMPORT_CONTAINERS = {"if_statement", "try_statement", "with_statement", "block", "else_clause",
                       "elif_clause", "except_clause", "finally_clause"}
+# Statements whose blocks may be emptied piecemeal, and the clauses that hold their blocks.
+_NESTING = {"if_statement", "for_statement", "while_statement", "try_statement", "with_statement",
+            "function_definition"}
+_CLAUSES = {"elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause"}
+# Companions grow from companion lines again, this many rounds at most.
+_COMPANION_ROUNDS = 4
+_IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
+
+@dataclass(frozen=True)
+class RuleReach:
+    """How much of a file one rule reads around the places where its tokens occur."""
+
+    tokens: tuple["str | re.Pattern[str]", ...]  # () when no cheap test exists: the rule may hit anywhere
+    # Reads every method of a class its tokens select.
+    whole_class: bool = False
+    # Never reports inside a setup method (``__init__``, ...): tokens there select nothing.
+    never_in_setup: bool = False
+    # Every hit lies in the innermost statement holding a token (a function header counts
+    # as its own statement), and the rule reads nothing else of the function but the
+    # headers around that statement: other statements of a function may be left empty.
+    statement_local: bool = False
+    # Given the text of a line holding a token, substrings marking the other places the
+    # rule reads (``_x`` everywhere once ``self._x = ...`` is seen). Substrings, not
+    # regexes: a superset of lines costs little, a scan that cannot skip ahead costs much.
+    companions: Callable[[str], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -25,7 +53,7 @@ class Region:
     end_line: int  # 1-based, inclusive
     text: str
     rule_ids: frozenset[str]  # rules with a prefilter token (or no prefilter) in the region
-    blanked: int = 0  # lines of idle methods left empty
+    blanked: int = 0  # lines left empty (or holding the ``pass`` that keeps a block valid)
 
     @property
     def parsed_lines(self) -> int:
@@ -40,14 +68,37 @@ class LineIndex:
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
 
-    def slice(self, first: int, last: int, blank: set[int] | frozenset[int] = frozenset()) -> str:
-        """Lines ``first..last``; lines in ``blank`` come out empty (line numbers kept)."""
+    def line_text(self, line: int) -> str:
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        return self.text[self.starts[line - 1] : end]
+
+    def slice(self, first: int, last: int, blank: Mapping[int, str] | None = None) -> str:
+        """Lines ``first..last``; a line in ``blank`` is replaced by its value there
+        (line numbers kept, a line's carriage return kept)."""
         end = self.starts[last] if last < len(self.starts) else len(self.text)
         text = self.text[self.starts[first - 1] : end]
         if blank and any(first <= line <= last for line in blank):
             rows = text.split("\n")
-            text = "\n".join("" if first + i in blank else row for i, row in enumerate(rows))
+            for i, row in enumerate(rows):
+                if first + i in blank:
+                    rows[i] = blank[first + i] + ("\r" if row.endswith("\r") else "")
+            text = "\n".join(rows)
         return text if text.endswith("\n") else text + "\n"
+
+
+class _Lines:
+    """A sorted set of line numbers with range queries."""
+
+    def __init__(self, lines: Iterable[int]) -> None:
+        self.sorted = sorted(set(lines))
+
+    def within(self, first: int, last: int) -> list[int]:
+        low = bisect.bisect_left(self.sorted, first)
+        return self.sorted[low : bisect.bisect_right(self.sorted, last, low)]
+
+    def any_within(self, first: int, last: int) -> bool:
+        low = bisect.bisect_left(self.sorted, first)
+        return low < len(self.sorted) and self.sorted[low] <= last
 
 
 def token_lines(text: str, tokens: Iterable["str | re.Pattern[str]"], index: LineIndex) -> set[int]:
@@ -81,95 +132,194 @@ def top_level_statements(tree) -> list[tuple[int, int]]:
     return [_line_range(node) for node in _statement_nodes(tree)]
 
 
-def _methods(statement) -> list[tuple[int, int, str]]:
-    """(first, last, name) of the methods directly in a top-level class's body."""
-    node = statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
+def _definition(statement):
+    """The function or class a (decorated) definition statement defines."""
+    return statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
+
+
+def _methods(statement) -> list[tuple[int, int, str, object]]:
+    """(first, last, name, function node) of the methods directly in a top-level class's body."""
+    node = _definition(statement)
     if node is None or node.type != "class_definition":
         return []
     body = node.child_by_field_name("body")
     methods = []
     for child in body.children if body is not None else ():
-        function = child.child_by_field_name("definition") if child.type == "decorated_definition" else child
+        function = _definition(child)
         if function is not None and function.type == "function_definition":
             name = function.child_by_field_name("name")
-            methods.append((*_line_range(child), name.text.decode("utf-8", "replace") if name else ""))
+            methods.append((*_line_range(child), name.text.decode("utf-8", "replace") if name else "", function))
     return methods
 
 
 def plan_regions(
     text: str,
     tree,
-    rule_tokens: Mapping[str, tuple[str, ...]],
+    reach: Mapping[str, RuleReach],
     *,
     lines: frozenset[int] | None,
-    whole_class: frozenset[str] = frozenset(),
     keep_method: Callable[[str], bool] = lambda name: False,
-    never_in_setup: frozenset[str] = frozenset(),
 ) -> list[Region]:
     """Regions to parse, each with the rules that may hit inside it.
 
     A rule with no tokens may hit anywhere. ``lines`` (changed lines) drops every
     statement that no change touches: findings there are outside the change anyway.
     Inside a class, methods holding no token are blanked out (their lines kept empty),
-    unless a selecting rule reads the whole class (``whole_class``) or
-    ``keep_method(name)`` says the method describes the class (``__init__``). A token
-    inside such a method selects nothing for rules in ``never_in_setup``, which never
-    report there.
+    unless a selecting rule reads the whole class or ``keep_method(name)`` says the
+    method describes the class (``__init__``); those are always kept whole. In a
+    function where only statement-local rules have tokens, the statements holding
+    none are blanked too.
     """
     index = LineIndex(text)
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
     wanted: dict[int, set[str]] = {}
-    token_hits: set[int] = set()
+    local_hits: set[int] = set()  # token lines of statement-local rules
+    wide_hits: set[int] = set()  # token lines of rules that read whole functions
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
     setup_lines: set[int] | None = None
-    for rule_id, tokens in rule_tokens.items():
-        hit_lines = token_lines(text, tokens, index) if tokens else None
-        if hit_lines and rule_id in never_in_setup:
+    for rule_id, rule in reach.items():
+        hit_lines = token_lines(text, rule.tokens, index) if rule.tokens else None
+        if hit_lines and rule.never_in_setup:
             if setup_lines is None:
                 setup_lines = _setup_method_lines(nodes, keep_method)
             hit_lines -= setup_lines
-        token_hits |= hit_lines or set()
         for position in _statements_for(hit_lines, statements, starts):
             wanted.setdefault(position, set()).add(rule_id)
-            if hit_lines is None or rule_id in whole_class:
+            if hit_lines is None or rule.whole_class:
                 open_statements.add(position)
+        if hit_lines and rule.companions is not None:
+            hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
+        (local_hits if rule.statement_local else wide_hits).update(hit_lines or ())
+    if local_hits:
+        local_hits |= _import_lines(text, index)  # every rule resolves names through them
     if lines is not None:
         touched = set(_statements_for(set(lines), statements, starts))
         wanted = {k: v for k, v in wanted.items() if k in touched}
-    blank: set[int] = set()
+    blank: dict[int, str] = {}
     if not tree.root_node.has_error:
+        local, wide = _Lines(local_hits), _Lines(wide_hits)
         for position in wanted.keys() - open_statements:
-            blank |= _idle_method_lines(nodes[position], token_hits, keep_method)
+            blank.update(_unread_lines(nodes[position], local, wide, index, keep_method))
     return _merge(sorted(wanted.items()), statements, index, blank)
+
+
+def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companions) -> set[int]:
+    """Lines holding what a rule reads besides its tokens, grown until nothing new turns up."""
+    found: set[int] = set()
+    sources: set[str] = set()
+    fresh = hit_lines
+    for _ in range(_COMPANION_ROUNDS):
+        new = {source for line in sorted(fresh) for source in companions(index.line_text(line))} - sources
+        if not new:
+            break
+        sources |= new
+        fresh = token_lines(text, sorted(new), index) - hit_lines - found
+        found |= fresh
+    return found
+
+
+def _import_lines(text: str, index: LineIndex) -> set[int]:
+    return {line for line in token_lines(text, ("import ",), index) if _IMPORT_LINE.match(index.line_text(line))}
 
 
 def _setup_method_lines(nodes, keep_method) -> set[int]:
     return {
         line
         for node in nodes
-        for first, last, name in _methods(node)
+        for first, last, name, _ in _methods(node)
         if keep_method(name)
         for line in range(first, last + 1)
     }
 
 
-def _idle_method_lines(statement, token_hits: set[int], keep_method) -> set[int]:
-    """Lines of the class's methods that no rule can hit (none holds a token)."""
+def _unread_lines(statement, local: _Lines, wide: _Lines, index: LineIndex, keep_method) -> dict[int, str]:
+    """Lines of a selected top-level statement that no rule reads, with what replaces them.
+
+    ``local`` holds the token lines of statement-local rules, ``wide`` those of the others."""
+    node = _definition(statement)
+    if node is not None and node.type == "function_definition":
+        return _unread_in_function(node, local, wide, index)
     methods = _methods(statement)
     idle = [
         (first, last)
-        for first, last, name in methods
-        if not keep_method(name) and not any(first <= line <= last for line in token_hits)
+        for first, last, name, _ in methods
+        if not keep_method(name) and not local.any_within(first, last) and not wide.any_within(first, last)
     ]
-    if not idle or len(idle) == len(methods) and not _has_other_statements(statement, len(methods)):
-        return set()  # a class body must keep at least one statement
-    return {line for first, last in idle for line in range(first, last + 1)}
+    blank: dict[int, str] = {}
+    # A class body must keep at least one statement.
+    if idle and not (len(idle) == len(methods) and not _has_other_statements(statement, len(methods))):
+        blank = {line: "" for first, last in idle for line in range(first, last + 1)}
+    for first, last, name, function in methods:
+        if not keep_method(name) and first not in blank:
+            blank.update(_unread_in_function(function, local, wide, index))
+    return blank
+
+
+def _unread_in_function(function, local: _Lines, wide: _Lines, index: LineIndex) -> dict[int, str]:
+    decorated = function.parent if function.parent is not None and function.parent.type == "decorated_definition" else function
+    if wide.any_within(*_line_range(decorated)):
+        return {}  # a rule that reads the whole function has a token here
+    body = function.child_by_field_name("body")
+    return _unread_in_block(body, local, index) if body is not None else {}
+
+
+def _unread_in_block(block, hits: _Lines, index: LineIndex) -> dict[int, str]:
+    """Statements of ``block`` that hold no token; statements that hold tokens only
+    inside their own blocks are opened in turn. The block keeps at least a ``pass``."""
+    children = [child for child in block.children if child.type != "comment"]
+    blank: dict[int, str] = {}
+    emptied = []
+    for child in children:
+        first, last = _line_range(child)
+        if not hits.any_within(first, last):
+            if _owns_its_lines(child, block):
+                emptied.append(child)
+                blank.update((line, "") for line in range(first, last + 1))
+            continue
+        for inner in _blocks_to_open(child, hits):
+            blank.update(_unread_in_block(inner, hits, index))
+    if emptied and len(emptied) == len(children):
+        first = emptied[0]
+        line = first.start_point[0] + 1
+        blank[line] = index.line_text(line)[: first.start_point[1]] + "pass"
+    return blank
+
+
+def _owns_its_lines(statement, block) -> bool:
+    """No other code shares a line with ``statement`` (``a = 1; b = 2``, ``if x: y``)."""
+    before = statement.prev_sibling or block.prev_sibling
+    after = statement.next_sibling
+    while after is not None and after.type == "comment":  # a trailing comment goes with it
+        after = after.next_sibling
+    return (before is None or before.end_point[0] < statement.start_point[0]) and (
+        after is None or after.start_point[0] > statement.end_point[0]
+    )
+
+
+def _blocks_to_open(statement, hits: _Lines) -> list:
+    """The blocks of a token-holding statement worth emptying piecemeal: none when a
+    token sits in its header (the statement is then read whole), except for a nested
+    function, whose header is always kept."""
+    node = _definition(statement)
+    if node is None or node.type not in _NESTING:
+        return []
+    blocks = [child for child in node.children if child.type == "block"]
+    blocks += [inner for clause in node.children if clause.type in _CLAUSES
+               for inner in clause.children if inner.type == "block"]
+    if node.type == "function_definition":
+        return blocks
+    inner_ranges = [_line_range(child) for block in blocks for child in block.children if child.type != "comment"]
+    first, last = _line_range(statement)
+    for line in hits.within(first, last):
+        if not any(a <= line <= b for a, b in inner_ranges):
+            return []
+    return blocks
 
 
 def _has_other_statements(statement, method_count: int) -> bool:
-    node = statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
+    node = _definition(statement)
     body = node.child_by_field_name("body")
     return sum(1 for child in body.children if child.type != "comment") > method_count
 
@@ -185,7 +335,7 @@ def _statements_for(lines: set[int] | None, statements, starts) -> Iterable[int]
     return found
 
 
-def _merge(items, statements, index: LineIndex, blank: set[int]) -> list[Region]:
+def _merge(items, statements, index: LineIndex, blank: Mapping[int, str]) -> list[Region]:
     regions: list[Region] = []
     first = last = None
     rules: set[str] = set()

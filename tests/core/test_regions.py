@@ -6,7 +6,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rltrefactor.matchers.base import positions
-from rltrefactor.regions import plan_regions
+from rltrefactor.regions import RuleReach, plan_regions
 from rltrefactor.source import parse_tree
 
 SOURCE = '''\
@@ -27,8 +27,12 @@ X = [1,  # 13
 '''
 
 
+def _reach(tokens, **scope):
+    return {rule_id: RuleReach(tuple(rule_tokens), **scope) for rule_id, rule_tokens in tokens.items()}
+
+
 def _plan(tokens, lines=None):
-    return plan_regions(SOURCE, parse_tree(SOURCE), tokens, lines=lines)
+    return plan_regions(SOURCE, parse_tree(SOURCE), _reach(tokens), lines=lines)
 
 
 def test_only_statements_holding_a_token_are_planned():
@@ -55,7 +59,7 @@ def test_changed_lines_limit_the_regions():
 
 def test_tokens_inside_comments_between_statements_plan_nothing():
     text = "a = 1\n# x.item() in a comment\nb = 2\n"
-    assert plan_regions(text, parse_tree(text), {"r": (".item(",)}, lines=None) == []
+    assert plan_regions(text, parse_tree(text), _reach({"r": (".item(",)}), lines=None) == []
 
 
 def test_fast_positions_equal_libcst_positions():
@@ -75,7 +79,7 @@ def test_regex_tokens_plan_by_match_not_substring():
     import re
 
     text = "def f(abs_x):\n    return abs_x\n\n\ndef g(bs):\n    return bs\n"
-    (region,) = plan_regions(text, parse_tree(text), {"abbrev": (re.compile(r"\bbs\b"),)}, lines=None)
+    (region,) = plan_regions(text, parse_tree(text), _reach({"abbrev": (re.compile(r"\bbs\b"),)}), lines=None)
     assert region.start_line == 5
 
 
@@ -93,7 +97,7 @@ class Runner:
 
 
 def test_idle_methods_are_blanked_and_setup_methods_kept():
-    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), {"r": (".item(",)}, lines=None,
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach({"r": (".item(",)}), lines=None,
                              keep_method=lambda name: name == "__init__")
     rows = region.text.split("\n")
     assert rows[4] == rows[5] == ""  # idle() blanked, line numbers kept
@@ -102,14 +106,14 @@ def test_idle_methods_are_blanked_and_setup_methods_kept():
 
 
 def test_whole_class_rules_see_every_method():
-    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), {"r": (".item(",)}, lines=None,
-                             whole_class=frozenset({"r"}))
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach({"r": (".item(",)}, whole_class=True),
+                             lines=None)
     assert "return 1" in region.text
 
 
 def test_tokens_in_setup_methods_select_nothing_for_rules_that_never_report_there():
     tokens = {"r": ("self._scratch",)}
-    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), tokens, lines=None,
-                        keep_method=lambda name: name == "__init__", never_in_setup=frozenset({"r"})) == []
-    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), tokens, lines=None,
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens, never_in_setup=True), lines=None,
+                        keep_method=lambda name: name == "__init__") == []
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens), lines=None,
                         keep_method=lambda name: name == "__init__") != []

@@ -17,6 +17,9 @@ _DIAGNOSTIC_CALLS = frozenset(
     {"warn", "warning", "warning_once", "info", "info_once", "error", "exception", "debug", "critical", "log", "print_warning_once"}
 )
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
+# The targets of an assignment at the start of a line (``major, minor = ...``).
+_ASSIGNED = re.compile(r"^\s*([\w\s,.*()\[\]]+?)\s*(?<![=!<>])=(?!=)")
+_BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
 def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
@@ -26,6 +29,8 @@ def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
 
 class ComparedProbe:
     """A comparison with (or test of) a probed device, version or package fact; by default only in branch conditions."""
+
+    statement_local = True
 
     OPTIONS = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
@@ -45,6 +50,14 @@ class ComparedProbe:
         self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
         tokens = [*sorted(self.calls), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
         self.prefilter = tuple(dict.fromkeys(tokens))
+
+    def companions(self, line: str) -> Iterator[str]:
+        """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
+        assigned = _ASSIGNED.match(line)
+        for target in assigned.group(1).split(",") if assigned else ():
+            name = target.strip(" \t()[]*")
+            if _BARE_NAME.fullmatch(name):
+                yield name
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for match in self._matches(ctx):
@@ -123,10 +136,19 @@ class ComparedProbe:
             if not self._probe(assign.value, ctx, frozenset(scope)):
                 continue
             for target in assign.targets:
-                for node in subtree(target.target):
-                    if isinstance(node, cst.Name):
-                        scope.add(node.value)
+                scope.update(_target_names(target.target))
         return {key: frozenset(value) for key, value in found.items()}
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    """Names an assignment target binds (``self.x`` and ``d[k]`` bind none)."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
 
 
 def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
@@ -143,6 +165,8 @@ def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
 
 class SilentImportFallback:
     """An ``except ImportError`` that switches implementation without telling anyone."""
+
+    statement_local = True
 
     OPTIONS: dict[str, Option] = {}
 

@@ -59,6 +59,8 @@ def _is_bool(node: cst.BaseExpression | None) -> bool:
 class PositionalBooleanParameter:
     """A public function's boolean mode flag that callers can pass by position."""
 
+    statement_local = True
+
     OPTIONS = {
         "flag-regex": Option(
             "regex",
@@ -94,6 +96,8 @@ class PositionalBooleanParameter:
 
 class BareBooleanArgument:
     """A True/False literal passed by position to a call that takes several arguments."""
+
+    statement_local = True
 
     OPTIONS = {
         "value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data"),
@@ -146,6 +150,8 @@ def _field_name(node: cst.BaseExpression) -> str | None:
 class StringComparedField:
     """A field whose name matches ``field-regex`` compared with string literals."""
 
+    statement_local = True
+
     OPTIONS = {
         "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
         "prefilter": Option("strings", (), "substrings one of which a file must contain"),
@@ -195,6 +201,8 @@ def _name_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
 
 class WideTupleReturn:
     """A public function returning a bare tuple of many values."""
+
+    statement_local = True  # every return holds the token, so the first wide one is kept
 
     OPTIONS = {
         "min-elements": Option("int", 3, "smallest tuple length reported"),

@@ -23,6 +23,8 @@ _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "ex
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
+    statement_local = True  # reads class bodies and __init__, which planning always keeps
+
     OPTIONS: dict[str, Option] = {}
 
     def __init__(self, rule_id: str, options: dict) -> None:
@@ -166,6 +168,8 @@ def _calls(statement: cst.CSTNode, owner: str, method: str, ctx: FileContext) ->
 
 class SwallowedErrorInCleanup:
     """A broad except that silently swallows an error while cleaning up or releasing."""
+
+    statement_local = True
 
     OPTIONS = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
 

@@ -51,6 +51,9 @@ class Block:
     metavars: frozenset[str]
     tokens: tuple["str | re.Pattern[str]", ...]  # any-of prefilter; () when nothing is required
     required: frozenset[str] = frozenset()  # metavariables every match binds
+    # Matches only simple statements or expressions and reads nothing around them but
+    # their ancestors' headers (no ``pattern:`` context compares a whole enclosing node).
+    statement_local: bool = True
 
 
 class PatternMatcher:
@@ -58,6 +61,7 @@ class PatternMatcher:
         self.rule_id = rule_id
         self.block = block
         self.prefilter = block.tokens
+        self.statement_local = block.statement_local
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for anchor in self.block.anchors:
@@ -109,7 +113,9 @@ def _blocks(items: Any, line: int | None, key: str) -> list[Block]:
 
 
 def _code_block(code: CodePattern) -> Block:
-    return Block(code.anchors, code.match, code.metavars, (code.token,) if code.token else (), code.metavars)
+    tokens = (code.token,) if code.token else ()
+    simple = not isinstance(code.root, cst.BaseCompoundStatement)
+    return Block(code.anchors, code.match, code.metavars, tokens, code.metavars, simple)
 
 
 def _selectivity(token: "str | re.Pattern[str]") -> int:
@@ -129,7 +135,8 @@ def _combine(key: str, children: list[Block]) -> Block:
         anchors = tuple(dict.fromkeys(a for c in children for a in c.anchors))
         tokens = () if any(not c.tokens for c in children) else tuple(dict.fromkeys(t for c in children for t in c.tokens))
         required = frozenset.intersection(*(c.required for c in children))
-        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required)
+        local = all(c.statement_local for c in children)
+        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
 
     def test_all(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         current: Bindings | None = b
@@ -143,7 +150,8 @@ def _combine(key: str, children: list[Block]) -> Block:
     with_tokens = [c.tokens for c in children if c.tokens]
     tokens = max(with_tokens, key=lambda ts: min(_selectivity(t) for t in ts)) if with_tokens else ()
     required = frozenset().union(*(c.required for c in children))
-    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required)
+    local = all(c.statement_local for c in children)
+    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
 
 
 def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
@@ -156,7 +164,7 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
     tokens = inner.tokens or _derived_tokens(data, inner.required, line)
     if not (negated or inside or outside or where):
-        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required)
+        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, inner.statement_local)
 
     def test(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         found = inner.test(node, ctx, b)
@@ -168,7 +176,22 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
             return None
         return found if all(w(ctx, found) for w in where) else None
 
-    return Block(inner.anchors, test, inner.metavars, tokens, inner.required)
+    local = (
+        inner.statement_local
+        and all(n.statement_local for n in negated)
+        and not _compares_enclosing_nodes(data.get("inside"))
+        and not _compares_enclosing_nodes(data.get("not-inside"))
+    )
+    return Block(inner.anchors, test, inner.metavars, tokens, inner.required, local)
+
+
+def _compares_enclosing_nodes(contexts: Any) -> bool:
+    """Whether a ``pattern:`` context (possibly under ``any``) compares whole enclosing
+    nodes, bodies included (``if:`` and ``with:`` compare only headers)."""
+    for item in contexts or ():
+        if isinstance(item, dict) and ("pattern" in item or _compares_enclosing_nodes(item.get("any"))):
+            return True
+    return False
 
 
 # A regex that reads text around its match cannot be moved from a node's code to the

@@ -65,6 +65,8 @@ def _names_in(target: cst.CSTNode) -> Iterator[cst.Name]:
 class AbbreviatedNewName:
     """A name bound to a listed abbreviation; the first binding per scope is reported."""
 
+    statement_local = True  # every binding holds the token, so the first one is kept
+
     OPTIONS = {"abbreviations": Option("mapping", ABBREVIATIONS, "abbreviation -> the name to write instead")}
 
     def __init__(self, rule_id: str, options: dict) -> None:
@@ -94,6 +96,8 @@ class AbbreviatedNewName:
 
 class UnexplainedNumberInBranch:
     """A numeric literal compared in a branch condition, outside a named constant."""
+
+    statement_local = True
 
     OPTIONS = {
         "allowed": Option(

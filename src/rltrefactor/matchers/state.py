@@ -23,6 +23,7 @@ UNDERSCORE_API = ("_replace", "_asdict", "_fields", "_make", "_field_defaults", 
 # (Regexes start with a literal so that ``re`` can skip ahead: several times faster.)
 _PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)\w*"
 _FOREIGN_PRIVATE = re.compile(_PRIVATE)
+_RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*_\w")
 # ...and every way such an access is written to: (augmented) assignment, possibly through
 # a subscript or as part of a tuple target, annotation, loop target, ``del`` and
 # mutating calls.
@@ -56,6 +57,8 @@ def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
 class ForeignPrivateAttribute:
     """Reading or writing an underscore attribute of another object."""
 
+    statement_local = True
+
     OPTIONS = {
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
         "reads": Option("bool", False, "report reads and calls"),
@@ -69,6 +72,13 @@ class ForeignPrivateAttribute:
         self.allowed = frozenset(options["allowed"])
         self.namespace = re.compile(options["namespace-receivers"])
         self.prefilter = (_FOREIGN_PRIVATE,) if self.reads else _FOREIGN_PRIVATE_WRITE
+
+    def companions(self, line: str) -> Iterator[str]:
+        """Assignments to the receivers (``own = cls()`` makes ``own._x = 1`` no finding)."""
+        for receiver in _RECEIVER.findall(line):
+            if receiver not in SELF_NAMES:
+                yield f"{receiver} ="
+                yield f"{receiver}="
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         own_instances = _own_instances(ctx)
@@ -134,6 +144,8 @@ def _own_instances(ctx: FileContext) -> set[tuple[int, str]]:
 class CollaboratorContainerMutation:
     """Mutating a container that another component owns, instead of calling its operation."""
 
+    statement_local = True
+
     OPTIONS = {
         "mutators": Option("strings", MUTATORS, "container methods that change the container"),
         "owner-regex": Option(
@@ -198,15 +210,19 @@ class PerCallTemporaryOnSelf:
     """An attribute set and read within one method call only: a local kept on ``self``."""
 
     OPTIONS: dict[str, Option] = {}
+    # A temporary is an attribute no other method touches, so every use of a written
+    # name is read (``companions``); writes in setup methods are never temporaries, so
+    # they select nothing.
+    statement_local = True
+    never_in_setup = True
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         # Every finding is the plain write that starts the temporary's life.
-        self.prefilter = (re.compile(r"self\s*\.\s*_\w*\s*(?:=(?!=)|,|:|\)|\s+in\b)"),)
-        # A temporary is an attribute no other method touches: every method must be seen;
-        # writes in setup methods are never temporaries, so they select nothing.
-        self.whole_class = True
-        self.never_in_setup = True
+        self.prefilter = (_SELF_PRIVATE_WRITE,)
+
+    def companions(self, line: str) -> Iterator[str]:
+        yield from _SELF_PRIVATE_WRITE.findall(line)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
@@ -232,6 +248,9 @@ class PerCallTemporaryOnSelf:
                 continue  # ``if self._buf is None or too small: self._buf = ...``: a cache kept across calls
             if not is_setup_name(method.name.value) and not _is_property(method):
                 yield Match(first, {"NAME": name, "METHOD": method.name.value})
+
+
+_SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
 
 
 def _conditional(node: cst.CSTNode, method: cst.FunctionDef, ctx: FileContext) -> bool:
