@@ -217,7 +217,7 @@ def _reach(matcher: Matcher, imports: ImportTable) -> RuleReach:
         tokens=_with_aliases(matcher.prefilter, imports),
         whole_class=getattr(matcher, "whole_class", False),
         never_in_setup=getattr(matcher, "never_in_setup", False),
-        statement_local=getattr(matcher, "statement_local", False),
+        reads=getattr(matcher, "reads", "function"),
         companions=getattr(matcher, "companions", None),
     )
 

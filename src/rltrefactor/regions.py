@@ -24,6 +24,7 @@ _IMPORT_CONTAINERS = {"if_statement", "try_statement", "with_statement", "block"
 _NESTING = {"if_statement", "for_statement", "while_statement", "try_statement", "with_statement",
             "function_definition"}
 _CLAUSES = {"elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause"}
+READS = ("function", "statement", "header")
 # Companions grow from companion lines again, this many rounds at most.
 _COMPANION_ROUNDS = 4
 _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
@@ -37,10 +38,11 @@ class RuleReach:
     whole_class: bool = False
     # Never reports inside a setup method (``__init__``, ...): tokens there select nothing.
     never_in_setup: bool = False
-    # Every hit lies in the innermost statement holding a token (a function header counts
-    # as its own statement), and the rule reads nothing else of the function but the
-    # headers around that statement: other statements of a function may be left empty.
-    statement_local: bool = False
+    # How much of a function around a token the rule reads (``READS``): the whole
+    # function; or the innermost statement holding the token and the headers around it
+    # (its hits lie there too); or only that statement's header, a simple statement
+    # being its own header. Whatever the rule does not read may be left empty.
+    reads: str = "function"
     # Given the text of a line holding a token, substrings marking the other places the
     # rule reads (``_x`` everywhere once ``self._x = ...`` is seen). Substrings, not
     # regexes: a superset of lines costs little, a scan that cannot skip ahead costs much.
@@ -137,8 +139,8 @@ def _definition(statement):
     return statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
 
 
-def _methods(statement) -> list[tuple[int, int, str, object]]:
-    """(first, last, name, function node) of the methods directly in a top-level class's body."""
+def _methods(statement) -> list[tuple[int, int, str]]:
+    """(first, last, name) of the methods directly in a top-level class's body."""
     node = _definition(statement)
     if node is None or node.type != "class_definition":
         return []
@@ -147,8 +149,7 @@ def _methods(statement) -> list[tuple[int, int, str, object]]:
     for child in body.children if body is not None else ():
         function = _definition(child)
         if function is not None and function.type == "function_definition":
-            name = function.child_by_field_name("name")
-            methods.append((*_line_range(child), name.text.decode("utf-8", "replace") if name else "", function))
+            methods.append((*_line_range(child), _name(function)))
     return methods
 
 
@@ -175,8 +176,7 @@ def plan_regions(
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
     wanted: dict[int, set[str]] = {}
-    local_hits: set[int] = set()  # token lines of statement-local rules
-    wide_hits: set[int] = set()  # token lines of rules that read whole functions
+    hits: dict[str, set[int]] = {reads: set() for reads in READS}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
     setup_lines: set[int] | None = None
     for rule_id, rule in reach.items():
@@ -191,17 +191,17 @@ def plan_regions(
                 open_statements.add(position)
         if hit_lines and rule.companions is not None:
             hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
-        (local_hits if rule.statement_local else wide_hits).update(hit_lines or ())
-    if local_hits:
-        local_hits |= _import_lines(text, index)  # every rule resolves names through them
+        hits[rule.reads].update(hit_lines or ())
+    if hits["statement"] or hits["header"]:
+        hits["header"] |= _import_lines(text, index)  # every rule resolves names through them
     if lines is not None:
         touched = set(_statements_for(set(lines), statements, starts))
         wanted = {k: v for k, v in wanted.items() if k in touched}
     blank: dict[int, str] = {}
     if not tree.root_node.has_error:
-        local, wide = _Lines(local_hits), _Lines(wide_hits)
+        reads = _Reads(_Lines(hits["function"]), _Lines(hits["statement"]), _Lines(hits["statement"] | hits["header"]))
         for position in wanted.keys() - open_statements:
-            blank.update(_unread_lines(nodes[position], local, wide, index, keep_method))
+            blank.update(_unread_lines(nodes[position], reads, index, keep_method))
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
@@ -228,63 +228,106 @@ def _setup_method_lines(nodes, keep_method) -> set[int]:
     return {
         line
         for node in nodes
-        for first, last, name, _ in _methods(node)
+        for first, last, name in _methods(node)
         if keep_method(name)
         for line in range(first, last + 1)
     }
 
 
-def _unread_lines(statement, local: _Lines, wide: _Lines, index: LineIndex, keep_method) -> dict[int, str]:
-    """Lines of a selected top-level statement that no rule reads, with what replaces them.
+@dataclass(frozen=True)
+class _Reads:
+    """Token lines by how much their rules read around them."""
 
-    ``local`` holds the token lines of statement-local rules, ``wide`` those of the others."""
+    function: _Lines  # the whole enclosing function
+    statement: _Lines  # the innermost statement holding the token, whole
+    local: _Lines  # that statement, or only its header: everything but ``function``
+
+
+def _unread_lines(statement, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
+    """Lines of a selected top-level statement that no rule reads, with what replaces them."""
     node = _definition(statement)
     if node is not None and node.type == "function_definition":
-        return _unread_in_function(node, local, wide, index)
-    methods = _methods(statement)
-    idle = [
-        (first, last)
-        for first, last, name, _ in methods
-        if not keep_method(name) and not local.any_within(first, last) and not wide.any_within(first, last)
-    ]
+        return _unread_in_function(node, reads, index)
+    if node is not None and node.type == "class_definition":
+        return _unread_in_class(node, reads, index, keep_method)
+    return {}
+
+
+def _unread_in_class(cls, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
+    """Methods holding no token, and class-level statements holding none, are emptied.
+
+    A setup method (``keep_method``) describes the class: it is kept whole for rules
+    that read whole functions, and otherwise keeps at least its header (rules ask
+    whether a class defines ``__setstate__``); statement-local rules name what they
+    read in setup methods through their companions."""
+    body = cls.child_by_field_name("body")
+    if body is None:
+        return {}
+    children = [child for child in body.children if child.type != "comment"]
+    functions = [(child, _definition(child)) for child in children]
+    methods = [(child, node) for child, node in functions if node is not None and node.type == "function_definition"]
+    method_lines = {line for child, _ in methods for line in range(_line_range(child)[0], _line_range(child)[1] + 1)}
+    wide = reads.function.within(*_line_range(cls))
+    # A rule reading whole functions with a token in the class body proper: keep that body.
+    keep_body = any(line not in method_lines for line in wide)
     blank: dict[int, str] = {}
-    # A class body must keep at least one statement.
-    if idle and not (len(idle) == len(methods) and not _has_other_statements(statement, len(methods))):
-        blank = {line: "" for first, last in idle for line in range(first, last + 1)}
-    for first, last, name, function in methods:
-        if not keep_method(name) and first not in blank:
-            blank.update(_unread_in_function(function, local, wide, index))
+    emptied = []
+    for child, node in functions:
+        first, last = _line_range(child)
+        held = reads.local.any_within(first, last) or reads.function.any_within(first, last)
+        if node is not None and node.type == "function_definition":
+            if held or keep_method(_name(node)):
+                if not (wide and keep_method(_name(node))):
+                    blank.update(_unread_in_function(node, reads, index))
+                continue
+        elif held or keep_body:
+            continue
+        if _owns_its_lines(child, body):
+            emptied.append(child)
+            blank.update((line, "") for line in range(first, last + 1))
+    if emptied and len(emptied) == len(children):
+        blank[emptied[0].start_point[0] + 1] = _placeholder(emptied[0], index)
     return blank
 
 
-def _unread_in_function(function, local: _Lines, wide: _Lines, index: LineIndex) -> dict[int, str]:
+def _name(definition) -> str:
+    name = definition.child_by_field_name("name")
+    return name.text.decode("utf-8", "replace") if name is not None else ""
+
+
+def _unread_in_function(function, reads: _Reads, index: LineIndex) -> dict[int, str]:
     decorated = function.parent if function.parent is not None and function.parent.type == "decorated_definition" else function
-    if wide.any_within(*_line_range(decorated)):
+    if reads.function.any_within(*_line_range(decorated)):
         return {}  # a rule that reads the whole function has a token here
     body = function.child_by_field_name("body")
-    return _unread_in_block(body, local, index) if body is not None else {}
+    return _unread_in_block(body, reads, index) if body is not None else {}
 
 
-def _unread_in_block(block, hits: _Lines, index: LineIndex) -> dict[int, str]:
-    """Statements of ``block`` that hold no token; statements that hold tokens only
-    inside their own blocks are opened in turn. The block keeps at least a ``pass``."""
+def _unread_in_block(block, reads: _Reads, index: LineIndex) -> dict[int, str]:
+    """Statements of ``block`` that hold no token; statements that hold tokens only in
+    their blocks, or only tokens of rules that read headers, are opened in turn. The
+    block keeps at least a ``pass``."""
     children = [child for child in block.children if child.type != "comment"]
     blank: dict[int, str] = {}
     emptied = []
     for child in children:
         first, last = _line_range(child)
-        if not hits.any_within(first, last):
+        if not reads.local.any_within(first, last):
             if _owns_its_lines(child, block):
                 emptied.append(child)
                 blank.update((line, "") for line in range(first, last + 1))
             continue
-        for inner in _blocks_to_open(child, hits):
-            blank.update(_unread_in_block(inner, hits, index))
+        for inner in _blocks_to_open(child, reads.statement):
+            blank.update(_unread_in_block(inner, reads, index))
     if emptied and len(emptied) == len(children):
-        first = emptied[0]
-        line = first.start_point[0] + 1
-        blank[line] = index.line_text(line)[: first.start_point[1]] + "pass"
+        blank[emptied[0].start_point[0] + 1] = _placeholder(emptied[0], index)
     return blank
+
+
+def _placeholder(statement, index: LineIndex) -> str:
+    """``pass`` where ``statement`` starts: a block must keep one statement."""
+    line = statement.start_point[0] + 1
+    return index.line_text(line)[: statement.start_point[1]] + "pass"
 
 
 def _owns_its_lines(statement, block) -> bool:
@@ -298,10 +341,10 @@ def _owns_its_lines(statement, block) -> bool:
     )
 
 
-def _blocks_to_open(statement, hits: _Lines) -> list:
+def _blocks_to_open(statement, whole: _Lines) -> list:
     """The blocks of a token-holding statement worth emptying piecemeal: none when a
-    token sits in its header (the statement is then read whole), except for a nested
-    function, whose header is always kept."""
+    token of a rule that reads whole statements sits in its header, except for a
+    nested function, whose header is always kept."""
     node = _definition(statement)
     if node is None or node.type not in _NESTING:
         return []
@@ -312,16 +355,10 @@ def _blocks_to_open(statement, hits: _Lines) -> list:
         return blocks
     inner_ranges = [_line_range(child) for block in blocks for child in block.children if child.type != "comment"]
     first, last = _line_range(statement)
-    for line in hits.within(first, last):
+    for line in whole.within(first, last):
         if not any(a <= line <= b for a, b in inner_ranges):
             return []
     return blocks
-
-
-def _has_other_statements(statement, method_count: int) -> bool:
-    node = _definition(statement)
-    body = node.child_by_field_name("body")
-    return sum(1 for child in body.children if child.type != "comment") > method_count
 
 
 def _statements_for(lines: set[int] | None, statements, starts) -> Iterable[int]:

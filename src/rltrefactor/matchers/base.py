@@ -231,14 +231,13 @@ class Matcher(Protocol):
     # text for the matcher to possibly hit there; empty means no cheap test exists and
     # every statement is parsed. Precise tokens are what keeps full scans fast.
     prefilter: tuple["str | re.Pattern[str]", ...]
-    # Optional, default False (see ``regions.RuleReach``):
-    # whole_class: reads every method of a class (not only those holding its tokens and
-    #   the setup methods), so none may be left out;
-    # never_in_setup: never reports inside a setup method (``__init__``, ...), so its
-    #   tokens there do not make the class worth parsing;
-    # statement_local: every hit lies in the innermost statement holding a token and the
-    #   matcher reads nothing else of its function but enclosing headers, so the other
-    #   statements need not be parsed;
-    # companions(line) -> regexes: what else the matcher reads, given a token's line.
+    # Optional (see ``regions.RuleReach``), each telling planning what may stay unparsed:
+    # reads: "function" (default), "statement" or "header": how much of a function
+    #   around a token the matcher reads;
+    # whole_class (default False): reads every method of a class, not only those holding
+    #   its tokens and the setup methods;
+    # never_in_setup (default False): never reports inside a setup method (``__init__``,
+    #   ...), so its tokens there do not make the class worth parsing;
+    # companions(line) -> substrings: what else the matcher reads, given a token's line.
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...

@@ -17,8 +17,9 @@ _DIAGNOSTIC_CALLS = frozenset(
     {"warn", "warning", "warning_once", "info", "info_once", "error", "exception", "debug", "critical", "log", "print_warning_once"}
 )
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
-# The targets of an assignment at the start of a line (``major, minor = ...``).
-_ASSIGNED = re.compile(r"^\s*([\w\s,.*()\[\]]+?)\s*(?<![=!<>])=(?!=)")
+# What may stand before the ``=`` of an assignment (``major, minor = ...``); greedy, so
+# matching never backtracks.
+_TARGETS = re.compile(r"[\w\s,.*()\[\]]*")
 _BARE_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -30,7 +31,7 @@ def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
 class ComparedProbe:
     """A comparison with (or test of) a probed device, version or package fact; by default only in branch conditions."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
@@ -53,8 +54,10 @@ class ComparedProbe:
 
     def companions(self, line: str) -> Iterator[str]:
         """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
-        assigned = _ASSIGNED.match(line)
-        for target in assigned.group(1).split(",") if assigned else ():
+        end = _TARGETS.match(line).end()
+        if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
+            return
+        for target in line[:end].split(","):
             name = target.strip(" \t()[]*")
             if _BARE_NAME.fullmatch(name):
                 yield name
@@ -166,7 +169,7 @@ def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
 class SilentImportFallback:
     """An ``except ImportError`` that switches implementation without telling anyone."""
 
-    statement_local = True
+    reads = "statement"  # the try's body and the handler's
 
     OPTIONS: dict[str, Option] = {}
 

@@ -20,7 +20,7 @@ HOST_NAMES = r"\bnp\b|numpy|_np\b|\bcpu|_cpu\b|\bhost|_host\b|\.tolist\(\)"
 class TensorToHostConversion:
     """int()/float()/bool() or a branch condition applied to a visibly device-side reduction."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "reductions": Option(

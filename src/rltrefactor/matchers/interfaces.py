@@ -59,7 +59,7 @@ def _is_bool(node: cst.BaseExpression | None) -> bool:
 class PositionalBooleanParameter:
     """A public function's boolean mode flag that callers can pass by position."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "flag-regex": Option(
@@ -97,7 +97,7 @@ class PositionalBooleanParameter:
 class BareBooleanArgument:
     """A True/False literal passed by position to a call that takes several arguments."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data"),
@@ -150,7 +150,7 @@ def _field_name(node: cst.BaseExpression) -> str | None:
 class StringComparedField:
     """A field whose name matches ``field-regex`` compared with string literals."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
@@ -202,7 +202,7 @@ def _name_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
 class WideTupleReturn:
     """A public function returning a bare tuple of many values."""
 
-    statement_local = True  # every return holds the token, so the first wide one is kept
+    reads = "header"  # every return holds the token, so the first wide one is kept
 
     OPTIONS = {
         "min-elements": Option("int", 3, "smallest tuple length reported"),

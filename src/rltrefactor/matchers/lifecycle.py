@@ -17,19 +17,24 @@ CLEANUP_WORDS = (
     "close", "cleanup", "clean", "release", "free", "shutdown", "teardown", "destroy",
     "abort", "cancel", "finalize", "exit", "stop", "dispose", "evict", "unregister",
 )  # fmt: skip
+_GUARD = re.compile(r"(?:has|get)attr\s*\(\s*self\s*,")
+_GUARDED_NAME = re.compile(r"(?:has|get)attr\s*\(\s*self\s*,\s*[rbuRBU]?[\"'](\w+)[\"']")
 _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "exception", "debug", "critical", "log", "print", "print_exc"})
 
 
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
-    statement_local = True  # reads class bodies and __init__, which planning always keeps
-
     OPTIONS: dict[str, Option] = {}
+    reads = "header"
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"(?:has|get)attr\s*\(\s*self\s*,"),)
+        self.prefilter = (_GUARD,)
+
+    def companions(self, line: str) -> Iterator[str]:
+        """Where the guarded attribute is set: ``__init__`` and the class body."""
+        return iter(_GUARDED_NAME.findall(line))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         guaranteed: dict[int, set[str]] = {}
@@ -169,7 +174,7 @@ def _calls(statement: cst.CSTNode, owner: str, method: str, ctx: FileContext) ->
 class SwallowedErrorInCleanup:
     """A broad except that silently swallows an error while cleaning up or releasing."""
 
-    statement_local = True
+    reads = "statement"  # the handler's body says whether it is silent
 
     OPTIONS = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
 

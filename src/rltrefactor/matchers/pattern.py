@@ -53,7 +53,7 @@ class Block:
     required: frozenset[str] = frozenset()  # metavariables every match binds
     # Matches only simple statements or expressions and reads nothing around them but
     # their ancestors' headers (no ``pattern:`` context compares a whole enclosing node).
-    statement_local: bool = True
+    header_only: bool = True
 
 
 class PatternMatcher:
@@ -61,7 +61,7 @@ class PatternMatcher:
         self.rule_id = rule_id
         self.block = block
         self.prefilter = block.tokens
-        self.statement_local = block.statement_local
+        self.reads = "header" if block.header_only else "function"
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for anchor in self.block.anchors:
@@ -135,7 +135,7 @@ def _combine(key: str, children: list[Block]) -> Block:
         anchors = tuple(dict.fromkeys(a for c in children for a in c.anchors))
         tokens = () if any(not c.tokens for c in children) else tuple(dict.fromkeys(t for c in children for t in c.tokens))
         required = frozenset.intersection(*(c.required for c in children))
-        local = all(c.statement_local for c in children)
+        local = all(c.header_only for c in children)
         return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
 
     def test_all(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
@@ -150,7 +150,7 @@ def _combine(key: str, children: list[Block]) -> Block:
     with_tokens = [c.tokens for c in children if c.tokens]
     tokens = max(with_tokens, key=lambda ts: min(_selectivity(t) for t in ts)) if with_tokens else ()
     required = frozenset().union(*(c.required for c in children))
-    local = all(c.statement_local for c in children)
+    local = all(c.header_only for c in children)
     return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
 
 
@@ -164,7 +164,7 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
     tokens = inner.tokens or _derived_tokens(data, inner.required, line)
     if not (negated or inside or outside or where):
-        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, inner.statement_local)
+        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, inner.header_only)
 
     def test(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         found = inner.test(node, ctx, b)
@@ -177,8 +177,8 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
         return found if all(w(ctx, found) for w in where) else None
 
     local = (
-        inner.statement_local
-        and all(n.statement_local for n in negated)
+        inner.header_only
+        and all(n.header_only for n in negated)
         and not _compares_enclosing_nodes(data.get("inside"))
         and not _compares_enclosing_nodes(data.get("not-inside"))
     )

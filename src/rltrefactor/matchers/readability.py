@@ -65,7 +65,7 @@ def _names_in(target: cst.CSTNode) -> Iterator[cst.Name]:
 class AbbreviatedNewName:
     """A name bound to a listed abbreviation; the first binding per scope is reported."""
 
-    statement_local = True  # every binding holds the token, so the first one is kept
+    reads = "header"  # every binding holds the token, so the first one is kept
 
     OPTIONS = {"abbreviations": Option("mapping", ABBREVIATIONS, "abbreviation -> the name to write instead")}
 
@@ -97,7 +97,7 @@ class AbbreviatedNewName:
 class UnexplainedNumberInBranch:
     """A numeric literal compared in a branch condition, outside a named constant."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "allowed": Option(

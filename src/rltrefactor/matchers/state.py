@@ -57,7 +57,7 @@ def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
 class ForeignPrivateAttribute:
     """Reading or writing an underscore attribute of another object."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
@@ -68,10 +68,10 @@ class ForeignPrivateAttribute:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.writes, self.reads = options["writes"], options["reads"]
+        self.report_writes, self.report_reads = options["writes"], options["reads"]
         self.allowed = frozenset(options["allowed"])
         self.namespace = re.compile(options["namespace-receivers"])
-        self.prefilter = (_FOREIGN_PRIVATE,) if self.reads else _FOREIGN_PRIVATE_WRITE
+        self.prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
 
     def companions(self, line: str) -> Iterator[str]:
         """Assignments to the receivers (``own = cls()`` makes ``own._x = 1`` no finding)."""
@@ -89,7 +89,7 @@ class ForeignPrivateAttribute:
             if self.namespace.search(_last_name(node.value)) or in_setup_function(node, ctx):
                 continue  # state attached to a module/tensor, or wiring done during construction
             write = _is_write(node, ctx)
-            if (write and self.writes) or (not write and self.reads):
+            if (write and self.report_writes) or (not write and self.report_reads):
                 yield Match(node, {"OWNER": ctx.code(node.value), "NAME": name})
 
     def _own(self, receiver: cst.BaseExpression, ctx: FileContext, own: set[tuple[int, str]]) -> bool:
@@ -144,7 +144,7 @@ def _own_instances(ctx: FileContext) -> set[tuple[int, str]]:
 class CollaboratorContainerMutation:
     """Mutating a container that another component owns, instead of calling its operation."""
 
-    statement_local = True
+    reads = "header"
 
     OPTIONS = {
         "mutators": Option("strings", MUTATORS, "container methods that change the container"),
@@ -213,7 +213,7 @@ class PerCallTemporaryOnSelf:
     # A temporary is an attribute no other method touches, so every use of a written
     # name is read (``companions``); writes in setup methods are never temporaries, so
     # they select nothing.
-    statement_local = True
+    reads = "header"
     never_in_setup = True
 
     def __init__(self, rule_id: str, options: dict) -> None:
