@@ -256,31 +256,30 @@ def _unread_lines(statement, reads: _Reads, index: LineIndex, keep_method) -> di
 def _unread_in_class(cls, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
     """Methods holding no token, and class-level statements holding none, are emptied.
 
-    A setup method (``keep_method``) describes the class: it is kept whole for rules
-    that read whole functions, and otherwise keeps at least its header (rules ask
-    whether a class defines ``__setstate__``); statement-local rules name what they
-    read in setup methods through their companions."""
+    Setup methods (``keep_method``) and class-level statements describe the class:
+    when a rule that reads whole functions has a token in the class, they are kept
+    whole. Otherwise a setup method keeps at least its header (rules ask whether a
+    class defines ``__setstate__``): statement-local rules name what they read there
+    through their companions."""
     body = cls.child_by_field_name("body")
     if body is None:
         return {}
     children = [child for child in body.children if child.type != "comment"]
-    functions = [(child, _definition(child)) for child in children]
-    methods = [(child, node) for child, node in functions if node is not None and node.type == "function_definition"]
-    method_lines = {line for child, _ in methods for line in range(_line_range(child)[0], _line_range(child)[1] + 1)}
-    wide = reads.function.within(*_line_range(cls))
-    # A rule reading whole functions with a token in the class body proper: keep that body.
-    keep_body = any(line not in method_lines for line in wide)
+    keep_whole = reads.function.any_within(*_line_range(cls))
     blank: dict[int, str] = {}
     emptied = []
-    for child, node in functions:
+    for child in children:
+        node = _definition(child)
         first, last = _line_range(child)
         held = reads.local.any_within(first, last) or reads.function.any_within(first, last)
         if node is not None and node.type == "function_definition":
-            if held or keep_method(_name(node)):
-                if not (wide and keep_method(_name(node))):
-                    blank.update(_unread_in_function(node, reads, index))
+            setup = keep_method(_name(node))
+            if setup and keep_whole:
                 continue
-        elif held or keep_body:
+            if held or setup:
+                blank.update(_unread_in_function(node, reads, index))
+                continue
+        elif held or keep_whole:
             continue
         if _owns_its_lines(child, body):
             emptied.append(child)

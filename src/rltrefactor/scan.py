@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_all_start_methods, get_context
@@ -14,6 +15,7 @@ from .library.model import Rule
 
 # Below this many uncached files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 24
+_CHUNKS_PER_JOB = 12
 _worker_engine: Engine | None = None
 
 
@@ -57,17 +59,21 @@ def review_files(
 
 
 def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None]) -> dict[str, FileOutcome]:
-    # Largest files first so one big file does not finish last on an idle pool.
+    # Largest files first, in many small chunks handed out as workers free up, so that
+    # no worker is left with a big file while the other idles.
     items.sort(key=lambda item: -len(item[1]))
-    chunks = [items[i::jobs * 4] for i in range(jobs * 4)]
-    # fork shares the loaded library and parsers with the workers at no cost.
+    size = max(1, len(items) // (jobs * _CHUNKS_PER_JOB))
+    chunks = [items[i : i + size] for i in range(0, len(items), size)]
+    # fork shares the loaded library and parsers with the workers at no cost; frozen
+    # objects are never scanned by the collector, so their pages stay shared.
     context = get_context("fork") if "fork" in get_all_start_methods() else get_context()
+    gc.freeze()
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_init_worker,
         initargs=(engine.rules, engine.config, engine.known_ids),
     ) as pool:
         results: dict[str, FileOutcome] = {}
-        for chunk_result, seconds in pool.map(_review_chunk, [c for c in chunks if c]):
+        for chunk_result, seconds in pool.map(_review_chunk, chunks):
             results.update(chunk_result)
             engine.add_rule_seconds(seconds)
             report(len(results), len(items))

@@ -49,7 +49,7 @@ class ComparedProbe:
         self.branches_only = options["branches-only"]
         self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
         self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
-        tokens = [*sorted(self.calls), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
+        tokens = [*(_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
         self.prefilter = tuple(dict.fromkeys(tokens))
 
     def companions(self, line: str) -> Iterator[str]:
@@ -162,8 +162,16 @@ def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
     parts = qualified.split(".")
     last = re.escape(parts[-1])
     if len(parts) >= 3:
-        return (parts[-2], re.compile(rf"{last}(?<![\w.]{last})(?![\w])"))
+        return (_word(parts[-2]), re.compile(rf"{last}(?<![\w.]{last})(?![\w])"))
     return (re.compile(rf"{last}(?<![\w]{last})(?![\w])(?!\s*\()"),)
+
+
+def _word(name: str) -> "re.Pattern[str]":
+    """``name`` as a whole word: the call ``version(...)`` and ``torch.version.cuda``
+    write it so, ``sys.version_info`` and ``__version__`` do not. (The word comes
+    first so that ``re`` can skip ahead to it.)"""
+    word = re.escape(name)
+    return re.compile(rf"{word}(?<![\w]{word})(?![\w])")
 
 
 class SilentImportFallback:

@@ -1,0 +1,179 @@
+"""Planning below the statement level: what statement-local rules leave unparsed.
+
+Unit tests pin the region texts; the equivalence test runs the whole library over real
+code twice, once with every rule treated as reading whole functions, and demands the
+same findings: emptied statements must never change what a rule reports.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from rltrefactor.config import Config
+from rltrefactor.engine import Engine, select_rules
+from rltrefactor.library.loader import load_library
+from rltrefactor.matchers.context import is_setup_name
+from rltrefactor.matchers.registry import build_matcher
+from rltrefactor.regions import RuleReach, plan_regions
+from rltrefactor.source import parse_tree
+
+
+def _rows(text: str, reach: dict[str, RuleReach], keep_method=is_setup_name) -> dict[int, str]:
+    """Line number -> planned text, for every planned line."""
+    rows: dict[int, str] = {}
+    for region in plan_regions(text, parse_tree(text), reach, lines=None, keep_method=keep_method):
+        cst.parse_module(region.text)  # every region must stay valid Python
+        for offset, row in enumerate(region.text.split("\n")[: region.end_line - region.start_line + 1]):
+            rows[region.start_line + offset] = row
+    return rows
+
+
+FUNCTION = """\
+def step(self, batch):
+    import torch
+    sizes = [len(x) for x in batch]
+    total = sum(sizes)
+    value = total.item()
+    return value
+"""
+
+
+def test_a_header_rule_keeps_only_the_statements_holding_its_tokens():
+    rows = _rows(FUNCTION, {"sync": RuleReach((".item(",), reads="header")})
+    assert rows[5] == "    value = total.item()"
+    assert rows[3] == rows[4] == rows[6] == ""  # emptied, line numbers kept
+    assert rows[1].startswith("def step") and rows[2] == "    import torch"  # imports resolve names
+
+
+def test_a_rule_reading_whole_functions_keeps_them_whole():
+    rows = _rows(FUNCTION, {"sync": RuleReach((".item(",), reads="header"), "wide": RuleReach(("return",))})
+    assert rows[3] == "    sizes = [len(x) for x in batch]" and rows[6] == "    return value"
+
+
+def test_a_block_left_without_statements_keeps_a_pass():
+    text = "def f(use_x: bool = False):\n    a = 1\n    b = 2\n"
+    rows = _rows(text, {"flag": RuleReach(("bool",), reads="header")})
+    assert rows[2] == "    pass" and rows[3] == ""
+
+
+TRY = """\
+def close(self):
+    a = 1
+    try:
+        self.pool.free()
+        log = 2
+    except Exception:
+        pass
+    b = 3
+"""
+
+
+def test_a_statement_rule_with_a_token_in_a_header_reads_the_whole_statement():
+    rows = _rows(TRY, {"swallow": RuleReach(("except Exception",), reads="statement")})
+    assert rows[4] == "        self.pool.free()" and rows[5] == "        log = 2"
+    assert rows[2] == rows[8] == ""
+
+
+def test_a_header_rule_opens_compound_statements():
+    rows = _rows(TRY, {"free": RuleReach((".free(",), reads="header")})
+    assert rows[4] == "        self.pool.free()"
+    assert rows[5] == "" and rows[7] == "        pass"  # the handler body keeps a statement
+    assert rows[3] == "    try:" and rows[6] == "    except Exception:"
+
+
+def test_statements_sharing_a_line_are_never_emptied():
+    text = "def f(x):\n    a = 1; b = x.item()\n    if x: c = x.item()\n    d = 3  # trailing\n"
+    rows = _rows(text, {"sync": RuleReach((".item(",), reads="header")})
+    assert rows[2] == "    a = 1; b = x.item()"
+    assert rows[3] == "    if x: c = x.item()"  # one-liner: its body shares the header's line
+    assert rows[4] == ""  # a trailing comment goes with its statement
+
+
+def test_companions_keep_what_a_rule_reads_besides_its_tokens():
+    text = "def f(self):\n    own = make()\n    other = 1\n    own._x = 2\n"
+    reach = RuleReach(("._x =",), reads="header", companions=lambda line: ["own ="] if "own._x" in line else [])
+    rows = _rows(text, {"foreign": reach})
+    assert rows[2] == "    own = make()" and rows[3] == ""
+
+
+CLASS = """\
+class Runner:
+    \"\"\"Docs.\"\"\"
+
+    limit = 4
+
+    def __init__(self):
+        self._buf = None
+        self.size = 0
+
+    def idle(self):
+        return 1
+
+    def step(self, x):
+        y = 1
+        return x.item()
+"""
+
+
+def test_class_bodies_and_setup_methods_are_emptied_around_local_tokens():
+    rows = _rows(CLASS, {"sync": RuleReach((".item(",), reads="header")})
+    assert rows[2] == rows[4] == ""  # docstring and class attribute: no token
+    assert rows[6] == "    def __init__(self):" and rows[7] == "        pass"  # setup header kept
+    assert rows[10] == rows[11] == ""  # an idle method disappears
+    assert rows[14] == "" and rows[15] == "        return x.item()"
+
+
+def test_setup_methods_stay_whole_for_rules_reading_whole_functions():
+    rows = _rows(CLASS, {"wide": RuleReach((".item(",))})
+    assert rows[7] == "        self._buf = None" and rows[4] == "    limit = 4"
+
+
+def test_carriage_returns_survive_emptying():
+    text = FUNCTION.replace("\n", "\r\n")
+    rows = _rows(text, {"sync": RuleReach((".item(",), reads="header")})
+    assert rows[3] == "\r" and rows[5] == "    value = total.item()\r"
+
+
+class _ReadsWholeFunctions:
+    """A matcher as it was before statement planning: no ``reads``, no companions."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.rule_id = inner.rule_id
+        self.prefilter = inner.prefilter
+        self.whole_class = getattr(inner, "whole_class", False)
+        self.never_in_setup = getattr(inner, "never_in_setup", False)
+
+    def find(self, ctx):
+        return self.inner.find(ctx)
+
+
+torch = pytest.importorskip("torch")
+TORCH = Path(torch.__file__).parent
+CORPORA = ("nn/modules", "optim", "_dynamo/variables", "distributed/fsdp", "utils/data")
+
+
+def _findings(engine: Engine) -> tuple[set, int]:
+    found, parsed = set(), 0
+    for corpus in CORPORA:
+        for path in sorted((TORCH / corpus).glob("*.py")):
+            outcome = engine.review_file(os.path.relpath(path, TORCH.parent), path.read_text())
+            found |= {(f.rule_id, f.path, f.span.line, f.span.column) for f in outcome.findings}
+            found |= {("error", e.path, e.line, e.message) for e in outcome.errors}
+            parsed += outcome.parsed_lines
+    return found, parsed
+
+
+def test_statement_planning_changes_no_finding_on_real_code():
+    library = load_library()
+    config = Config(hot_paths=("**",))  # every rule applies everywhere
+    rules = tuple(rule for rule in library.rules if rule.status != "retired")  # experimental too
+    known = frozenset(rule.id for rule in library.rules)
+    planned, planned_lines = _findings(Engine(rules, config, known))
+    whole, whole_lines = _findings(Engine(rules, config, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r))))
+    assert planned == whole
+    assert len(planned) > 100 and planned_lines < 0.9 * whole_lines  # the comparison had something to compare
