@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
+from .tokens import whole_word
+
 _NEWLINE = re.compile("\n")
 _IMPORT_TYPES = {"import_statement", "import_from_statement", "future_import_statement"}
 _IMPORT_CONTAINERS = {"if_statement", "try_statement", "with_statement", "block", "else_clause",
@@ -43,9 +45,8 @@ class RuleReach:
     # (its hits lie there too); or only that statement's header, a simple statement
     # being its own header. Whatever the rule does not read may be left empty.
     reads: str = "function"
-    # Given the text of a line holding a token, substrings marking the other places the
-    # rule reads (``_x`` everywhere once ``self._x = ...`` is seen). Substrings, not
-    # regexes: a superset of lines costs little, a scan that cannot skip ahead costs much.
+    # Given the text of a line holding a token, the names whose uses the rule also reads
+    # (``_x`` once ``self._x = ...`` is seen): lines holding them as whole words are kept.
     companions: Callable[[str], Iterable[str]] | None = None
 
 
@@ -211,11 +212,11 @@ def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companion
     sources: set[str] = set()
     fresh = hit_lines
     for _ in range(_COMPANION_ROUNDS):
-        new = {source for line in sorted(fresh) for source in companions(index.line_text(line))} - sources
+        new = {name for line in sorted(fresh) for name in companions(index.line_text(line))} - sources
         if not new:
             break
         sources |= new
-        fresh = token_lines(text, sorted(new), index) - hit_lines - found
+        fresh = token_lines(text, [whole_word(name) for name in sorted(new)], index) - hit_lines - found
         found |= fresh
     return found
 

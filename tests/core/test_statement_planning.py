@@ -95,7 +95,7 @@ def test_statements_sharing_a_line_are_never_emptied():
 
 def test_companions_keep_what_a_rule_reads_besides_its_tokens():
     text = "def f(self):\n    own = make()\n    other = 1\n    own._x = 2\n"
-    reach = RuleReach(("._x =",), reads="header", companions=lambda line: ["own ="] if "own._x" in line else [])
+    reach = RuleReach(("._x =",), reads="header", companions=lambda line: ["own"] if "own._x" in line else [])
     rows = _rows(text, {"foreign": reach})
     assert rows[2] == "    own = make()" and rows[3] == ""
 

@@ -293,3 +293,37 @@ def test_silent_import_fallback_variants():
         "try:\n    x = 1\nexcept ImportError:\n    import f\n"
     )
     assert lines(m, code) == [3]
+
+
+def _token_lines(m, code: str) -> list[int]:
+    from rltrefactor.regions import LineIndex, token_lines
+
+    return sorted(token_lines(code, m.prefilter, LineIndex(code)))
+
+
+def test_string_compared_field_tokens_are_comparisons_with_literals():
+    """Every form the matcher reports holds a token; state that is only assigned or
+    compared with a non-literal does not make a statement worth parsing."""
+    m = matcher("string-compared-field", prefilter=["state", "status", "mode"])
+    reported = (
+        "a = req.status == 'running'\n"
+        "b = 'running' != req.status\n"
+        "c = self.mode in ('a', 'b')\n"
+        "f = batch.req_status[i] == 'x'\n"
+        "if (\n"
+        "    self.state\n"
+        "    == \"wrapped\"\n"
+        "):\n"
+        "    pass\n"
+    )
+    assert lines(m, reported) == _token_lines(m, reported) == [1, 2, 3, 4, 6]
+    quiet = "state = {}\nself.status = Status.RUNNING\nif req.status == other.status:\n    pass\n"
+    assert _token_lines(m, quiet) == [] and lines(m, quiet) == []
+
+
+def test_probe_tokens_are_whole_words_and_bare_names_outside_strings():
+    m = matcher("compared-probe", calls=["version"], attributes=["torch.version.cuda"])
+    probes = "v = version('triton')\nif torch.version.cuda:\n    pass\nfrom torch.version import cuda\nx = cuda\n"
+    assert _token_lines(m, probes) == [1, 2, 4, 5]
+    look_alikes = "if sys.version_info >= (3, 11):\n    pass\nprint(torch.__version__)\nx.to('cuda')\ndevice = \"cuda\"\n"
+    assert _token_lines(m, look_alikes) == []

@@ -238,6 +238,6 @@ class Matcher(Protocol):
     #   its tokens and the setup methods;
     # never_in_setup (default False): never reports inside a setup method (``__init__``,
     #   ...), so its tokens there do not make the class worth parsing;
-    # companions(line) -> substrings: what else the matcher reads, given a token's line.
+    # companions(line) -> names: whose uses the matcher also reads, given a token's line.
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...

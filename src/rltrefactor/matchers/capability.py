@@ -11,6 +11,7 @@ from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
+from ..tokens import whole_word
 
 _STRING_TESTS = frozenset({"startswith", "endswith", "lower", "upper", "find", "__contains__"})
 _DIAGNOSTIC_CALLS = frozenset(
@@ -49,7 +50,7 @@ class ComparedProbe:
         self.branches_only = options["branches-only"]
         self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
         self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
-        tokens = [*(_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
+        tokens = [*(whole_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
         self.prefilter = tuple(dict.fromkeys(tokens))
 
     def companions(self, line: str) -> Iterator[str]:
@@ -157,21 +158,14 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
 def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
     """What every use of a probed attribute writes: ``torch.version.cuda`` is spelled
     ``<x>.version.cuda`` (aliases of ``torch.version`` are added by the engine) or, after
-    ``from torch.version import cuda``, a bare ``cuda`` that is neither an attribute nor
-    called; ``sys.modules`` writes ``modules`` without calling it."""
+    ``from torch.version import cuda``, a bare name ``cuda`` (neither an attribute nor
+    the text of a string such as ``"cuda"``); ``sys.modules`` writes ``modules``
+    without calling it."""
     parts = qualified.split(".")
     last = re.escape(parts[-1])
     if len(parts) >= 3:
-        return (_word(parts[-2]), re.compile(rf"{last}(?<![\w.]{last})(?![\w])"))
+        return (whole_word(parts[-2]), re.compile(rf"{last}(?<![\w.'\"]{last})(?![\w'\"])"))
     return (re.compile(rf"{last}(?<![\w]{last})(?![\w])(?!\s*\()"),)
-
-
-def _word(name: str) -> "re.Pattern[str]":
-    """``name`` as a whole word: the call ``version(...)`` and ``torch.version.cuda``
-    write it so, ``sys.version_info`` and ``__version__`` do not. (The word comes
-    first so that ``re`` can skip ahead to it.)"""
-    word = re.escape(name)
-    return re.compile(rf"{word}(?<![\w]{word})(?![\w])")
 
 
 class SilentImportFallback:

@@ -10,6 +10,7 @@ import libcst as cst
 from .base import FileContext, Match
 from .imports import dotted_name
 from .options import Option
+from ..tokens import GuardedRegex
 
 BOOLS = ("True", "False")
 # Callees whose boolean argument is a value, not a mode switch.
@@ -72,7 +73,10 @@ class PositionalBooleanParameter:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.flag = re.compile(options["flag-regex"])
-        self.prefilter = _flag_prefilter(options["flag-regex"]) or (_BOOL_PARAMETER,)
+        # Every reported parameter's line says bool, True or False.
+        self.prefilter = tuple(
+            GuardedRegex(regex, ("bool", "True", "False")) for regex in _flag_prefilter(options["flag-regex"]) or (_BOOL_PARAMETER,)
+        )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
@@ -162,7 +166,7 @@ class StringComparedField:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.field = re.compile(options["field-regex"])
-        self.prefilter = _name_prefilter(options["field-regex"]) or tuple(options["prefilter"])
+        self.prefilter = _comparison_prefilter(options["field-regex"], tuple(options["prefilter"])) or tuple(options["prefilter"])
         self.literal_in_field = options["literal-in-field"]
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
@@ -187,16 +191,31 @@ class StringComparedField:
         return None
 
 
-def _name_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
-    """The field regex moved from a name to the file's text: ``^`` is dropped (a
-    superset, and a literal first keeps ``re`` fast) and ``$`` becomes a word end.
+# Between a field and its operator: subscripts and closing parentheses (``x.state[0]``).
+_AFTER_FIELD = r"(?:\[[^\]\n]*\])*\)*\s*"
+_OPERATOR = r"(?:==|!=|(?:not\s+)?in\b)"
+# A string literal, or the opening of a tuple, list or set of them.
+_LITERAL_START = r"\s*[(\[{]?\s*[rRbBuU]*['\"]"
+
+
+def _comparison_prefilter(regex: str, field_words: tuple[str, ...]) -> "tuple[re.Pattern[str] | GuardedRegex, ...]":
+    """The text of every reported comparison: the field (its regex moved from a name to
+    the file's text: ``^`` dropped, ``$`` a word end) followed by an operator and a
+    string literal, or a literal's closing quote followed by an operator and the field.
 
     Only regexes whose ``^``/``$`` are plain anchors qualify; others keep the
-    ``prefilter`` strings.
+    ``prefilter`` strings. Those strings, one of which every field's name contains,
+    guard the regexes: they run only on lines holding one and on the lines next to
+    them (``self.state`` above ``== "x"``).
     """
     if re.search(r"\\[\^$]|\[\^|\(\?[=!<]", regex):
         return ()
-    return (re.compile(regex.replace("^", "").replace("$", r"(?![\w])")),)
+    field = "(?:" + regex.replace("^", "").replace("$", r"(?![\w])") + ")"
+    patterns = (
+        re.compile(field + _AFTER_FIELD + _OPERATOR + _LITERAL_START),
+        re.compile(r"['\"]\s*" + _OPERATOR + r"\s*[\w.\[\]()]*?" + field),
+    )
+    return tuple(GuardedRegex(p, field_words, context=1) for p in patterns) if field_words else patterns
 
 
 class WideTupleReturn:

@@ -11,6 +11,7 @@ from .base import FileContext, Match
 from .context import in_cold_code, subtree
 from .imports import dotted_name
 from .options import Option
+from ..tokens import GuardedRegex
 
 # ``req``, ``rid`` and ``bs``/``bsz`` are left out: they are the house idiom of vLLM,
 # SGLang and LMDeploy (``Req``, ``req_id``, ``bs``), so flagging them is noise there;
@@ -77,7 +78,8 @@ class AbbreviatedNewName:
         words = "|".join(
             rf"{re.escape(name)}(?<![A-Za-z0-9]{re.escape(name)})" for name in sorted(self.names, key=len, reverse=True)
         )
-        self.prefilter = (re.compile(rf"(?:{words})_*(?![A-Za-z0-9_])"),) if words else ()
+        pattern = re.compile(rf"(?:{words})_*(?![A-Za-z0-9_])")
+        self.prefilter = (GuardedRegex(pattern, tuple(sorted(self.names))),) if words else ()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         seen: set[tuple[int, str]] = set()

@@ -11,6 +11,7 @@ from .base import FileContext, Match
 from .context import in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
 from .options import Option
+from ..tokens import GuardedRegex
 
 SELF_NAMES = frozenset({"self", "cls", "mcs", "metacls"})
 MUTATORS = (
@@ -74,11 +75,10 @@ class ForeignPrivateAttribute:
         self.prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
 
     def companions(self, line: str) -> Iterator[str]:
-        """Assignments to the receivers (``own = cls()`` makes ``own._x = 1`` no finding)."""
+        """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
         for receiver in _RECEIVER.findall(line):
             if receiver not in SELF_NAMES:
-                yield f"{receiver} ="
-                yield f"{receiver}="
+                yield receiver
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         own_instances = _own_instances(ctx)
@@ -159,7 +159,10 @@ class CollaboratorContainerMutation:
         self.rule_id = rule_id
         self.mutators = frozenset(options["mutators"])
         self.owner = re.compile(options["owner-regex"])
-        self.prefilter = _owner_prefilter(options["owner-regex"]) or tuple(f".{m}(" for m in sorted(self.mutators)) + ("] =", "del ")
+        calls = tuple(f".{m}(" for m in sorted(self.mutators))
+        # The owner's line also calls a mutator, opens a subscript or deletes.
+        owner = tuple(GuardedRegex(regex, (*calls, "[", "del ")) for regex in _owner_prefilter(options["owner-regex"]))
+        self.prefilter = owner or calls + ("] =", "del ")
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
