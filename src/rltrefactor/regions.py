@@ -45,8 +45,9 @@ class RuleReach:
     # (its hits lie there too); or only that statement's header, a simple statement
     # being its own header. Whatever the rule does not read may be left empty.
     reads: str = "function"
-    # Given the text of a line holding a token, the names whose uses the rule also reads
-    # (``_x`` once ``self._x = ...`` is seen): lines holding them as whole words are kept.
+    # Given the text from a line holding a token (that line and the two after it), the
+    # names whose uses the rule also reads (``_x`` once ``self._x = ...`` is seen):
+    # lines holding them as whole words are kept.
     companions: Callable[[str], Iterable[str]] | None = None
 
 
@@ -212,13 +213,18 @@ def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companion
     sources: set[str] = set()
     fresh = hit_lines
     for _ in range(_COMPANION_ROUNDS):
-        new = {name for line in sorted(fresh) for name in companions(index.line_text(line))} - sources
+        new = {name for line in sorted(fresh) for name in companions(_from_line(index, line))} - sources
         if not new:
             break
         sources |= new
         fresh = token_lines(text, [whole_word(name) for name in sorted(new)], index) - hit_lines - found
         found |= fresh
     return found
+
+
+def _from_line(index: LineIndex, line: int) -> str:
+    """A token's line and the two after it: a statement may go on (``hasattr(`` ... ``self, "x")``)."""
+    return "".join(index.line_text(n) for n in range(line, min(line + 3, len(index.starts) + 1)))
 
 
 def _import_lines(text: str, index: LineIndex) -> set[int]:

@@ -66,6 +66,26 @@ def test_compared_probe_follows_local_names_but_not_declared_flags():
     assert lines(m, code) == [7]
 
 
+def test_compared_probe_follows_attributes_assigned_from_a_probe_and_nothing_else():
+    m = matcher("compared-probe", calls=["get_device_capability", "pop"])
+    code = (
+        "class Backend:\n"
+        "    def __init__(self, heads):\n"
+        "        self.cap = torch.cuda.get_device_capability()\n"
+        "        self.major = self.cap[0]\n"
+        "        if self.major >= 10:\n"
+        "            pass\n"
+        "        if self.heads <= 64:\n"  # another attribute of the same object
+        "            pass\n"
+        "def restore(names):\n"
+        "    for name in names:\n"
+        "        saved[name] = sys.modules.pop(name)\n"
+        "        if name in names:\n"  # a subscript target binds no name
+        "            pass\n"
+    )
+    assert lines(m, code) == [5]
+
+
 def test_compared_probe_outside_branches_when_asked():
     code = "flag = torch.cuda.get_device_capability()[0] >= 9\nlabel = f'sm{torch.cuda.get_device_capability()[0]}'\n"
     assert lines(matcher("compared-probe", calls=["get_device_capability"]), code) == []
@@ -145,6 +165,9 @@ def test_temporary_on_self_versus_state():
         "    def cached(self):\n"
         "        self._c = 1\n"
         "        return self._c\n"
+        "    def resize(self, n):\n"
+        "        self._cache.size = n\n"  # changes the object it holds: a read of _cache
+        "        use(self._cache)\n"
     )
     assert lines(m, code) == [3]
 
@@ -327,3 +350,12 @@ def test_probe_tokens_are_whole_words_and_bare_names_outside_strings():
     assert _token_lines(m, probes) == [1, 2, 4, 5]
     look_alikes = "if sys.version_info >= (3, 11):\n    pass\nprint(torch.__version__)\nx.to('cuda')\ndevice = \"cuda\"\n"
     assert _token_lines(m, look_alikes) == []
+
+
+def test_positional_boolean_tokens_cover_defaults_after_other_annotations():
+    m = matcher("positional-boolean-parameter")
+    code = "def run(x, is_last: Constexpr[bool] = True, use_cache: bool = False):\n    return x\n"
+    assert lines(m, code) == [1, 1] and _token_lines(m, code) == [1]
+    wrapped = "def run(\n    x,\n    is_last: Constexpr[bool] = True,\n):\n    pass\n"
+    assert lines(m, wrapped) == _token_lines(m, wrapped) == [3]
+    assert _token_lines(m, "is_last = compute()\nuse_x: int = 1\n") == []

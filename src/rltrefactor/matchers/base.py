@@ -238,6 +238,7 @@ class Matcher(Protocol):
     #   its tokens and the setup methods;
     # never_in_setup (default False): never reports inside a setup method (``__init__``,
     #   ...), so its tokens there do not make the class worth parsing;
-    # companions(line) -> names: whose uses the matcher also reads, given a token's line.
+    # companions(text) -> names: whose uses the matcher also reads, given the text from
+    #   a token's line on (that line and the two after it).
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...

@@ -21,7 +21,7 @@ _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # What may stand before the ``=`` of an assignment (``major, minor = ...``); greedy, so
 # matching never backtracks.
 _TARGETS = re.compile(r"[\w\s,.*()\[\]]*")
-_BARE_NAME = re.compile(r"[A-Za-z_]\w*")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
 
 
 def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
@@ -53,15 +53,16 @@ class ComparedProbe:
         tokens = [*(whole_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
         self.prefilter = tuple(dict.fromkeys(tokens))
 
-    def companions(self, line: str) -> Iterator[str]:
+    def companions(self, text: str) -> Iterator[str]:
         """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
+        line = text.partition("\n")[0]
         end = _TARGETS.match(line).end()
         if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
             return
         for target in line[:end].split(","):
             name = target.strip(" \t()[]*")
-            if _BARE_NAME.fullmatch(name):
-                yield name
+            if _DOTTED.fullmatch(name):
+                yield name.rpartition(".")[2].strip()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for match in self._matches(ctx):
@@ -107,7 +108,7 @@ class ComparedProbe:
         """Whether ``expr`` is a probe, or is built from one (index, attribute, wrapper call)."""
         current = expr
         while True:
-            if isinstance(current, cst.Name) and current.value in names:
+            if isinstance(current, (cst.Name, cst.Attribute)) and names and dotted_name(current) in names:
                 return True
             if isinstance(current, (cst.Name, cst.Attribute)) and self._attribute(current, ctx):
                 return True
@@ -133,7 +134,8 @@ class ComparedProbe:
         return ctx.qualified_name(node) in self.attributes
 
     def _derived_names(self, ctx: FileContext) -> dict[int, frozenset[str]]:
-        """Per function: local names assigned straight from a probe (``major, _ = probe()``)."""
+        """Per function: names and attributes assigned straight from a probe
+        (``major, _ = probe()``, ``self.cap = probe()``)."""
         found: dict[int, set[str]] = {}
         for assign in ctx.nodes(cst.Assign):  # source order: earlier names feed later ones
             scope = found.setdefault(_enclosing_scope(assign, ctx), set())
@@ -145,9 +147,11 @@ class ComparedProbe:
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
-    """Names an assignment target binds (``self.x`` and ``d[k]`` bind none)."""
-    if isinstance(target, cst.Name):
-        yield target.value
+    """Dotted names an assignment target binds (``x``, ``self.x``; ``d[k]`` binds none)."""
+    if isinstance(target, (cst.Name, cst.Attribute)):
+        name = dotted_name(target)
+        if name is not None:
+            yield name
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
             yield from _target_names(element.value)

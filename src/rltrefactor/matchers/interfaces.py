@@ -45,12 +45,13 @@ def _may_override(function: cst.FunctionDef, ctx: FileContext) -> bool:
 
 def _flag_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
     """A flag name at the start of a word, followed by a ``bool`` annotation or a
-    True/False default (what the matcher requires of a parameter it reports).
+    True/False default, possibly after another annotation (``Constexpr[bool] = True``):
+    what the matcher requires of a parameter it reports.
 
     Derived only from a regex anchored at its start and nowhere else."""
     if not regex.startswith("^") or re.search(r"\^|\$|\(\?[=!<]", regex[1:]):
         return ()
-    return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*(?::\s*bool\b|=\s*(?:True|False)\b)"),)
+    return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*(?::\s*bool\b|(?::[^=\n]*)?=\s*(?:True|False)\b)"),)
 
 
 def _is_bool(node: cst.BaseExpression | None) -> bool:
@@ -205,8 +206,8 @@ def _comparison_prefilter(regex: str, field_words: tuple[str, ...]) -> "tuple[re
 
     Only regexes whose ``^``/``$`` are plain anchors qualify; others keep the
     ``prefilter`` strings. Those strings, one of which every field's name contains,
-    guard the regexes: they run only on lines holding one and on the lines next to
-    them (``self.state`` above ``== "x"``).
+    guard the regexes: they run only on lines holding one and on the two lines around
+    them (``self.state`` above ``in [`` above ``"x",``).
     """
     if re.search(r"\\[\^$]|\[\^|\(\?[=!<]", regex):
         return ()
@@ -215,7 +216,7 @@ def _comparison_prefilter(regex: str, field_words: tuple[str, ...]) -> "tuple[re
         re.compile(field + _AFTER_FIELD + _OPERATOR + _LITERAL_START),
         re.compile(r"['\"]\s*" + _OPERATOR + r"\s*[\w.\[\]()]*?" + field),
     )
-    return tuple(GuardedRegex(p, field_words, context=1) for p in patterns) if field_words else patterns
+    return tuple(GuardedRegex(p, field_words, context=2) for p in patterns) if field_words else patterns
 
 
 class WideTupleReturn:

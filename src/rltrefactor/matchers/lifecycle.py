@@ -32,9 +32,9 @@ class GuardForConstructedAttribute:
         self.rule_id = rule_id
         self.prefilter = (_GUARD,)
 
-    def companions(self, line: str) -> Iterator[str]:
+    def companions(self, text: str) -> Iterator[str]:
         """Where the guarded attribute is set: ``__init__`` and the class body."""
-        return iter(_GUARDED_NAME.findall(line))
+        return iter(_GUARDED_NAME.findall(text))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         guaranteed: dict[int, set[str]] = {}

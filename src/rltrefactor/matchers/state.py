@@ -74,9 +74,9 @@ class ForeignPrivateAttribute:
         self.namespace = re.compile(options["namespace-receivers"])
         self.prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
 
-    def companions(self, line: str) -> Iterator[str]:
+    def companions(self, text: str) -> Iterator[str]:
         """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
-        for receiver in _RECEIVER.findall(line):
+        for receiver in _RECEIVER.findall(text.partition("\n")[0]):
             if receiver not in SELF_NAMES:
                 yield receiver
 
@@ -224,8 +224,8 @@ class PerCallTemporaryOnSelf:
         # Every finding is the plain write that starts the temporary's life.
         self.prefilter = (_SELF_PRIVATE_WRITE,)
 
-    def companions(self, line: str) -> Iterator[str]:
-        yield from _SELF_PRIVATE_WRITE.findall(line)
+    def companions(self, text: str) -> Iterator[str]:
+        yield from _SELF_PRIVATE_WRITE.findall(text.partition("\n")[0])
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
@@ -266,8 +266,12 @@ def _conditional(node: cst.CSTNode, method: cst.FunctionDef, ctx: FileContext) -
 
 
 def _plain_write(node: cst.Attribute, ctx: FileContext) -> bool:
-    """Assigned without reading the old value (``self.x += 1`` reads it first)."""
-    return is_target(node, ctx) and not isinstance(ctx.parent(node), cst.AugAssign)
+    """Assigned without reading the old value (``self.x += 1`` reads it first, and so
+    does ``self.x.size = 1``, which changes the object it holds)."""
+    parent = ctx.parent(node)
+    if isinstance(parent, (cst.Attribute, cst.Subscript)) and parent.value is node:
+        return False
+    return is_target(node, ctx) and not isinstance(parent, cst.AugAssign)
 
 
 def _statement(node: cst.CSTNode, ctx: FileContext) -> cst.CSTNode | None:
