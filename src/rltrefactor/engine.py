@@ -10,19 +10,18 @@ from typing import Callable, Iterable, Mapping
 import libcst as cst
 
 from .config import Config
+from .findings import fill_template, fingerprint
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
 from .matchers.context import is_setup_name
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
-from .regions import Region, RuleReach, module_imports_text, plan_regions
-from .findings import fill_template, fingerprint
 from .parsing import parse_module, syntax_error
+from .regions import Region, RuleReach, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .types import FileError, Finding, Hit
-
 
 
 @dataclass(frozen=True)

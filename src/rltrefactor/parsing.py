@@ -18,7 +18,9 @@ _BRACKET = re.compile(r"[\[\](){}]")
 def parse_module(text: str) -> cst.Module:
     """``cst.parse_module`` that raises RecursionError instead of crashing the process."""
     depth = deepest = 0
-    for match in _BRACKET.finditer(text):
+    # Nesting cannot be deeper than the number of opening brackets (a cheap count).
+    openings = text.count("(") + text.count("[") + text.count("{")
+    for match in _BRACKET.finditer(text) if openings > MAX_BRACKET_DEPTH else ():
         depth += 1 if match.group() in "([{" else -1
         deepest = max(deepest, depth)
     if deepest > MAX_BRACKET_DEPTH:

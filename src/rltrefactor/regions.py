@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Literal, Mapping, get_args
 
 from .tokens import whole_word
 
@@ -26,10 +26,11 @@ _IMPORT_CONTAINERS = {"if_statement", "try_statement", "with_statement", "block"
 _NESTING = {"if_statement", "for_statement", "while_statement", "try_statement", "with_statement",
             "function_definition"}
 _CLAUSES = {"elif_clause", "else_clause", "except_clause", "except_group_clause", "finally_clause"}
-READS = ("function", "statement", "header")
 # Companions grow from companion lines again, this many rounds at most.
 _COMPANION_ROUNDS = 4
 _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
+Reads = Literal["function", "statement", "header"]
+
 
 @dataclass(frozen=True)
 class RuleReach:
@@ -40,11 +41,12 @@ class RuleReach:
     whole_class: bool = False
     # Never reports inside a setup method (``__init__``, ...): tokens there select nothing.
     never_in_setup: bool = False
-    # How much of a function around a token the rule reads (``READS``): the whole
-    # function; or the innermost statement holding the token and the headers around it
-    # (its hits lie there too); or only that statement's header, a simple statement
-    # being its own header. Whatever the rule does not read may be left empty.
-    reads: str = "function"
+    # How much of a function around a token the rule reads: the whole function; or the
+    # innermost statement holding the token and the headers around it (its hits lie
+    # there too; a function's header counts as a statement of its own); or only that
+    # statement's header, a simple statement being its own header. Whatever the rule
+    # does not read may be left empty.
+    reads: Reads = "function"
     # Given the text from a line holding a token (that line and the two after it), the
     # names whose uses the rule also reads (``_x`` once ``self._x = ...`` is seen):
     # lines holding them as whole words are kept.
@@ -167,18 +169,18 @@ def plan_regions(
 
     A rule with no tokens may hit anywhere. ``lines`` (changed lines) drops every
     statement that no change touches: findings there are outside the change anyway.
-    Inside a class, methods holding no token are blanked out (their lines kept empty),
-    unless a selecting rule reads the whole class or ``keep_method(name)`` says the
-    method describes the class (``__init__``); those are always kept whole. In a
-    function where only statement-local rules have tokens, the statements holding
-    none are blanked too.
+    Within a selected statement, what no rule reads is left empty (lines kept, see
+    ``RuleReach.reads``): methods holding no token unless a selecting rule reads the
+    whole class, and, in functions where only statement-local rules have tokens, the
+    statements holding none. ``keep_method(name)`` names the methods that describe the
+    class (``__init__``): they keep at least their header.
     """
     index = LineIndex(text)
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
     wanted: dict[int, set[str]] = {}
-    hits: dict[str, set[int]] = {reads: set() for reads in READS}  # token lines by what their rules read
+    hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
     setup_lines: set[int] | None = None
     for rule_id, rule in reach.items():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_all_start_methods, get_context
@@ -64,10 +63,8 @@ def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None
     items.sort(key=lambda item: -len(item[1]))
     size = max(1, len(items) // (jobs * _CHUNKS_PER_JOB))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    # fork shares the loaded library and parsers with the workers at no cost; frozen
-    # objects are never scanned by the collector, so their pages stay shared.
+    # fork shares the loaded library and parsers with the workers at no cost.
     context = get_context("fork") if "fork" in get_all_start_methods() else get_context()
-    gc.freeze()
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_init_worker,
         initargs=(engine.rules, engine.config, engine.known_ids),

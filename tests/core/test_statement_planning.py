@@ -14,7 +14,7 @@ import libcst as cst
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher

@@ -7,11 +7,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import whole_word
 from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
-from ..tokens import whole_word
 
 _STRING_TESTS = frozenset({"startswith", "endswith", "lower", "upper", "find", "__contains__"})
 _DIAGNOSTIC_CALLS = frozenset(

@@ -7,10 +7,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .imports import dotted_name
 from .options import Option
-from ..tokens import GuardedRegex
 
 BOOLS = ("True", "False")
 # Callees whose boolean argument is a value, not a mode switch.

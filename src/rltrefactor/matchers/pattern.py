@@ -135,8 +135,8 @@ def _combine(key: str, children: list[Block]) -> Block:
         anchors = tuple(dict.fromkeys(a for c in children for a in c.anchors))
         tokens = () if any(not c.tokens for c in children) else tuple(dict.fromkeys(t for c in children for t in c.tokens))
         required = frozenset.intersection(*(c.required for c in children))
-        local = all(c.header_only for c in children)
-        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
+        header_only = all(c.header_only for c in children)
+        return Block(anchors, test_any, frozenset().union(*(c.metavars for c in children)), tokens, required, header_only)
 
     def test_all(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         current: Bindings | None = b
@@ -150,8 +150,8 @@ def _combine(key: str, children: list[Block]) -> Block:
     with_tokens = [c.tokens for c in children if c.tokens]
     tokens = max(with_tokens, key=lambda ts: min(_selectivity(t) for t in ts)) if with_tokens else ()
     required = frozenset().union(*(c.required for c in children))
-    local = all(c.header_only for c in children)
-    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required, local)
+    header_only = all(c.header_only for c in children)
+    return Block(anchors, test_all, frozenset().union(*(c.metavars for c in children)), tokens, required, header_only)
 
 
 def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
@@ -176,13 +176,13 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
             return None
         return found if all(w(ctx, found) for w in where) else None
 
-    local = (
+    header_only = (
         inner.header_only
         and all(n.header_only for n in negated)
         and not _compares_enclosing_nodes(data.get("inside"))
         and not _compares_enclosing_nodes(data.get("not-inside"))
     )
-    return Block(inner.anchors, test, inner.metavars, tokens, inner.required, local)
+    return Block(inner.anchors, test, inner.metavars, tokens, inner.required, header_only)
 
 
 def _compares_enclosing_nodes(contexts: Any) -> bool:

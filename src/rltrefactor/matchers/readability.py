@@ -7,11 +7,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import in_cold_code, subtree
 from .imports import dotted_name
 from .options import Option
-from ..tokens import GuardedRegex
 
 # ``req``, ``rid`` and ``bs``/``bsz`` are left out: they are the house idiom of vLLM,
 # SGLang and LMDeploy (``Req``, ``req_id``, ``bs``), so flagging them is noise there;

@@ -7,11 +7,11 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
 from .options import Option
-from ..tokens import GuardedRegex
 
 SELF_NAMES = frozenset({"self", "cls", "mcs", "metacls"})
 MUTATORS = (
@@ -209,6 +209,10 @@ def _is_parameter(name: cst.Name, ctx: FileContext) -> bool:
     return any(p.name.value == name.value for p in every)
 
 
+# ``self._x`` written (assigned, unpacked into, annotated, looped over); group 1 is ``_x``.
+_SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
+
+
 class PerCallTemporaryOnSelf:
     """An attribute set and read within one method call only: a local kept on ``self``."""
 
@@ -251,9 +255,6 @@ class PerCallTemporaryOnSelf:
                 continue  # ``if self._buf is None or too small: self._buf = ...``: a cache kept across calls
             if not is_setup_name(method.name.value) and not _is_property(method):
                 yield Match(first, {"NAME": name, "METHOD": method.name.value})
-
-
-_SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
 
 
 def _conditional(node: cst.CSTNode, method: cst.FunctionDef, ctx: FileContext) -> bool:
