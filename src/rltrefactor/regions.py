@@ -196,14 +196,14 @@ def plan_regions(
         if hit_lines and rule.companions is not None:
             hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
         hits[rule.reads].update(hit_lines or ())
-    if hits["statement"] or hits["header"]:
-        hits["header"] |= _import_lines(text, index)  # every rule resolves names through them
     if lines is not None:
         touched = set(_statements_for(set(lines), statements, starts))
         wanted = {k: v for k, v in wanted.items() if k in touched}
     blank: dict[int, str] = {}
     if not tree.root_node.has_error:
-        reads = _Reads(_Lines(hits["function"]), _Lines(hits["statement"]), _Lines(hits["statement"] | hits["header"]))
+        local = hits["statement"] | hits["header"]
+        imports = _Lines(_import_lines(text, index) if local else ())
+        reads = _Reads(_Lines(hits["function"]), _Lines(hits["statement"]), _Lines(local), imports)
         for position in wanted.keys() - open_statements:
             blank.update(_unread_lines(nodes[position], reads, index, keep_method))
     return _merge(sorted(wanted.items()), statements, index, blank)
@@ -250,6 +250,7 @@ class _Reads:
     function: _Lines  # the whole enclosing function
     statement: _Lines  # the innermost statement holding the token, whole
     local: _Lines  # that statement, or only its header: everything but ``function``
+    imports: _Lines  # import statements, kept in whatever is kept: rules resolve names through them
 
 
 def _unread_lines(statement, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
@@ -320,7 +321,7 @@ def _unread_in_block(block, reads: _Reads, index: LineIndex) -> dict[int, str]:
     emptied = []
     for child in children:
         first, last = _line_range(child)
-        if not reads.local.any_within(first, last):
+        if not reads.local.any_within(first, last) and not reads.imports.any_within(first, last):
             if _owns_its_lines(child, block):
                 emptied.append(child)
                 blank.update((line, "") for line in range(first, last + 1))

@@ -26,10 +26,14 @@ _PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)\w*"
 _FOREIGN_PRIVATE = re.compile(_PRIVATE)
 _RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*_\w")
 # ...and every way such an access is written to: (augmented) assignment, possibly through
-# a subscript or as part of a tuple target, annotation, loop target, ``del`` and
-# mutating calls.
+# attributes or subscripts of it (``x._p.size = 1``) or inside a target's subscript, as
+# part of a tuple target (also one element per line), annotation, loop target, ``del``
+# and mutating calls.
 _FOREIGN_PRIVATE_WRITE = (
-    re.compile(_PRIVATE + r"\)?(?:\s*\[[^\n]*\])?\s*(?:(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)|:|\s+in\b|,[^\n]*[^=!<>]=(?!=))"),
+    re.compile(
+        _PRIVATE
+        + r"(?:\s*\.\s*\w+|\s*\[[^\]\n]*\])*[)\]]*\s*(?:(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)|:|\s+in\b|,[^\n]*[^=!<>]=(?!=)|,[ \t]*(?:#[^\n]*)?(?:\n|$))"
+    ),
     re.compile(_PRIVATE + r"\s*\.\s*(?:" + "|".join(MUTATORS) + r")\s*\("),
     "del ",
 )
