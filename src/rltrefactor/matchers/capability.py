@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..tokens import whole_word
 from .base import FileContext, Match
-from .context import subtree
+from .context import subtree, unpacked
 from .imports import dotted_name
 from .options import Option
 
@@ -148,15 +148,10 @@ class ComparedProbe:
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
     """Dotted names an assignment target binds (``x``, ``self.x``; ``d[k]`` binds none)."""
-    if isinstance(target, (cst.Name, cst.Attribute)):
-        name = dotted_name(target)
+    for single in unpacked(target):
+        name = dotted_name(single) if isinstance(single, (cst.Name, cst.Attribute)) else None
         if name is not None:
             yield name
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
 
 
 def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":

@@ -116,6 +116,17 @@ def is_target(node: cst.CSTNode, ctx: FileContext) -> bool:
     return False
 
 
+def unpacked(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The single targets of an assignment target, tuples, lists and ``*rest`` unpacked."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from unpacked(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from unpacked(target.value)
+    else:
+        yield target
+
+
 def branch_tests(ctx: FileContext) -> Iterator[cst.BaseExpression]:
     """The condition of every ``if``/``elif``/``while``/conditional expression."""
     for kind in (cst.If, cst.While, cst.IfExp):

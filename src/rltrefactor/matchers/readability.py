@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..tokens import GuardedRegex
 from .base import FileContext, Match
-from .context import in_cold_code, subtree
+from .context import in_cold_code, subtree, unpacked
 from .imports import dotted_name
 from .options import Option
 
@@ -51,16 +51,12 @@ def _bound_names(ctx: FileContext) -> Iterator[cst.Name]:
         yield definition.name
 
 
-def _names_in(target: cst.CSTNode) -> Iterator[cst.Name]:
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _names_in(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _names_in(target.value)
-    elif isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
-        yield target.attr
+def _names_in(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    for single in unpacked(target):
+        if isinstance(single, cst.Name):
+            yield single
+        elif isinstance(single, cst.Attribute) and dotted_name(single.value) == "self":
+            yield single.attr
 
 
 class AbbreviatedNewName:
