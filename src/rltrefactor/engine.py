@@ -10,7 +10,7 @@ from typing import Callable, Iterable, Mapping
 import libcst as cst
 
 from .config import Config
-from .findings import fill_template, fingerprint
+from .findings import fill_template, rule_finding
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
@@ -174,17 +174,14 @@ class Engine:
             rule = self._rule_by_id[hit.rule_id]
             definition = defs.enclosing(hit.span.line).qualname
             findings.append(
-                Finding(
-                    rule_id=rule.id,
-                    area=rule.area,
-                    title=rule.title,
-                    severity=rule.severity,  # type: ignore[arg-type]
-                    path=path,
-                    span=hit.span,
+                rule_finding(
+                    rule,
+                    path,
+                    hit.span,
                     impact=fill_template(rule.impact, hit.bindings),
                     fix=fill_template(rule.fix, hit.bindings),
-                    fingerprint=fingerprint(rule.id, definition, hit.matched_text),
                     definition=definition,
+                    matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
                 )
             )

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
+
+from .types import Finding, Span
+
+if TYPE_CHECKING:
+    from .library.model import Rule
 
 _TEMPLATE_VAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
 _WHITESPACE = re.compile(r"\s+")
@@ -12,6 +17,25 @@ _WHITESPACE = re.compile(r"\s+")
 
 def fill_template(template: str, bindings: Mapping[str, str]) -> str:
     return _TEMPLATE_VAR.sub(lambda m: bindings.get(m.group(1), m.group(0)), template)
+
+
+def rule_finding(
+    rule: "Rule", path: str, span: Span, *, impact: str, fix: str, definition: str, matched_text: str, snippet: str
+) -> Finding:
+    """A finding of ``rule``: its id, area, title and severity, fingerprinted by what matched."""
+    return Finding(
+        rule_id=rule.id,
+        area=rule.area,
+        title=rule.title,
+        severity=rule.severity,  # type: ignore[arg-type]
+        path=path,
+        span=span,
+        impact=impact,
+        fix=fix,
+        fingerprint=fingerprint(rule.id, definition, matched_text),
+        definition=definition,
+        snippet=snippet,
+    )
 
 
 def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:

@@ -13,7 +13,7 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable
 
-from .findings import fingerprint
+from .findings import rule_finding
 from .types import Finding, Span
 
 if TYPE_CHECKING:
@@ -109,17 +109,14 @@ def _invalid_suppressions(
         span = Span(directive.line, directive.column, directive.line, len(source) + 1)
         definition = enclosing(directive.line).qualname
         out.append(
-            Finding(
-                rule_id=rule.id,
-                area=rule.area,
-                title=rule.title,
-                severity=rule.severity,  # type: ignore[arg-type]
-                path=path,
-                span=span,
+            rule_finding(
+                rule,
+                path,
+                span,
                 impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
                 fix=problem.split("; ", 1)[-1].capitalize() + ".",
-                fingerprint=fingerprint(INVALID_SUPPRESSION, definition, comment),
                 definition=definition,
+                matched_text=comment,
                 snippet=source,
             )
         )
