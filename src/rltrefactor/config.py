@@ -4,27 +4,22 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from .errors import ConfigError
+from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
 
-# Where engine code that runs per step usually lives (vLLM/SGLang-style layouts).
-DEFAULT_HOT_PATHS = (
-    "**/worker/**",
-    "**/workers/**",
-    "**/model_executor/**",
-    "**/models/**",
-    "**/model_runner*.py",
-    "**/attention/**",
-    "**/layers/**",
-    "**/sampling/**",
-    "**/sample/**",
-    "**/sampler*.py",
-    "**/spec_decode/**",
-    "**/speculative/**",
+# Globs of files whose functions run per step unless their own code says otherwise.
+# Empty by default: where code runs is read from the code (``execution``); this is
+# the override for layouts the code does not show.
+DEFAULT_HOT_PATHS: tuple[str, ...] = ()
+# Where code that never runs in serving usually lives: everything there is offline.
+DEFAULT_COLD_PATHS = (
+    "**/examples/**", "**/example/**", "**/benchmarks/**", "**/benchmark/**", "**/scripts/**", "**/docs/**",
 )
 DEFAULT_TEST_PATHS = ("**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 # Code a repository carries but does not write: never reviewed unless configured.
@@ -38,6 +33,8 @@ class Config:
     ignore: tuple[str, ...] = ()
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
+    cold_paths: tuple[str, ...] = DEFAULT_COLD_PATHS
+    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS  # regexes for function names
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
@@ -53,6 +50,9 @@ _KEYS = {
     "per-path-ignores": "table of glob = [rule ids or areas]",
     "hot-paths": "list of globs",
     "extend-hot-paths": "list of globs",
+    "cold-paths": "list of globs",
+    "extend-cold-paths": "list of globs",
+    "hot-functions": "list of regular expressions",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",
@@ -109,8 +109,13 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     for glob in per_path:
         _check_glob(glob, path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
+    cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
+    cold += tuple(get("extend-cold-paths") or ())
+    hot_functions = DEFAULT_HOT_FUNCTIONS + tuple(get("hot-functions") or ())
+    for pattern in hot_functions:
+        _check_regex(pattern, path, text, "hot-functions")
     exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
-    for key, globs in (("hot-paths", hot), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
+    for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
             _check_glob(glob, path, text, key)
     fail_on = get("fail-on") or "warning"
@@ -120,6 +125,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         ignore=tuple(get("ignore") or ()),
         per_path_ignores={glob: tuple(ids) for glob, ids in per_path.items()},
         hot_paths=hot,
+        cold_paths=cold,
+        hot_functions=hot_functions,
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
@@ -157,6 +164,13 @@ def _check_glob(glob: str, path: str, text: str, key: str) -> None:
         compile_glob(glob)
     except GlobError as exc:
         raise ConfigError(f"{_where(path, text, key)}: [tool.rltrefactor] {key}: {exc}") from None
+
+
+def _check_regex(pattern: str, path: str, text: str, key: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ConfigError(f"{_where(path, text, key)}: [tool.rltrefactor] {key}: invalid regular expression {pattern!r} ({exc}); fix it") from None
 
 
 def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -> None:

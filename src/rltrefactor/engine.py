@@ -10,11 +10,11 @@ from typing import Callable, Iterable, Mapping
 import libcst as cst
 
 from .config import Config
-from .findings import fill_template, rule_finding
+from .findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
-from .matchers.context import is_setup_name
+from .execution import EMPTY, ExecutionMap, execution_map, is_setup_name
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .parsing import parse_module, syntax_error
@@ -77,7 +77,7 @@ class Engine:
             self.rule_seconds[rule_id] = self.rule_seconds.get(rule_id, 0.0) + spent
 
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
-        is_hot = matches(path, self.config.hot_paths)
+        is_offline = matches(path, self.config.cold_paths)
         is_test = matches(path, self.config.test_paths)
         ignored = {
             name
@@ -90,7 +90,7 @@ class Engine:
             scope = rule.applicability
             if rule.id in ignored or rule.area in ignored:
                 continue
-            if (scope.hot_paths_only and not is_hot) or (is_test and not scope.tests):
+            if (scope.hot_paths_only and is_offline) or (is_test and not scope.tests):
                 continue
             if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
                 continue
@@ -108,19 +108,20 @@ class Engine:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)
         imports = _module_imports(tree, text) if candidates else ImportTable({})
+        execution = self._execution(path, tree, candidates.values())
         reach = {rule_id: _reach(matcher, imports) for rule_id, (_, matcher) in candidates.items()}
         regions = plan_regions(text, tree, reach, lines=lines, keep_method=is_setup_name)
         hits: list[Hit] = []
         errors: list[FileError] = []
         for region in regions:
-            ctx = self._context(path, region, defs, imports, errors)
+            ctx = self._context(path, region, defs, imports, execution, errors)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-        findings = self._to_findings(path, text, defs, hits)
+        findings = self._to_findings(path, text, defs, execution, hits)
         if has_directive:
             findings = apply_suppressions(
                 path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
@@ -128,7 +129,15 @@ class Engine:
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
 
-    def _context(self, path, region: Region, defs, imports, errors: list[FileError]) -> FileContext | None:
+    def _execution(self, path: str, tree, candidates) -> ExecutionMap:
+        """Where each function runs; only worked out when a rule that depends on it may hit."""
+        if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
+            return EMPTY
+        return execution_map(
+            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
+        )
+
+    def _context(self, path, region: Region, defs, imports, execution: ExecutionMap, errors: list[FileError]) -> FileContext | None:
         try:
             module = parse_module(region.text)
         except cst.ParserSyntaxError as exc:
@@ -146,6 +155,7 @@ class Engine:
             definitions=defs,
             line_offset=region.start_line - 1,
             imports=imports,
+            execution=execution,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
@@ -167,14 +177,15 @@ class Engine:
             self.rule_seconds[rule.id] = self.rule_seconds.get(rule.id, 0.0) + time.perf_counter() - started
         return hits
 
-    def _to_findings(self, path: str, text: str, defs: "_LazyDefinitions", hits: Iterable[Hit]) -> list[Finding]:
+    def _to_findings(
+        self, path: str, text: str, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
+    ) -> list[Finding]:
         lines = text.splitlines()
         findings = []
         for hit in hits:
             rule = self._rule_by_id[hit.rule_id]
             definition = defs.enclosing(hit.span.line).qualname
-            findings.append(
-                rule_finding(
+            finding = rule_finding(
                     rule,
                     path,
                     hit.span,
@@ -184,7 +195,9 @@ class Engine:
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
                 )
-            )
+            if rule.applicability.hot_paths_only:
+                finding = with_execution(finding, rule, execution.at(hit.span.line))
+            findings.append(finding)
         return findings
 
 class _LazyDefinitions:

@@ -6,9 +6,12 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Mapping
 
+from dataclasses import replace
+
 from .types import Finding, Span
 
 if TYPE_CHECKING:
+    from .execution import FunctionExecution
     from .library.model import Rule
 
 _TEMPLATE_VAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
@@ -43,3 +46,18 @@ def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
     normalised = _WHITESPACE.sub(" ", matched_text).strip()
     digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:20]
+
+
+def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:
+    """Say where the flagged code runs; a rule's confidence drops to medium where that is unknown."""
+    if where is not None and where.kind == "per-step":
+        return replace(
+            finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
+            impact=f"{finding.impact} (Runs per step: {where.evidence}.)",
+        )
+    evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
+    return replace(
+        finding, execution="unknown", execution_evidence=evidence,
+        confidence="medium" if rule.confidence == "high" else rule.confidence,
+        impact=f"{finding.impact} (Where this runs is not known: {evidence}; reported because nothing marks it one-time.)",
+    )

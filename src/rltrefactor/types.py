@@ -116,6 +116,11 @@ class Finding:
     disposition: str | None = None  # reason given in the suppression comment
     confirmed: bool = False  # a perf delta landed on this line
     perf: PerfEvidence | None = None
+    # Where the flagged code runs, for rules that depend on it (device residency):
+    # "per-step" or "unknown", with the evidence; "" for every other rule.
+    execution: str = ""
+    execution_evidence: str = ""
+    confidence: str = ""  # the rule's confidence, lowered where the execution is unknown
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Iterable, Iterator, Mapping, Protocol, TypeVar
 import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
+from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
 from ..types import Definition, Span
 from .imports import ImportTable
 
@@ -153,6 +154,7 @@ class FileContext:
         definitions: "DefinitionLookup",
         line_offset: int = 0,
         imports: ImportTable | None = None,
+        execution: ExecutionMap = NO_FUNCTIONS,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``.
 
@@ -165,6 +167,7 @@ class FileContext:
         self.is_test = is_test
         self.definitions = definitions
         self.line_offset = line_offset
+        self.execution = execution  # where each function of the whole file runs
         self._by_type, self._parent = _index(module)
         own = ImportTable.from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own

@@ -17,32 +17,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..execution import COLD_KINDS, is_setup_name
 from .base import FileContext
 
-# A function is setup code when one of the words of its name (split at '_') is here.
-SETUP_WORDS = frozenset(
-    "init initialize setup warmup profile capture dummy register compile benchmark "
-    "debug dump repr shutdown close teardown finalize reset weights sleep wake preprocess".split()
-)
-# Dunder methods that run at construction, teardown or when printing, never per step.
-SETUP_DUNDERS = frozenset(
-    "init post_init new del repr str format getstate setstate reduce reduce_ex enter exit".split()
-)
-_NAMED_SETUP = re.compile(
-    r"^_*((allocate|alloc|make|create)_\w*(buffer|cache|workspace|tensor)s?"
-    r"|load_(model|weights|state_dict|checkpoint)\w*)$"
-)
 _COLD_NAME = re.compile(r"TYPE_CHECKING|is_compiling|isEnabledFor|debug|^__name__$", re.IGNORECASE)
-
-
-def is_setup_name(name: str) -> bool:
-    if name.startswith("__") and name.endswith("__"):
-        return name[2:-2] in SETUP_DUNDERS
-    words = [w for w in name.lower().split("_") if w]
-    if "warm" in words and "up" in words:
-        return True
-    return any(w in SETUP_WORDS for w in words) or bool(_NAMED_SETUP.match(name))
-
 
 def enclosing_functions(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.FunctionDef]:
     for ancestor in ctx.ancestors(node):
@@ -68,9 +46,68 @@ _MESSAGE_CALLS = frozenset("debug info warning warning_once info_once error exce
 
 
 def in_cold_code(node: cst.CSTNode, ctx: FileContext) -> bool:
-    if in_setup_function(node, ctx) or in_message(node, ctx):
+    if in_setup_function(node, ctx) or in_message(node, ctx) or in_cold_function(node, ctx):
         return True
-    return any(is_cold_condition(branch.test) for branch in guarded_by(node, ctx))
+    return any(is_cold_condition(branch.test) or is_one_time_guard(branch) for branch in guarded_by(node, ctx))
+
+
+def in_cold_function(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """The execution-context stage found the enclosing function one-time or offline."""
+    qualname = enclosing_qualname(node, ctx)
+    found = ctx.execution.named(qualname) if qualname else None
+    return found is not None and found.kind in COLD_KINDS
+
+
+def in_per_step_function(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """The execution-context stage found the enclosing function per-step."""
+    qualname = enclosing_qualname(node, ctx)
+    found = ctx.execution.named(qualname) if qualname else None
+    return found is not None and found.kind == "per-step"
+
+
+def enclosing_qualname(node: cst.CSTNode, ctx: FileContext) -> str | None:
+    """Qualified name of the innermost function holding ``node`` (``A.f.<locals>.g``)."""
+    parts: list[str] = []
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.FunctionDef):
+            parts.append(ancestor.name.value + (".<locals>" if parts else ""))
+        elif isinstance(ancestor, cst.ClassDef) and parts:
+            parts.append(ancestor.name.value)
+    if not parts:
+        return None
+    return ".".join(reversed(parts))
+
+
+# Flags that say a branch runs until something has been set up once.
+_ONE_TIME_FLAG = re.compile(r"(?i)init|ready|built|setup|warm|allocated|compiled|captured|loaded|prepared")
+
+
+def is_one_time_guard(branch: cst.If) -> bool:
+    """``if not self._initialized:``, ``if self._buf is None: self._buf = ...`` or
+    ``if not hasattr(self, "_buf"):``: the body runs once, then never again."""
+    test = branch.test
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if isinstance(inner, cst.Attribute) and _ONE_TIME_FLAG.search(inner.attr.value):
+            return True
+        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "hasattr":
+            return True
+    if (
+        isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.left, cst.Attribute)
+    ):
+        return test.left.attr.value in _assigned_attributes(branch.body)
+    return False
+
+
+def _assigned_attributes(body: cst.BaseSuite) -> set[str]:
+    names = set()
+    for node in subtree(body):
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute):
+            names.add(node.target.attr.value)
+    return names
 
 
 def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -89,7 +126,6 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
         if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return False
         child = ancestor
-    return False
     return False
 
 

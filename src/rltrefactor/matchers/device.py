@@ -8,7 +8,8 @@ from typing import Iterator
 import libcst as cst
 
 from .base import FileContext, Match
-from .context import in_cold_code
+from .context import in_cold_code, in_per_step_function, subtree
+from .residency import on_host
 from .imports import dotted_name
 from .options import Option
 
@@ -62,7 +63,11 @@ class TensorToHostConversion:
             receiver = expr.func.value
             if dotted_name(receiver) in ("np", "numpy", "math", "builtins"):
                 return False
-            return ctx.qualified_name(receiver) not in ("numpy",) and not self.host.search(ctx.code(receiver))
+            return (
+                ctx.qualified_name(receiver) not in ("numpy",)
+                and not self.host.search(ctx.code(receiver))
+                and not on_host(receiver, ctx)
+            )
         name = ctx.qualified_name(expr.func)
         return name in self.host_returning or (name is not None and name.startswith("torch.") and name.rpartition(".")[2] in self.reductions)
 
@@ -80,3 +85,136 @@ def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             yield target.comparator
     else:
         yield test
+
+
+_ZERO_FACTORIES = frozenset({"torch.zeros", "torch.zeros_like"})
+_HOST_FACTORIES = frozenset({"torch.zeros", "torch.empty", "torch.ones", "torch.full"})
+# Callees that are kernels: extension modules, torch.ops, fused/kernel/triton names, ``k[grid](...)``.
+KERNEL_CALLEES = (
+    r"(?i)(^|\.)(ext|ops|_c|\w+_ext|\w+_ops|\w+_cuda|\w+_C|kernels?)\.|torch\.ops\.|kernel|fused|triton|_op$|\]$"
+)
+
+
+class ZeroFilledKernelOutput:
+    """``buf = torch.zeros(..., device=dev)`` whose first use hands it to a kernel as an output.
+
+    Reports only when the next statement that mentions the buffer is a kernel call taking
+    it as a plain argument; any other use first (a read, an in-place update, a branch)
+    means the zeros may matter, and the buffer is left alone."""
+
+    reads = "function"
+    prefilter = ("zeros",)
+    OPTIONS = {
+        "kernel-callees": Option("regex", KERNEL_CALLEES, "callees that are kernels writing their output arguments"),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.kernel = re.compile(options["kernel-callees"])
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for block in ctx.nodes(cst.IndentedBlock):
+            if ctx.enclosing_function(block) is None:
+                continue
+            pending: dict[str, cst.Call] = {}
+            for statement in block.body:
+                used = _names_in(statement) & pending.keys()
+                if used:
+                    for name in self._overwritten(statement, used, ctx):
+                        call = pending[name]
+                        if not in_cold_code(call, ctx):
+                            yield Match(call, {"X": name})
+                    for name in used:
+                        del pending[name]
+                name, call = _zeros_assignment(statement, ctx)
+                if name is not None and call is not None:
+                    pending[name] = call
+
+    def _overwritten(self, statement: cst.CSTNode, names: set[str], ctx: FileContext) -> set[str]:
+        """The names this statement passes, as plain arguments, to a kernel call and uses nowhere else."""
+        if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+            return set()
+        expr = statement.body[0]
+        if not (isinstance(expr, cst.Expr) and isinstance(expr.value, cst.Call)):
+            return set()
+        call = expr.value
+        if not self.kernel.search(ctx.code(call.func).strip()):
+            return set()
+        plain = {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
+        elsewhere = _names_in(call.func)
+        return {n for n in names if n in plain and n not in elsewhere}
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    return {n.value for n in subtree(node) if isinstance(n, cst.Name)}
+
+
+def _zeros_assignment(statement: cst.CSTNode, ctx: FileContext) -> tuple[str | None, cst.Call | None]:
+    if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
+        return None, None
+    assign = statement.body[0]
+    if not (isinstance(assign, cst.Assign) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)):
+        return None, None
+    value = assign.value
+    if not isinstance(value, cst.Call) or ctx.qualified_name(value.func) not in _ZERO_FACTORIES or on_host(value, ctx):
+        return None, None
+    if ctx.qualified_name(value.func) == "torch.zeros" and not any(a.keyword and a.keyword.value == "device" for a in value.args):
+        return None, None
+    return assign.targets[0].target.value, value
+
+
+class PerStepHostStaging:
+    """A host tensor allocated in a per-step function and filled element by element in a loop:
+    an ad-hoc staging buffer in pageable memory, rebuilt every step."""
+
+    reads = "function"
+    prefilter = ("zeros(", "empty(", "ones(", "full(")
+    OPTIONS: dict = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for function in ctx.nodes(cst.FunctionDef):
+            if not in_per_step_function(function.body, ctx):
+                continue
+            allocations = {}
+            for node in subtree(function.body):
+                if isinstance(node, cst.FunctionDef):
+                    continue
+                if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                    value = node.value
+                    if (
+                        isinstance(value, cst.Call)
+                        and ctx.qualified_name(value.func) in _HOST_FACTORIES
+                        and on_host(value, ctx)
+                        and not any(a.keyword and a.keyword.value == "pin_memory" for a in value.args)
+                    ):
+                        allocations[node.targets[0].target.value] = value
+            if not allocations:
+                continue
+            filled = _filled_in_loops(function.body, allocations.keys())
+            for name, call in allocations.items():
+                if name in filled and not in_cold_code(call, ctx):
+                    yield Match(call, {"X": name})
+
+
+def _filled_in_loops(body: cst.CSTNode, names) -> set[str]:
+    """Names written element-wise (``x[i] = v``, ``x[i].copy_(v)``) inside a loop."""
+    wanted = set(names)
+    found: set[str] = set()
+    for loop in subtree(body):
+        if not isinstance(loop, (cst.For, cst.While)):
+            continue
+        for node in subtree(loop.body):
+            target = None
+            if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Subscript):
+                target = node.target.value
+            elif (
+                isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "copy_"
+                and isinstance(node.func.value, cst.Subscript)
+            ):
+                target = node.func.value.value
+            if isinstance(target, cst.Name) and target.value in wanted:
+                found.add(target.value)
+    return found

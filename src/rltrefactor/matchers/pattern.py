@@ -12,8 +12,10 @@ A pattern block has exactly one positive part and optional refinements::
 
 Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN``,
 ``if: PATTERN`` (in the body of such an ``if``), ``pattern: PATTERN`` (any enclosing
-node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``target: true``
-(assigned or deleted), ``any: [<context>, ...]``. Nothing is ever evaluated.
+node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``per-step: true``
+(the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
+or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
+values not known to live in host memory (see ``residency``). Nothing is ever evaluated.
 """
 
 from __future__ import annotations
@@ -26,13 +28,16 @@ import libcst as cst
 
 from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code
-from .context import enclosing_functions, guarded_by, in_cold_code, is_target
+from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
+from .residency import on_host
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
-CONTEXT_KEYS = ("loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "target", "any")
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind")
+CONTEXT_KEYS = (
+    "loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "per-step", "target", "any",
+)
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host")
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),
@@ -236,7 +241,7 @@ def _context(item: Any, line: int | None, key: str) -> Context:
     kind, value = next(iter(item.items()))
     if kind not in CONTEXT_KEYS:
         raise MatcherSpecError(f"{key}: unknown context {kind!r}{suggest(kind, CONTEXT_KEYS)}; use one of {', '.join(CONTEXT_KEYS)}", line)
-    if kind in ("loop", "test-file", "cold-code", "target"):
+    if kind in ("loop", "test-file", "cold-code", "per-step", "target"):
         if value is not True:
             raise MatcherSpecError(f"{key}: context {kind!r} takes `true` (got {value!r}); use not-inside to negate it", line)
         return _FLAGS[kind]
@@ -253,6 +258,7 @@ _FLAGS: Mapping[str, Context] = {
     "loop": lambda node, ctx: ctx.in_loop(node),
     "test-file": lambda node, ctx: ctx.is_test,
     "cold-code": in_cold_code,
+    "per-step": in_per_step_function,
     "target": is_target,
 }
 
@@ -326,6 +332,10 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
             raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
         types = KINDS[value]
         return lambda ctx, b: name not in b or isinstance(b[name], types)
+    if key == "on-host":
+        if not isinstance(value, bool):
+            raise MatcherSpecError(f"where: ${name}: on-host: expected true or false (got {value!r}); fix it", line)
+        return lambda ctx, b: name not in b or on_host(b[name], ctx) == value
     raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
 
 

@@ -38,6 +38,8 @@ def _factory(cls: type) -> MatcherFactory:
 
 PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "tensor-to-host-conversion": _factory(device.TensorToHostConversion),
+    "zero-filled-kernel-output": _factory(device.ZeroFilledKernelOutput),
+    "per-step-host-staging": _factory(device.PerStepHostStaging),
     "compared-probe": _factory(capability.ComparedProbe),
     "silent-import-fallback": _factory(capability.SilentImportFallback),
     "foreign-private-attribute": _factory(state.ForeignPrivateAttribute),

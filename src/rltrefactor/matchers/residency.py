@@ -1,0 +1,113 @@
+"""Where a tensor lives, as far as one function shows it: on the host, or unknown.
+
+A value is known to be on the host when it is, or is a view of, or was assigned from:
+``.cpu()``, ``.numpy()``, ``.tolist()``, a ``torch`` factory called without a device or
+with ``device="cpu"`` (or ``pin_memory=True``), ``torch.from_numpy(...)``, a numpy call,
+a name that says so (``x_cpu``, ``host_x``, ``x_np``), or a value guarded by
+``if x.is_cpu:``. Every assignment of a name in the function must agree; anything else
+is unknown. Host-sync rules never fire on known-host values.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from .base import FileContext
+from .context import guarded_by, subtree
+from .imports import dotted_name
+
+HOST_NAMES = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])|\.tolist\(\)")
+# Methods whose result lives where their receiver lives.
+_SAME_PLACE = frozenset(
+    "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
+    "permute transpose t expand narrow select split chunk to_dense type_as".split()
+)
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty full arange linspace rand randn randint zeros_like ones_like empty_like "
+    "full_like from_numpy frombuffer".split()
+)
+_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
+_DEPTH = 4
+
+
+def on_host(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether ``expr`` is known to live in host memory."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, (cst.Name, cst.Attribute)) and HOST_NAMES.search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return on_host(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Call):
+        return _call_on_host(expr, ctx, depth)
+    if isinstance(expr, cst.Name):
+        return _guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth)
+    return False
+
+
+def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if method in _HOST_METHODS:
+            return True
+        if method == "to":
+            return _targets_host(call, ctx)
+        if method in _SAME_PLACE:
+            return on_host(func.value, ctx, depth + 1)
+    name = ctx.qualified_name(func) or dotted_name(func) or ""
+    root, _, leaf = name.rpartition(".")
+    if root in ("numpy", "np") or name.startswith("numpy."):
+        return True
+    if root == "torch" and leaf in _FACTORIES:
+        device = _keyword(call, "device")
+        if device is not None:
+            return _is_cpu(device, ctx)
+        if leaf in _LIKE and call.args:
+            return on_host(call.args[0].value, ctx, depth + 1)
+        return True  # torch factories allocate on the CPU unless told otherwise
+    return False
+
+
+def _targets_host(call: cst.Call, ctx: FileContext) -> bool:
+    device = _keyword(call, "device")
+    if device is None and call.args and call.args[0].keyword is None:
+        device = call.args[0].value
+    return device is not None and _is_cpu(device, ctx)
+
+
+def _is_cpu(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    text = ctx.code(expr).strip()
+    return bool(re.fullmatch(r"""['"]cpu['"]|torch\.device\(\s*['"]cpu['"]\s*\)""", text))
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
+    """Inside ``if name.is_cpu:`` or ``if name.device.type == "cpu":``."""
+    for branch in guarded_by(name, ctx):
+        text = ctx.code(branch.test)
+        if re.search(rf"\b{re.escape(name.value)}\.(is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])", text):
+            return True
+    return False
+
+
+def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return False
+    values = [
+        node.value
+        for node in subtree(function.body)
+        if isinstance(node, cst.Assign)
+        and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets)
+    ]
+    return bool(values) and all(on_host(value, ctx, depth + 1) for value in values)
