@@ -56,6 +56,8 @@ def review(request: ReviewRequest) -> ReviewResult:
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
     kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
+    kept, repeats = group_repeats(kept)
+    drops.extend(repeats)
     return ReviewResult(
         change=change,
         library_version=library.version,
@@ -153,6 +155,39 @@ def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet,
         for index in indexes[new_allowed:]:
             result[index] = replace(result[index], status="pre-existing")
     return result
+
+
+def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
+    """One new finding per rule per function: the first, naming the lines of the others.
+
+    A reviewer acts once on a function that repeats one mistake; the repeats go to
+    ``drops``. Module-level findings, suppressed and pre-existing ones stay as they are."""
+    ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
+    first: dict[tuple[str, str, str], int] = {}
+    kept: list[Finding] = []
+    repeats: list[Drop] = []
+    for finding in ordered:
+        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":
+            kept.append(finding)
+            continue
+        key = (finding.path, finding.rule_id, finding.definition)
+        if key not in first:
+            first[key] = len(kept)
+            kept.append(finding)
+            continue
+        index = first[key]
+        if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
+            kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
+        repeats.append(Drop(finding, "repeat-in-function"))
+    return [_name_repeats(f) for f in kept], repeats
+
+
+def _name_repeats(finding: Finding) -> Finding:
+    if not finding.also_at:
+        return finding
+    lines = ", ".join(str(line) for line in finding.also_at)
+    where = "line" if len(finding.also_at) == 1 else "lines"
+    return replace(finding, impact=f"{finding.impact} The same at {where} {lines} of `{finding.definition}`.")
 
 
 def _check_names(config: Config, library) -> None:

@@ -121,6 +121,8 @@ class Finding:
     execution: str = ""
     execution_evidence: str = ""
     confidence: str = ""  # the rule's confidence, lowered where the execution is unknown
+    # Lines of the same rule's other new findings in the same function, reported here once.
+    also_at: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class Drop:
     """A finding that was not reported, and why."""
 
     finding: Finding
-    reason: Literal["outside-change", "ignored-by-config", "baseline"]
+    reason: Literal["outside-change", "ignored-by-config", "baseline", "repeat-in-function"]
 
 
 @dataclass(frozen=True)

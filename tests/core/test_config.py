@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.config import DEFAULT_HOT_PATHS, load_config
+from rltrefactor.config import DEFAULT_COLD_PATHS, DEFAULT_HOT_PATHS, load_config
 from rltrefactor.errors import ConfigError
 from rltrefactor.globs import matches
 
@@ -22,7 +22,7 @@ def test_values_are_read_and_resolved(tmp_path):
     config = load_config(str(tmp_path))
     assert config.select == ("device-residency",)
     assert config.fail_on == "error"
-    assert "engine/core/**" in config.hot_paths and "**/worker/**" in config.hot_paths
+    assert config.hot_paths == ("engine/core/**",)
     assert config.rule_dirs == (str(tmp_path / "review" / "rules"),)
     assert config.per_path_ignores == {"legacy/**": ("interfaces",)}
 
@@ -57,20 +57,36 @@ def test_invalid_toml(tmp_path):
         load_config(str(tmp_path))
 
 
+def test_no_path_is_hot_by_default_where_code_runs_is_read_from_the_code():
+    assert DEFAULT_HOT_PATHS == ()
+
+
 @pytest.mark.parametrize(
-    "path, hot",
+    "path, cold",
     [
-        ("vllm/v1/worker/gpu_model_runner.py", True),
-        ("vllm/model_executor/layers/sampler.py", True),
-        ("sglang/srt/layers/attention/flashinfer_backend.py", True),
-        ("vllm_ascend/worker/model_runner_v1.py", True),
-        ("vllm/entrypoints/openai/api_server.py", False),
-        ("vllm/config.py", False),
-        ("docs/source/conf.py", False),
+        ("examples/offline_inference.py", True),
+        ("vllm/benchmarks/serve.py", True),
+        ("scripts/convert.py", True),
+        ("vllm/v1/worker/gpu_model_runner.py", False),
+        ("verl/tools/utils/tool_registry.py", False),
     ],
 )
-def test_default_hot_paths_cover_usual_engine_layouts(path, hot):
-    assert matches(path, DEFAULT_HOT_PATHS) is hot
+def test_default_cold_paths_hold_code_that_never_serves(path, cold):
+    assert matches(path, DEFAULT_COLD_PATHS) is cold
+
+
+def test_cold_paths_and_hot_functions_are_read(tmp_path):
+    _write(tmp_path, 'cold-paths = ["tools/**"]\nextend-cold-paths = ["legacy/**"]\nhot-functions = ["run_engine_loop"]\n')
+    config = load_config(str(tmp_path))
+    assert config.cold_paths == ("tools/**", "legacy/**")
+    assert "run_engine_loop" in config.hot_functions and "forward" in config.hot_functions
+
+
+def test_invalid_hot_function_regex_names_the_key(tmp_path):
+    _write(tmp_path, 'hot-functions = ["step("]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path))
+    assert "hot-functions: invalid regular expression 'step('" in str(info.value) and "pyproject.toml:5" in str(info.value)
 
 
 def test_glob_semantics():

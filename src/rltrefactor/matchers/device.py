@@ -9,7 +9,7 @@ import libcst as cst
 
 from .base import FileContext, Match
 from .context import in_cold_code, in_per_step_function, subtree
-from .residency import on_host
+from .residency import on_host, residency_companions
 from .imports import dotted_name
 from .options import Option
 
@@ -42,6 +42,9 @@ class TensorToHostConversion:
         self.prefilter = tuple(f"{name}(" for name in sorted(self.reductions)) + tuple(
             name.rpartition(".")[2] + "(" for name in sorted(self.host_returning)
         )
+
+    def companions(self, text: str) -> set[str]:
+        return residency_companions(text)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):

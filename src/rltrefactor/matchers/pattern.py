@@ -29,7 +29,7 @@ import libcst as cst
 from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
-from .residency import on_host
+from .residency import on_host, residency_companions
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
@@ -62,11 +62,13 @@ class Block:
 
 
 class PatternMatcher:
-    def __init__(self, rule_id: str, block: Block) -> None:
+    def __init__(self, rule_id: str, block: Block, *, reads_residency: bool = False) -> None:
         self.rule_id = rule_id
         self.block = block
         self.prefilter = block.tokens
         self.reads = "header" if block.header_only else "function"
+        # ``on-host`` constraints read how the receivers were assigned.
+        self.companions = residency_companions if reads_residency else None
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for anchor in self.block.anchors:
@@ -77,7 +79,15 @@ class PatternMatcher:
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
-    return PatternMatcher(rule_id, compile_block(block, line))
+    return PatternMatcher(rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"))
+
+
+def _mentions(data: Any, key: str) -> bool:
+    if isinstance(data, dict):
+        return key in data or any(_mentions(value, key) for value in data.values())
+    if isinstance(data, list):
+        return any(_mentions(item, key) for item in data)
+    return False
 
 
 def _line(data: Any, key: str | int | None, default: int | None) -> int | None:

@@ -1,7 +1,7 @@
 """Where a tensor lives, as far as one function shows it: on the host, or unknown.
 
 A value is known to be on the host when it is, or is a view of, or was assigned from:
-``.cpu()``, ``.numpy()``, ``.tolist()``, a ``torch`` factory called without a device or
+``.cpu()``, ``.numpy()``, ``.tolist()``, a join (``torch.cat``) of host values, a ``torch`` factory called without a device or
 with ``device="cpu"`` (or ``pin_memory=True``), ``torch.from_numpy(...)``, a numpy call,
 a name that says so (``x_cpu``, ``host_x``, ``x_np``), or a value guarded by
 ``if x.is_cpu:``. Every assignment of a name in the function must agree; anything else
@@ -22,13 +22,15 @@ HOST_NAMES = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])|\.to
 # Methods whose result lives where their receiver lives.
 _SAME_PLACE = frozenset(
     "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
-    "permute transpose t expand narrow select split chunk to_dense type_as".split()
+    "permute transpose t expand narrow select split chunk to_dense type_as "
+    "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round".split()
 )
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty full arange linspace rand randn randint zeros_like ones_like empty_like "
     "full_like from_numpy frombuffer".split()
 )
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 _DEPTH = 4
 
@@ -41,6 +43,12 @@ def on_host(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
         return True
     if isinstance(expr, cst.Subscript):
         return on_host(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):  # a host tensor only combines with host values
+        return on_host(expr.left, ctx, depth + 1) or on_host(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.ListComp):
+        return on_host(expr.elt, ctx, depth + 1)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(isinstance(e, cst.Element) and on_host(e.value, ctx, depth + 1) for e in expr.elements)
     if isinstance(expr, cst.Call):
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
@@ -62,6 +70,8 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     root, _, leaf = name.rpartition(".")
     if root in ("numpy", "np") or name.startswith("numpy."):
         return True
+    if root == "torch" and leaf in _JOINS and call.args:
+        return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch" and leaf in _FACTORIES:
         device = _keyword(call, "device")
         if device is not None:
@@ -101,13 +111,51 @@ def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
 
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
+    """The last assignment of ``name`` before this use, in source order, puts it on the host."""
     function = ctx.enclosing_function(name)
     if function is None:
         return False
-    values = [
-        node.value
-        for node in subtree(function.body)
-        if isinstance(node, cst.Assign)
-        and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets)
-    ]
-    return bool(values) and all(on_host(value, ctx, depth + 1) for value in values)
+    value = None
+    for node in _events(function, ctx).get(name.value, ()):
+        if node is name:
+            break
+        if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
+            value = node.value
+    return value is not None and on_host(value, ctx, depth + 1)
+
+
+def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
+    """Per name, its assignments (``Assign``) and uses (``Name``) in source order; built
+    once per function and file context."""
+    cache = ctx.__dict__.setdefault("_residency_events", {})
+    found = cache.get(id(function))
+    if found is None:
+        found = {}
+        for node in subtree(function.body):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        found.setdefault(target.target.value, []).append(node)
+            elif isinstance(node, cst.Name):
+                found.setdefault(node.value, []).append(node)
+        cache[id(function)] = found
+    return found
+
+
+def _holds(assign: cst.CSTNode, name: cst.Name, ctx: FileContext) -> bool:
+    return any(ancestor is assign for ancestor in ctx.ancestors(name))
+
+
+# Identifiers that are not called (``f(``) nor reached through another name (``.f``).
+_VALUE_NAME = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\b(?![ \t]*\()")
+_NOT_LOCAL = frozenset(
+    "self cls torch np numpy math and or not in is if else for None True False return lambda await".split()
+)
+
+
+def residency_companions(text: str) -> set[str]:
+    """Names whose assignments residency inference reads: the values on a token's first
+    line (``lengths`` in ``lengths.max().item()``). Statement planning keeps the lines
+    that mention them, so the assignment that says where a value lives is parsed."""
+    first_line = text.split("\n", 1)[0]
+    return {name for name in _VALUE_NAME.findall(first_line) if name not in _NOT_LOCAL}

@@ -1,0 +1,125 @@
+"""The execution-context stage: where each function runs, and the evidence."""
+
+from __future__ import annotations
+
+import textwrap
+
+from rltrefactor.execution import execution_map
+from rltrefactor.source import parse_tree
+
+ENGINE = textwrap.dedent(
+    """
+    import functools
+    import torch
+
+
+    class Attention(torch.nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.scale = self._make_scale(dim)
+
+        def _make_scale(self, dim):
+            return dim ** -0.5
+
+        def forward(self, q, k):
+            return self._scores(q, k)
+
+        def _scores(self, q, k):
+            def softmax(x):
+                return x.softmax(-1)
+            return softmax(q @ k.T * self.scale)
+
+        def load_weights(self, weights):
+            self._copy(weights)
+
+        def _copy(self, weights):
+            pass
+
+
+    class Runner:
+        def execute_model(self, batch):
+            return prepare_batch(batch)
+
+        def helper(self, x):
+            return x
+
+        def test_against_reference(self):
+            return self.helper(1)
+
+        @functools.lru_cache
+        def rope_table(self, n):
+            return torch.arange(n)
+
+        @torch.inference_mode()
+        def generate(self, prompts):
+            return prompts
+
+
+    def prepare_batch(batch):
+        return batch
+
+
+    def autotune_block_size():
+        return 64
+
+
+    def main():
+        Runner().execute_model(None)
+    """
+)
+
+
+def _kinds(text: str = ENGINE, **options) -> dict[str, tuple[str, str]]:
+    found = execution_map(parse_tree(text), **options)
+    return {f.qualname: (f.kind, f.evidence) for f in found.functions}
+
+
+def test_roots_and_their_callees_run_per_step():
+    kinds = _kinds()
+    assert kinds["Attention.forward"] == ("per-step", "forward of Attention runs per step")
+    assert kinds["Attention._scores"] == ("per-step", "called from Attention.forward")
+    assert kinds["Attention._scores.<locals>.softmax"][0] == "per-step"
+    assert kinds["Runner.execute_model"][0] == "per-step"
+    assert kinds["prepare_batch"] == ("per-step", "called from Runner.execute_model")
+    assert kinds["Runner.generate"] == ("per-step", "a compiled kernel or inference-mode function")
+
+
+def test_set_up_and_cached_functions_and_their_private_helpers_run_once():
+    kinds = _kinds()
+    assert kinds["Attention.__init__"][0] == "one-time"
+    assert kinds["Attention._make_scale"] == ("one-time", "only called from Attention.__init__")
+    assert kinds["Attention.load_weights"][0] == "one-time"
+    assert kinds["Attention._copy"][0] == "one-time"
+    assert kinds["Runner.rope_table"] == ("one-time", "a cached function runs once per argument set")
+
+
+def test_tests_tuning_and_scripts_are_offline():
+    kinds = _kinds()
+    assert kinds["Runner.test_against_reference"][0] == "offline"
+    assert kinds["autotune_block_size"][0] == "offline"
+    assert kinds["main"] == ("offline", "a script's `main`")
+
+
+def test_a_public_helper_called_only_from_offline_code_stays_unknown():
+    # It may be called per step from another module.
+    assert _kinds()["Runner.helper"] == ("unknown", "")
+
+
+def test_module_level_forward_function_is_not_a_root():
+    kinds = _kinds("def forward(x):\n    return x\n")
+    assert kinds["forward"] == ("unknown", "")
+
+
+def test_configured_hot_functions_and_file_overrides():
+    text = "class Loop:\n    def run_engine_loop(self):\n        return 1\n\n    def other(self):\n        return 2\n"
+    assert _kinds(text)["Loop.run_engine_loop"][0] == "unknown"
+    assert _kinds(text, hot_functions=("run_engine_loop",))["Loop.run_engine_loop"][0] == "per-step"
+    assert _kinds(text, per_step_file=True)["Loop.other"] == ("per-step", "the file is under hot-paths")
+    assert _kinds(text, offline_file=True)["Loop.run_engine_loop"] == ("offline", "the file is under cold-paths")
+
+
+def test_lookup_by_line_finds_the_innermost_function():
+    found = execution_map(parse_tree(ENGINE))
+    line = ENGINE.splitlines().index("        def softmax(x):") + 2
+    assert found.at(line).qualname == "Attention._scores.<locals>.softmax"
+    assert found.at(1) is None
