@@ -9,7 +9,7 @@ from typing import Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
-from .config import Config, default_cache_dir, load_config
+from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
 from .errors import ConfigError
 from .globs import matches
@@ -43,7 +43,7 @@ def review(request: ReviewRequest) -> ReviewResult:
     )
     config = load_config(change.repo_root or request.repo, request.overrides)
     library = load_library(config.rule_dirs)
-    _check_names(config, library)
+    check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules))
     loaded = time.perf_counter()
@@ -153,18 +153,6 @@ def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet,
         for index in indexes[new_allowed:]:
             result[index] = replace(result[index], status="pre-existing")
     return result
-
-
-def _check_names(config: Config, library) -> None:
-    known = {rule.id for rule in library.rules} | {rule.area for rule in library.rules}
-    named = list(config.select) + list(config.ignore)
-    named += [n for names in config.per_path_ignores.values() for n in names]
-    for name in named:
-        if name not in known:
-            raise ConfigError(
-                f"{config.source}: unknown rule or area {name!r} in select/ignore; "
-                "list them with 'rltrefactor rules list'"
-            )
 
 
 @dataclass(frozen=True)

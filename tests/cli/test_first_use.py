@@ -31,6 +31,60 @@ def test_output_to_a_directory_is_a_usage_error(repo, cli, tmp_path):
     assert line == f"rltrefactor: {tmp_path}: cannot write: is a directory; give a file name, e.g. {tmp_path}/report.txt"
 
 
+def test_select_typo_on_the_command_line_blames_the_flag_and_suggests(repo, cli):
+    _base(repo)
+    repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on = 'error'\n")
+    line = _one_line(cli("review", "--diff", "HEAD", "--select", "host-synk", cwd=repo.path))
+    assert line == "rltrefactor: --select: unknown rule or area 'host-synk'; did you mean 'host-sync-in-hot-path'?"
+    line = _one_line(cli("review", "--diff", "HEAD", "--ignore", "device-residncy", cwd=repo.path))
+    assert line == "rltrefactor: --ignore: unknown rule or area 'device-residncy'; did you mean 'device-residency'?"
+
+
+def test_select_typo_in_pyproject_names_the_file_and_line_and_suggests(repo, cli):
+    _base(repo)
+    repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on = 'error'\nselect = ['host-synk']\n")
+    line = _one_line(cli("review", "--diff", "HEAD", cwd=repo.path))
+    assert line.endswith(
+        "pyproject.toml:3: [tool.rltrefactor] select: unknown rule or area 'host-synk'; "
+        "did you mean 'host-sync-in-hot-path'?"
+    )
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        ('[tool.rltrefactor.per-path-ignores]\n"legacy/**" = ["interface"]\n',
+         "pyproject.toml:3: [tool.rltrefactor.per-path-ignores] 'legacy/**': unknown rule or area 'interface'; "
+         "did you mean 'interfaces'?"),
+        ('[tool.rltrefactor.rule-options.abbreviated-identifer]\nabbreviations = { rid = "request_id" }\n',
+         "pyproject.toml:2: [tool.rltrefactor.rule-options.abbreviated-identifer]: unknown rule "
+         "'abbreviated-identifer' (did you mean 'abbreviated-identifier'?); list the ids with 'rltrefactor rules list'"),
+        ('[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbrevations = { rid = "request_id" }\n',
+         "pyproject.toml:3: [tool.rltrefactor.rule-options.abbreviated-identifier]: matcher 'abbreviated-new-name': "
+         "unknown option 'abbrevations' (did you mean 'abbreviations'?); known options: abbreviations"),
+        ('[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = ["rid"]\n',
+         "pyproject.toml:3: [tool.rltrefactor.rule-options.abbreviated-identifier]: matcher 'abbreviated-new-name': "
+         "option 'abbreviations' must be a mapping of strings to strings (got ['rid']); fix the value"),
+        ('[tool.rltrefactor.rule-options.host-sync-in-hot-path]\nallowed = ["x"]\n',
+         "pyproject.toml:2: [tool.rltrefactor.rule-options.host-sync-in-hot-path]: "
+         "rule 'host-sync-in-hot-path' takes no options; delete the table"),
+    ],
+)
+def test_rule_names_and_options_in_pyproject_are_checked_there(repo, cli, table, message):
+    _base(repo)
+    repo.write("pyproject.toml", "[tool.rltrefactor]\n" + table)
+    line = _one_line(cli("review", "--diff", "HEAD", cwd=repo.path))
+    assert line.endswith(message) and "rules/" not in line
+
+
+def test_rule_options_from_pyproject_reach_the_matcher(repo, cli):
+    _base(repo)
+    repo.write("pyproject.toml", '[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = { xq = "query" }\n')
+    repo.write(HOT, CLEAN.replace("    return x * 2\n", "    xq = x * 2\n    return xq\n"))
+    found = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()["findings"]
+    assert [f["rule"] for f in found] == ["abbreviated-identifier"]
+
+
 def test_output_files_respect_the_umask(repo, cli, tmp_path):
     repo.write(HOT, SYNCING)
     repo.commit("base")
