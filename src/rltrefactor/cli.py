@@ -27,6 +27,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """Unknown arguments are blamed on the (sub)command that was given them."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = getattr(parsed, "command_parser", self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}{_near_option(owner, extras[0])}")
+        return parsed
+
+
+def _near_option(parser: argparse.ArgumentParser, given: str) -> str:
+    from .library.fields import closest
+
+    if not given.startswith("--"):
+        return ""
+    near = closest(given.split("=")[0], [o for o in parser._option_string_actions if o.startswith("--")])
+    return f"; did you mean {near}?" if near else ""
+
 
 def _add_change_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("change source (one of)")
@@ -86,6 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rltrefactor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     review = commands.add_parser("review", help="review a change against the rule library", epilog=EXIT_CODES)
+    review.set_defaults(command_parser=review)
     _add_change_source(review)
     _add_review_options(review)
     perf = commands.add_parser("perf", help="measure the device syncs, copies and allocations a change adds")
@@ -94,12 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--output", "-o", metavar="FILE")
     perf.add_argument("--fail-on", choices=("error", "warning", "info"))
     _add_perf_options(perf)
-    perf.set_defaults(handler=_run_perf)
+    perf.set_defaults(handler=_run_perf, command_parser=perf)
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)
-    baseline.set_defaults(handler=_run_baseline, scope="lines", fail_on=None, select=(), ignore=())
+    baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None, select=(), ignore=())
     from .cli_rules import add_rules_parser
 
     add_rules_parser(commands)

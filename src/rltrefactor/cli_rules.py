@@ -46,7 +46,7 @@ def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
 def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentParser:
     parser = actions.add_parser(name, help=help_text)
     parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=handler, command_parser=parser)
     return parser
 
 

@@ -85,6 +85,14 @@ def test_rule_options_from_pyproject_reach_the_matcher(repo, cli):
     assert [f["rule"] for f in found] == ["abbreviated-identifier"]
 
 
+@pytest.mark.parametrize("command", [("review",), ("rules", "list"), ("baseline",)])
+def test_unknown_option_points_to_the_subcommand_help(repo, cli, command):
+    line = _one_line(cli(*command, "--formt", cwd=repo.path))
+    where = " ".join(command)
+    hint = "; did you mean --format?" if command != ("baseline",) else ""
+    assert line == f"rltrefactor {where}: error: unrecognized arguments: --formt{hint} (see rltrefactor {where} --help)"
+
+
 def test_output_files_respect_the_umask(repo, cli, tmp_path):
     repo.write(HOT, SYNCING)
     repo.commit("base")
