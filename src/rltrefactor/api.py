@@ -56,11 +56,15 @@ def review(request: ReviewRequest) -> ReviewResult:
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
     kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
+    # A file with a recorded error (syntax, encoding, size, a matcher that gave up) was
+    # not fully reviewed: it is counted apart, never as reviewed.
+    unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
     return ReviewResult(
         change=change,
         library_version=library.version,
         rules_run=rules,
-        files_reviewed=tuple(o.path for o in outcomes),
+        files_reviewed=tuple(o.path for o in outcomes if o.path not in unreviewable),
+        files_unreviewable=unreviewable,
         findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
         drops=tuple(drops),
         errors=tuple(errors),
@@ -71,6 +75,7 @@ def review(request: ReviewRequest) -> ReviewResult:
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
         fail_on=config.fail_on,  # type: ignore[arg-type]
+        fail_on_unreviewable=config.fail_on_unreviewable,
     )
 
 

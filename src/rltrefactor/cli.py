@@ -61,6 +61,8 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
                         help="which findings count as part of the change (default: lines the change adds)")
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
     parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
+    parser.add_argument("--fail-on-unreviewable", action="store_true",
+                        help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
     parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to run")
     parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
@@ -117,7 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)
-    baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None, select=(), ignore=())
+    baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
+                          fail_on_unreviewable=False, select=(), ignore=())
     from .cli_rules import add_rules_parser
 
     add_rules_parser(commands)
@@ -161,7 +164,8 @@ def _request(args: argparse.Namespace):
         staged=args.staged,
         paths=tuple(args.paths),
         scope=args.scope,
-        overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore},
+        overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore,
+                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None},
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
@@ -207,7 +211,7 @@ def _run_review(args: argparse.Namespace) -> int:
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args), args.output)
-    return EXIT_FINDINGS if result.failing else EXIT_CLEAN
+    return EXIT_FINDINGS if result.gate_failed else EXIT_CLEAN
 
 
 def _perf_request(args: argparse.Namespace):

@@ -43,6 +43,7 @@ class Config:
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: str = "warning"
+    fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
     source: str = "defaults"  # the file the values came from, for error messages
 
@@ -59,6 +60,7 @@ _KEYS = {
     "rule-dirs": "list of directories",
     "rule-options": "table of rule id = {option = value}",
     "fail-on": "one of error, warning, info",
+    "fail-on-unreviewable": "true or false",
     "perf-hooks": "a directory",
 }
 
@@ -125,6 +127,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
+        fail_on_unreviewable=bool(get("fail-on-unreviewable")),
         perf_hooks=get("perf-hooks") or "perf_hooks",
         source=path if table else "defaults",
     )
@@ -135,21 +138,24 @@ def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
     if value is None:
         return None
     expected = _KEYS[key]
-    ok = (
-        isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if expected.startswith("list")
-        else isinstance(value, dict)
-        if expected.startswith("table")
-        else isinstance(value, str)
-    )
+    if expected.startswith("list"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif expected.startswith("table"):
+        ok = isinstance(value, dict)
+    else:
+        ok = isinstance(value, bool) if expected == "true or false" else isinstance(value, str)
     if key == "per-path-ignores" and ok:
         ok = all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values())
     if not ok:
         raise ConfigError(
-            f"{_where(path, text, key)}: [tool.rltrefactor] {key}: expected a {expected} "
+            f"{_where(path, text, key)}: [tool.rltrefactor] {key}: expected {_article(expected)} "
             f"(got {value!r}); fix the value"
         )
     return value
+
+
+def _article(expected: str) -> str:
+    return expected if expected.startswith(("one of", "true")) else f"a {expected}"
 
 
 def _check_glob(glob: str, path: str, text: str, key: str) -> None:

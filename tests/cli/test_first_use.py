@@ -93,6 +93,36 @@ def test_unknown_option_points_to_the_subcommand_help(repo, cli, command):
     assert line == f"rltrefactor {where}: error: unrecognized arguments: --formt{hint} (see rltrefactor {where} --help)"
 
 
+BROKEN = {
+    "syntax": b"def f(:\n    pass\n",
+    "encoding": b"x = '\xff\xfe'\n",
+    "size": b"x = 1\n" * (2 * 1024 * 1024 // 6 + 1),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_an_unreviewable_file_is_counted_apart_and_can_fail_the_run(repo, cli, kind):
+    _base(repo)
+    repo.write("model_executor/broken.py", BROKEN[kind])
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 0
+    assert "0 files reviewed · 1 file could not be reviewed ·" in result.out.splitlines()[-1]
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    assert document["reviewed"]["files"] == [] and document["reviewed"]["unreviewable"] == ["model_executor/broken.py"]
+    assert document["summary"]["unreviewable"] == 1
+    gated = cli("review", "--diff", "HEAD", "--fail-on-unreviewable", cwd=repo.path)
+    assert gated.code == 1 and "could not be reviewed (--fail-on-unreviewable)" in gated.out
+    repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on-unreviewable = true\n")
+    assert cli("review", "--diff", "HEAD", cwd=repo.path).code == 1
+
+
+def test_reviewable_files_do_not_trip_the_unreviewable_gate(repo, cli):
+    _base(repo)
+    repo.write(HOT, CLEAN + "\n\ndef other():\n    return 1\n")
+    result = cli("review", "--diff", "HEAD", "--fail-on-unreviewable", cwd=repo.path)
+    assert result.code == 0 and "1 file reviewed" in result.out and "could not" not in result.out
+
+
 def test_output_files_respect_the_umask(repo, cli, tmp_path):
     repo.write(HOT, SYNCING)
     repo.commit("base")

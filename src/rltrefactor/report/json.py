@@ -51,6 +51,7 @@ def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
             "base": change.base,
             "head": change.head.ref if change.head.kind == "git" else change.head.kind,
             "files": list(result.files_reviewed),
+            "unreviewable": list(result.files_unreviewable),
         },
         "findings": [
             finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
@@ -62,6 +63,8 @@ def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
             "suppressed": sum(f.suppressed for f in result.findings),
             "pre_existing": sum(f.status == "pre-existing" for f in result.findings),
             "fail_on": result.fail_on,
+            "unreviewable": len(result.files_unreviewable),
+            "fail_on_unreviewable": result.fail_on_unreviewable,
         },
     }
     if result.perf is not None:

@@ -95,9 +95,14 @@ def _summary(result: ReviewResult, shown: list[Finding]) -> Text:
         parts.append(f"{suppressed} suppressed")
     if preexisting:
         parts.append(f"{preexisting} pre-existing (--show-preexisting)")
-    if result.errors:
-        parts.append(f"{len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}")
+    unreviewable = len(result.files_unreviewable)
+    if unreviewable:
+        gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""
+        parts.append(f"{unreviewable} file{'s' if unreviewable != 1 else ''} could not be reviewed{gate}")
+    other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
+    if other_errors:
+        parts.append(f"{other_errors} other error{'s' if other_errors != 1 else ''}")
     parts.append(f"library {result.library_version}")
     parts.append(f"{result.timings.get('total', 0.0):.2f} s")
-    style = "bold red" if failing else "bold green"
+    style = "bold red" if result.gate_failed else "bold green"
     return Text(" · ".join(parts), style=style)
