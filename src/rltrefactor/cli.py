@@ -199,19 +199,26 @@ def _run_review(args: argparse.Namespace) -> int:
         _print_rule_profile(result)
     if args.perf:
         result = _add_perf(result, args)
+    baseline = None
     if args.baseline:
-        from .baseline import apply_baseline, load_baseline
+        from .baseline import BaselineReport, apply_baseline, load_baseline
 
         result, stale = apply_baseline(result, load_baseline(args.baseline))
-        for entry in stale:
-            print(f"rltrefactor: stale baseline entry: {entry.path}: {entry.rule} in {entry.definition} "
-                  f"no longer matches; regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
+        baseline = BaselineReport(args.baseline, sum(d.reason == "baseline" for d in result.drops), stale)
+        if baseline.stale:
+            print(f"rltrefactor: {_count(len(baseline.stale), 'stale baseline entry', 'stale baseline entries')} "
+                  f"(recorded findings that no longer occur; --format json lists them); "
+                  f"regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
-    write_report(render(result, args), args.output)
+    write_report(render(result, args, baseline), args.output)
     return EXIT_FINDINGS if result.gate_failed else EXIT_CLEAN
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _perf_request(args: argparse.Namespace):
@@ -299,11 +306,11 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
     )
 
 
-def render(result, args: argparse.Namespace) -> str:
+def render(result, args: argparse.Namespace, baseline=None) -> str:
     if args.format == "json":
         from .report.json import render_json
 
-        return render_json(result)
+        return render_json(result, baseline=baseline)
     if args.format == "sarif":
         from .report.links import DEFAULT_DOCS_URL, remote_url
         from .report.sarif import render_sarif

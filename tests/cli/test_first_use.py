@@ -136,3 +136,29 @@ def test_output_files_respect_the_umask(repo, cli, tmp_path):
     os.chmod(body, 0o600)  # an existing file keeps its mode
     cli("review", "model_executor", "--format", "markdown", "--update-pr-body", str(body), cwd=repo.path)
     assert stat.S_IMODE(body.stat().st_mode) == 0o600
+
+
+def test_baseline_default_file_is_the_documented_one(repo, cli):
+    repo.write(HOT, SYNCING)
+    repo.commit("base")
+    result = cli("baseline", cwd=repo.path)
+    assert result.code == 0 and (repo.path / ".rltrefactor-baseline.json").is_file()
+    assert "--baseline .rltrefactor-baseline.json" in (ROOT / "README.md").read_text()
+
+
+def test_stale_baseline_entries_are_one_line_and_listed_in_json(repo, cli, tmp_path):
+    repo.write(HOT, SYNCING + "\n\ndef second(x):\n    return x.max().item()\n")
+    repo.commit("base")
+    baseline = tmp_path / "baseline.json"
+    cli("baseline", "-o", str(baseline), cwd=repo.path)
+    repo.write(HOT, CLEAN)
+    for args in ((), ("-q",)):
+        result = cli("review", "model_executor", "--baseline", str(baseline), *args, cwd=repo.path)
+        assert result.code == 0
+        assert result.err.strip().splitlines() == [
+            f"rltrefactor: 2 stale baseline entries (recorded findings that no longer occur; --format json lists them); "
+            f"regenerate {baseline} with 'rltrefactor baseline'"
+        ]
+    document = cli("review", "model_executor", "--baseline", str(baseline), "--format", "json", cwd=repo.path).json()
+    assert document["baseline"]["matched"] == 0
+    assert sorted(e["definition"] for e in document["baseline"]["stale"]) == ["forward", "second"]

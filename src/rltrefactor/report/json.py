@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..types import Finding, ReviewResult
+
+if TYPE_CHECKING:
+    from ..baseline import BaselineReport
 
 SCHEMA = "rltrefactor/review/v1"
 
@@ -40,7 +44,9 @@ def finding_record(finding: Finding) -> dict:
     return record
 
 
-def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
+def render_json(
+    result: ReviewResult, *, show_preexisting: bool = True, baseline: "BaselineReport | None" = None
+) -> str:
     change = result.change
     document = {
         "schema": SCHEMA,
@@ -67,6 +73,8 @@ def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
             "fail_on_unreviewable": result.fail_on_unreviewable,
         },
     }
+    if baseline is not None:
+        document["baseline"] = baseline.to_dict()
     if result.perf is not None:
         perf = result.perf
         document["perf"] = {
