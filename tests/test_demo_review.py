@@ -78,3 +78,7 @@ def test_markdown_summary_links_lines_at_the_head_sha(tmp_path, cli):
     assert {(sha, path, int(line)) for sha, path, line in links} >= {(head, "loopy/worker/model_runner.py", 87)}
     assert len({(p, l) for _, p, l in links}) == 5
     assert "#host-sync-in-hot-path" in result.out
+    # The checklist: manual rules of the findings' areas, and loop semantics (a looped engine).
+    checklist = result.out.split("### Manual checklist", 1)[1]
+    assert "per-depth-kv-validity" in checklist and "staging-buffer-not-persistent" in checklist
+    assert "duplicated-computation-diverging-state" not in checklist and "partial-failure-leaves-state" not in checklist

@@ -63,6 +63,8 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
+    parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
+                        help="markdown: manual checklist of the areas the change touches (default) or of every area")
     parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to run")
     parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
@@ -303,7 +305,19 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
         remote_url=remote_url(result.change.repo_root or args.repo),
         docs_url=args.docs_url or DEFAULT_DOCS_URL,
         show_preexisting=args.show_preexisting,
+        looped=args.checklist != "all" and _changes_looped_code(change),
+        all_manual=args.checklist == "all",
     )
+
+
+def _changes_looped_code(change) -> bool:
+    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
+    from .report.markdown import looks_looped
+    from .source import read_sources
+
+    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]
+    texts = read_sources(change, paths).values() if paths else ()
+    return looks_looped(text for text in texts if isinstance(text, str))
 
 
 def render(result, args: argparse.Namespace, baseline=None) -> str:

@@ -162,3 +162,16 @@ def test_stale_baseline_entries_are_one_line_and_listed_in_json(repo, cli, tmp_p
     document = cli("review", "model_executor", "--baseline", str(baseline), "--format", "json", cwd=repo.path).json()
     assert document["baseline"]["matched"] == 0
     assert sorted(e["definition"] for e in document["baseline"]["stale"]) == ["forward", "second"]
+
+
+def test_manual_checklist_follows_the_change(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING)
+    plain = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out
+    assert "staging-buffer-not-persistent" in plain  # the area of the finding
+    assert "per-depth-kv-validity" not in plain and "partial-failure-leaves-state" not in plain
+    every = cli("review", "--diff", "HEAD", "--format", "markdown", "--checklist", "all", cwd=repo.path).out
+    assert "per-depth-kv-validity" in every and "partial-failure-leaves-state" in every
+    repo.write(HOT, SYNCING.replace("    y = x * 2\n", "    for depth in range(num_loops):\n        x = x * 2\n    y = x\n"))
+    looped = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out
+    assert "per-depth-kv-validity" in looped and "partial-failure-leaves-state" not in looped
