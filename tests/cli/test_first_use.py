@@ -164,6 +164,28 @@ def test_stale_baseline_entries_are_one_line_and_listed_in_json(repo, cli, tmp_p
     assert sorted(e["definition"] for e in document["baseline"]["stale"]) == ["forward", "second"]
 
 
+def test_preexisting_hint_names_the_flag_only_while_hidden(repo, cli):
+    repo.write(HOT, SYNCING)
+    base = repo.commit("base")
+    repo.write(HOT, SYNCING.replace("    y = x * 2\n", "    y = x * 2\n    if True:\n").replace("    return y", "        return y"))
+    head = repo.commit("move")
+    hidden = cli("review", "--diff", f"{base}..{head}", cwd=repo.path).out.splitlines()[-1]
+    assert "1 pre-existing (--show-preexisting)" in hidden
+    shown = cli("review", "--diff", f"{base}..{head}", "--show-preexisting", cwd=repo.path).out.splitlines()[-1]
+    assert "1 pre-existing ·" in shown and "--show-preexisting" not in shown
+
+
+def test_rules_list_has_a_header_and_rules_test_says_what_it_validated(repo, cli):
+    listing = cli("rules", "list", cwd=repo.path).out.splitlines()
+    assert listing[0].split() == ["ID", "AREA", "STATUS", "SEVERITY", "CHECK", "TITLE"]
+    assert listing[1].split()[0] == "foreign-private-state-write"
+    tested = cli("rules", "test", "host-sync-in-hot-path", cwd=repo.path)
+    assert tested.out.startswith(
+        "examples of 1 rule(s), each run through its matcher (a bad example must report exactly its marked lines, "
+        "a good one nothing): "
+    )
+
+
 def test_manual_checklist_follows_the_change(repo, cli):
     _base(repo)
     repo.write(HOT, SYNCING)

@@ -40,7 +40,7 @@ def render_text(
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
     if statistics:
         _print_statistics(console, shown)
-    console.print(_summary(result, shown))
+    console.print(_summary(result, shown, show_preexisting))
     return buffer.getvalue()
 
 
@@ -81,7 +81,7 @@ def _print_statistics(console: Console, shown: list[Finding]) -> None:
         console.print(f"{count:>5}  {severity:<8} {rule_id}")
 
 
-def _summary(result: ReviewResult, shown: list[Finding]) -> Text:
+def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool) -> Text:
     failing = len(result.failing)
     if not result.change.files:
         return Text("Nothing to review: the change is empty.")
@@ -94,7 +94,8 @@ def _summary(result: ReviewResult, shown: list[Finding]) -> Text:
     if suppressed:
         parts.append(f"{suppressed} suppressed")
     if preexisting:
-        parts.append(f"{preexisting} pre-existing (--show-preexisting)")
+        # The hint names the flag only while the pre-existing findings are hidden.
+        parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
     unreviewable = len(result.files_unreviewable)
     if unreviewable:
         gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""
