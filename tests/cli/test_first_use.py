@@ -197,3 +197,17 @@ def test_manual_checklist_follows_the_change(repo, cli):
     repo.write(HOT, SYNCING.replace("    y = x * 2\n", "    for depth in range(num_loops):\n        x = x * 2\n    y = x\n"))
     looped = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out
     assert "per-depth-kv-validity" in looped and "partial-failure-leaves-state" not in looped
+
+
+
+
+def test_declared_python_is_one_the_code_runs_on_and_the_readme_agrees():
+    import re
+    import tomllib
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    minimum = tuple(int(part) for part in re.fullmatch(r">=(\d+)\.(\d+)", declared).groups())
+    sources = [p.read_text() for p in (ROOT / "src" / "rltrefactor").rglob("*.py")]
+    if any(re.search(r"^\s*import tomllib", text, re.M) for text in sources):
+        assert minimum >= (3, 11), "the standard library's tomllib needs Python 3.11"
+    assert f"Python ≥ {minimum[0]}.{minimum[1]}," in (ROOT / "README.md").read_text()
