@@ -162,9 +162,10 @@ def _docs(args: argparse.Namespace) -> int:
 
     text = render_rules_markdown(_library(args))
     if args.output:
+        from .fileio import write_atomic
+
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_atomic(args.output, text)
     else:
         out.write(text)
     return 0

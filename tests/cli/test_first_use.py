@@ -31,6 +31,11 @@ def test_output_to_a_directory_is_a_usage_error(repo, cli, tmp_path):
     assert line == f"rltrefactor: {tmp_path}: cannot write: is a directory; give a file name, e.g. {tmp_path}/report.txt"
 
 
+def test_rules_docs_output_to_a_directory_is_a_usage_error(repo, cli, tmp_path):
+    line = _one_line(cli("rules", "docs", "-o", str(tmp_path), cwd=repo.path))
+    assert line.endswith(f"{tmp_path}: cannot write: is a directory; give a file name, e.g. {tmp_path}/report.txt")
+
+
 def test_select_typo_on_the_command_line_blames_the_flag_and_suggests(repo, cli):
     _base(repo)
     repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on = 'error'\n")
