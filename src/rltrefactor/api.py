@@ -56,14 +56,14 @@ def review(request: ReviewRequest) -> ReviewResult:
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
     kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
-    # A file with a recorded error (syntax, encoding, size, a matcher that gave up) was
-    # not fully reviewed: it is counted apart, never as reviewed.
+    # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
+    # up) was not fully reviewed, even where the engine read part of it.
     unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
     return ReviewResult(
         change=change,
         library_version=library.version,
         rules_run=rules,
-        files_reviewed=tuple(o.path for o in outcomes if o.path not in unreviewable),
+        files_reviewed=tuple(o.path for o in outcomes),
         files_unreviewable=unreviewable,
         findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
         drops=tuple(drops),

@@ -111,21 +111,31 @@ def test_an_unreviewable_file_is_counted_apart_and_can_fail_the_run(repo, cli, k
     repo.write("model_executor/broken.py", BROKEN[kind])
     result = cli("review", "--diff", "HEAD", cwd=repo.path)
     assert result.code == 0
-    assert "0 files reviewed · 1 file could not be reviewed ·" in result.out.splitlines()[-1]
+    assert "0 files reviewed · 1 file could not be fully reviewed ·" in result.out.splitlines()[-1]
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
-    assert document["reviewed"]["files"] == [] and document["reviewed"]["unreviewable"] == ["model_executor/broken.py"]
+    assert document["reviewed"]["unreviewable"] == ["model_executor/broken.py"]
     assert document["summary"]["unreviewable"] == 1
+    (error,) = document["errors"]
+    assert error["path"] == "model_executor/broken.py"
     gated = cli("review", "--diff", "HEAD", "--fail-on-unreviewable", cwd=repo.path)
-    assert gated.code == 1 and "could not be reviewed (--fail-on-unreviewable)" in gated.out
+    assert gated.code == 1 and "could not be fully reviewed (--fail-on-unreviewable)" in gated.out
     repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on-unreviewable = true\n")
     assert cli("review", "--diff", "HEAD", cwd=repo.path).code == 1
+
+
+def test_a_partly_parsed_file_still_reports_and_is_counted_apart(repo, cli):
+    _base(repo)
+    repo.write(HOT, SYNCING + "\n\ndef broken(:\n    pass\n")
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    assert [(f["rule"], f["line"]) for f in document["findings"]] == [("host-sync-in-hot-path", 6)]
+    assert document["reviewed"]["files"] == [HOT] and document["reviewed"]["unreviewable"] == [HOT]
 
 
 def test_reviewable_files_do_not_trip_the_unreviewable_gate(repo, cli):
     _base(repo)
     repo.write(HOT, CLEAN + "\n\ndef other():\n    return 1\n")
     result = cli("review", "--diff", "HEAD", "--fail-on-unreviewable", cwd=repo.path)
-    assert result.code == 0 and "1 file reviewed" in result.out and "could not" not in result.out
+    assert result.code == 0 and "1 file reviewed ·" in result.out and "could not" not in result.out
 
 
 def test_output_files_respect_the_umask(repo, cli, tmp_path):

@@ -87,9 +87,11 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
         return Text("Nothing to review: the change is empty.")
     suppressed = sum(f.suppressed for f in result.findings)
     preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)
+    # Reviewed means fully reviewed here; a file with a recorded error is counted apart.
+    reviewed = len(set(result.files_reviewed) - set(result.files_unreviewable))
     parts = [
         f"{len(shown)} finding{'s' if len(shown) != 1 else ''} ({failing} failing at fail-on={result.fail_on})",
-        f"{len(result.files_reviewed)} file{'s' if len(result.files_reviewed) != 1 else ''} reviewed",
+        f"{reviewed} file{'s' if reviewed != 1 else ''} reviewed",
     ]
     if suppressed:
         parts.append(f"{suppressed} suppressed")
@@ -99,7 +101,7 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     unreviewable = len(result.files_unreviewable)
     if unreviewable:
         gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""
-        parts.append(f"{unreviewable} file{'s' if unreviewable != 1 else ''} could not be reviewed{gate}")
+        parts.append(f"{unreviewable} file{'s' if unreviewable != 1 else ''} could not be fully reviewed{gate}")
     other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
     if other_errors:
         parts.append(f"{other_errors} other error{'s' if other_errors != 1 else ''}")
