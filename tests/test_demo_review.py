@@ -9,11 +9,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
+from demo_defects import planted
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFECTS_MD = ROOT / "examples" / "demo_prs" / "defects.md"
-_ROW = re.compile(r"^\| \((?P<tag>[a-e])\) \| (?P<area>[a-z-]+) \| (?P<path>[\w/.]+) \| (?P<line>\d+) \|", re.M)
+DEFECTS = planted()
 
 
 def _demo_repo(tmp_path: Path, patch: str | None) -> Path:
@@ -32,7 +31,7 @@ def _demo_repo(tmp_path: Path, patch: str | None) -> Path:
 
 
 def test_defect_pr_gets_one_finding_per_planted_line(tmp_path, cli):
-    planted = {(m["path"], int(m["line"])): m["area"] for m in _ROW.finditer(DEFECTS_MD.read_text())}
+    planted = {(d.path, d.line): d.area for d in DEFECTS.values()}
     assert len(planted) == 5
     result = cli("review", "--diff", "main", "--format", "json", cwd=_demo_repo(tmp_path, "defects"))
     assert result.code == 1, result.err
@@ -75,6 +74,9 @@ def test_markdown_summary_links_lines_at_the_head_sha(tmp_path, cli):
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     result = cli("review", "--diff", "main", "--format", "markdown", cwd=repo)
     links = re.findall(r"https://github\.com/acme/loopy/blob/([0-9a-f]{40})/([\w/.]+)#L(\d+)", result.out)
-    assert {(sha, path, int(line)) for sha, path, line in links} >= {(head, "loopy/worker/model_runner.py", 87)}
-    assert len({(p, l) for _, p, l in links}) == 5
+    assert {(sha, path, int(line)) for sha, path, line in links} == {(head, d.path, d.line) for d in DEFECTS.values()}
     assert "#host-sync-in-hot-path" in result.out
+    # The checklist: manual rules of the findings' areas, and loop semantics (a looped engine).
+    checklist = result.out.split("### Manual checklist", 1)[1]
+    assert "per-depth-kv-validity" in checklist and "staging-buffer-not-persistent" in checklist
+    assert "duplicated-computation-diverging-state" not in checklist and "partial-failure-leaves-state" not in checklist

@@ -9,9 +9,8 @@ from typing import Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
-from .config import Config, default_cache_dir, load_config
+from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
-from .errors import ConfigError
 from .globs import matches
 from .library.loader import load_library
 from .scan import default_jobs, review_files
@@ -43,7 +42,7 @@ def review(request: ReviewRequest) -> ReviewResult:
     )
     config = load_config(change.repo_root or request.repo, request.overrides)
     library = load_library(config.rule_dirs)
-    _check_names(config, library)
+    check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules))
     loaded = time.perf_counter()
@@ -58,11 +57,15 @@ def review(request: ReviewRequest) -> ReviewResult:
     kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
     kept, repeats = group_repeats(kept)
     drops.extend(repeats)
+    # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
+    # up) was not fully reviewed, even where the engine read part of it.
+    unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
     return ReviewResult(
         change=change,
         library_version=library.version,
         rules_run=rules,
         files_reviewed=tuple(o.path for o in outcomes),
+        files_unreviewable=unreviewable,
         findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
         drops=tuple(drops),
         errors=tuple(errors),
@@ -73,6 +76,7 @@ def review(request: ReviewRequest) -> ReviewResult:
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
         fail_on=config.fail_on,  # type: ignore[arg-type]
+        fail_on_unreviewable=config.fail_on_unreviewable,
     )
 
 
@@ -188,18 +192,6 @@ def _name_repeats(finding: Finding) -> Finding:
     lines = ", ".join(str(line) for line in finding.also_at)
     where = "line" if len(finding.also_at) == 1 else "lines"
     return replace(finding, impact=f"{finding.impact} The same at {where} {lines} of `{finding.definition}`.")
-
-
-def _check_names(config: Config, library) -> None:
-    known = {rule.id for rule in library.rules} | {rule.area for rule in library.rules}
-    named = list(config.select) + list(config.ignore)
-    named += [n for names in config.per_path_ignores.values() for n in names]
-    for name in named:
-        if name not in known:
-            raise ConfigError(
-                f"{config.source}: unknown rule or area {name!r} in select/ignore; "
-                "list them with 'rltrefactor rules list'"
-            )
 
 
 @dataclass(frozen=True)

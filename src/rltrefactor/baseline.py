@@ -32,6 +32,25 @@ class Baseline:
     entries: tuple[BaselineEntry, ...]
 
 
+@dataclass(frozen=True)
+class BaselineReport:
+    """What applying a baseline did, for the reports: stale entries are listed, not printed."""
+
+    path: str
+    matched: int  # findings the baseline absorbed
+    stale: tuple[BaselineEntry, ...]  # entries no finding matched any more
+
+    def to_dict(self) -> dict:
+        return {
+            "path": self.path,
+            "matched": self.matched,
+            "stale": [
+                {"fingerprint": e.fingerprint, "rule": e.rule, "path": e.path, "definition": e.definition}
+                for e in self.stale
+            ],
+        }
+
+
 def write_baseline(result: ReviewResult, path: str) -> Baseline:
     """Record every unsuppressed finding of ``result`` in ``path``; return what was written."""
     entries = tuple(

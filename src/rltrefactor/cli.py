@@ -27,6 +27,23 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line, exit 2
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        """Unknown arguments are blamed on the (sub)command that was given them."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = getattr(parsed, "command_parser", self)
+            owner.error(f"unrecognized arguments: {' '.join(extras)}{_near_option(owner, extras[0])}")
+        return parsed
+
+
+def _near_option(parser: argparse.ArgumentParser, given: str) -> str:
+    from .library.fields import closest
+
+    if not given.startswith("--"):
+        return ""
+    near = closest(given.split("=")[0], [o for o in parser._option_string_actions if o.startswith("--")])
+    return f"; did you mean {near}?" if near else ""
+
 
 def _add_change_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_argument_group("change source (one of)")
@@ -44,6 +61,10 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
                         help="which findings count as part of the change (default: lines the change adds)")
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
     parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
+    parser.add_argument("--fail-on-unreviewable", action="store_true",
+                        help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
+    parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
+                        help="markdown: manual checklist of the areas the change touches (default) or of every area")
     parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to run")
     parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
@@ -86,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rltrefactor {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     review = commands.add_parser("review", help="review a change against the rule library", epilog=EXIT_CODES)
+    review.set_defaults(command_parser=review)
     _add_change_source(review)
     _add_review_options(review)
     perf = commands.add_parser("perf", help="measure the device syncs, copies and allocations a change adds")
@@ -94,12 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--output", "-o", metavar="FILE")
     perf.add_argument("--fail-on", choices=("error", "warning", "info"))
     _add_perf_options(perf)
-    perf.set_defaults(handler=_run_perf)
+    perf.set_defaults(handler=_run_perf, command_parser=perf)
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)
-    baseline.set_defaults(handler=_run_baseline, scope="lines", fail_on=None, select=(), ignore=())
+    baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
+                          fail_on_unreviewable=False, select=(), ignore=())
     from .cli_rules import add_rules_parser
 
     add_rules_parser(commands)
@@ -143,7 +166,8 @@ def _request(args: argparse.Namespace):
         staged=args.staged,
         paths=tuple(args.paths),
         scope=args.scope,
-        overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore},
+        overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore,
+                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None},
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
@@ -177,19 +201,26 @@ def _run_review(args: argparse.Namespace) -> int:
         _print_rule_profile(result)
     if args.perf:
         result = _add_perf(result, args)
+    baseline = None
     if args.baseline:
-        from .baseline import apply_baseline, load_baseline
+        from .baseline import BaselineReport, apply_baseline, load_baseline
 
         result, stale = apply_baseline(result, load_baseline(args.baseline))
-        for entry in stale:
-            print(f"rltrefactor: stale baseline entry: {entry.path}: {entry.rule} in {entry.definition} "
-                  f"no longer matches; regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
+        baseline = BaselineReport(args.baseline, sum(d.reason == "baseline" for d in result.drops), stale)
+        if baseline.stale:
+            print(f"rltrefactor: {_count(len(baseline.stale), 'stale baseline entry', 'stale baseline entries')} "
+                  f"(recorded findings that no longer occur; --format json lists them); "
+                  f"regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
-    write_report(render(result, args), args.output)
-    return EXIT_FINDINGS if result.failing else EXIT_CLEAN
+    write_report(render(result, args, baseline), args.output)
+    return EXIT_FINDINGS if result.gate_failed else EXIT_CLEAN
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
 def _perf_request(args: argparse.Namespace):
@@ -274,14 +305,26 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
         remote_url=remote_url(result.change.repo_root or args.repo),
         docs_url=args.docs_url or DEFAULT_DOCS_URL,
         show_preexisting=args.show_preexisting,
+        looped=args.checklist != "all" and _changes_looped_code(change),
+        all_manual=args.checklist == "all",
     )
 
 
-def render(result, args: argparse.Namespace) -> str:
+def _changes_looped_code(change) -> bool:
+    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
+    from .report.markdown import looks_looped
+    from .source import read_sources
+
+    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]
+    texts = read_sources(change, paths).values() if paths else ()
+    return looks_looped(text for text in texts if isinstance(text, str))
+
+
+def render(result, args: argparse.Namespace, baseline=None) -> str:
     if args.format == "json":
         from .report.json import render_json
 
-        return render_json(result)
+        return render_json(result, baseline=baseline)
     if args.format == "sarif":
         from .report.links import DEFAULT_DOCS_URL, remote_url
         from .report.sarif import render_sarif

@@ -46,7 +46,7 @@ def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
 def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentParser:
     parser = actions.add_parser(name, help=help_text)
     parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
-    parser.set_defaults(handler=handler)
+    parser.set_defaults(handler=handler, command_parser=parser)
     return parser
 
 
@@ -79,9 +79,10 @@ def _list(args: argparse.Namespace) -> int:
         out.write(json.dumps(rows, indent=2) + "\n")
         return 0
     width = max(len(r.id) for r in library.rules)
+    out.write(f"{'ID':<{width}}  {'AREA':<26} {'STATUS':<12} {'SEVERITY':<8} {'CHECK':<6} TITLE\n")
     for r in library.rules:
         kind = "auto" if r.automated else "manual"
-        out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<7} {kind:<6} {r.title}\n")
+        out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<8} {kind:<6} {r.title}\n")
     out.write(f"rule library {library.version}: {len(library.rules)} rules\n")
     return 0
 
@@ -147,7 +148,11 @@ def _test(args: argparse.Namespace) -> int:
             if not outcome.ok:
                 out.write(f"{outcome.status:<9} {rule.id} ({outcome.example.kind} example at {outcome.where}): {outcome.detail}\n")
     summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "validated")  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    out.write(f"{summary}; {checklist} rule(s) without static examples to run (manual or perf hook)\n")
+    out.write(
+        f"examples of {len(rules) - checklist} rule(s), each run through its matcher (a bad example must report "
+        f"exactly its marked lines, a good one nothing): {summary}; "
+        f"{checklist} rule(s) have no static examples (manual or perf hook)\n"
+    )
     return 0 if counts["validated"] == sum(counts.values()) else 1
 
 
@@ -157,9 +162,10 @@ def _docs(args: argparse.Namespace) -> int:
 
     text = render_rules_markdown(_library(args))
     if args.output:
+        from .fileio import write_atomic
+
         os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
-        with open(args.output, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        write_atomic(args.output, text)
     else:
         out.write(text)
     return 0

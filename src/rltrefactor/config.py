@@ -40,6 +40,7 @@ class Config:
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: str = "warning"
+    fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
     source: str = "defaults"  # the file the values came from, for error messages
 
@@ -59,6 +60,7 @@ _KEYS = {
     "rule-dirs": "list of directories",
     "rule-options": "table of rule id = {option = value}",
     "fail-on": "one of error, warning, info",
+    "fail-on-unreviewable": "true or false",
     "perf-hooks": "a directory",
 }
 
@@ -132,6 +134,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
+        fail_on_unreviewable=bool(get("fail-on-unreviewable")),
         perf_hooks=get("perf-hooks") or "perf_hooks",
         source=path if table else "defaults",
     )
@@ -142,21 +145,24 @@ def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
     if value is None:
         return None
     expected = _KEYS[key]
-    ok = (
-        isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if expected.startswith("list")
-        else isinstance(value, dict)
-        if expected.startswith("table")
-        else isinstance(value, str)
-    )
+    if expected.startswith("list"):
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif expected.startswith("table"):
+        ok = isinstance(value, dict)
+    else:
+        ok = isinstance(value, bool) if expected == "true or false" else isinstance(value, str)
     if key == "per-path-ignores" and ok:
         ok = all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values())
     if not ok:
         raise ConfigError(
-            f"{_where(path, text, key)}: [tool.rltrefactor] {key}: expected a {expected} "
+            f"{_where(path, text, key)}: [tool.rltrefactor] {key}: expected {_article(expected)} "
             f"(got {value!r}); fix the value"
         )
     return value
+
+
+def _article(expected: str) -> str:
+    return expected if expected.startswith(("one of", "true")) else f"a {expected}"
 
 
 def _check_glob(glob: str, path: str, text: str, key: str) -> None:
@@ -189,3 +195,100 @@ def _where(path: str, text: str, key: str) -> str:
         elif in_section and stripped.split("=")[0].strip().strip('"') == key:
             return f"{path}:{number}"
     return path
+
+
+# Command-line flags that name rules, and the Config field each one replaces.
+_NAMING_FLAGS = {"select": "--select", "ignore": "--ignore"}
+
+
+def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> None:
+    """Every rule id or area the configuration names exists, and every rule option fits.
+
+    A name given on the command line is blamed on its flag, a name from pyproject.toml on
+    the file and line that holds it. ``library`` is the loaded rule library.
+    """
+    rules = {rule.id: rule for rule in library.rules}
+    known = list(rules) + sorted({rule.area for rule in library.rules})
+    text = _read_text(config.source)
+    for key, flag in _NAMING_FLAGS.items():
+        from_flag = overrides.get(key) not in (None, ())
+        for name in getattr(config, key):
+            if name not in known:
+                where = flag if from_flag else f"{_where(config.source, text, key)}: [tool.rltrefactor] {key}"
+                _unknown_name(where, name, known)
+    for glob, names in config.per_path_ignores.items():
+        for name in names:
+            if name not in known:
+                line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
+                where = f"{_at(config.source, text, line, 'per-path-ignores')}: [tool.rltrefactor.per-path-ignores] {glob!r}"
+                _unknown_name(where, name, known)
+    for rule_id, options in config.rule_options.items():
+        _check_rule_options(config.source, text, rule_id, options, rules)
+
+
+def _unknown_name(where: str, name: str, known: list[str]) -> None:
+    from .library.fields import closest
+
+    near = closest(name, known)
+    hint = f"did you mean {near!r}?" if near else "list them with 'rltrefactor rules list'"
+    raise ConfigError(f"{where}: unknown rule or area {name!r}; {hint}")
+
+
+def _check_rule_options(path: str, text: str, rule_id: str, options: Any, rules: Mapping[str, Any]) -> None:
+    from .library.fields import suggest
+    from .matchers.options import MatcherSpecError
+    from .matchers.registry import PYTHON_MATCHERS
+
+    section = f"tool.rltrefactor.rule-options.{rule_id}"
+    where = f"{_at(path, text, _section_line(text, section), 'rule-options')}: [{section}]"
+    rule = rules.get(rule_id)
+    if rule is None:
+        raise ConfigError(
+            f"{where}: unknown rule {rule_id!r}{suggest(rule_id, rules)}; list the ids with 'rltrefactor rules list'"
+        )
+    factory = PYTHON_MATCHERS.get(rule.matcher.python) if rule.matcher and rule.matcher.python else None
+    if factory is None or not factory.options:
+        raise ConfigError(f"{where}: rule {rule_id!r} takes no options; delete the table")
+    if not isinstance(options, dict):
+        raise ConfigError(f"{where}: expected a table of option = value (got {options!r}); fix the value")
+    try:
+        factory.build(rule_id, rule.matcher.python, options)
+    except MatcherSpecError as exc:
+        bad = next((name for name in options if repr(name) in str(exc)), None)
+        line = _line_in(text, section, bad) if bad else None
+        raise ConfigError(f"{_at(path, text, line, 'rule-options')}: [{section}]: {exc}") from None
+
+
+def _read_text(path: str) -> str:
+    if not os.path.isfile(path):
+        return ""
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", "replace")
+
+
+def _at(path: str, text: str, line: int | None, fallback_key: str) -> str:
+    return f"{path}:{line}" if line else _where(path, text, fallback_key)
+
+
+def _section_line(text: str, section: str) -> int | None:
+    """Line of the ``[section]`` header (its last part may be quoted), best effort."""
+    head, _, last = section.rpartition(".")
+    wanted = {f"[{section}]", f'[{head}."{last}"]'}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip().replace(" ", "") in wanted:
+            return number
+    return None
+
+
+def _line_in(text: str, section: str, key: str) -> int | None:
+    """Line of ``key = ...`` inside ``[section]``, best effort."""
+    start = _section_line(text, section)
+    if start is None:
+        return None
+    for number, line in enumerate(text.splitlines()[start:], start=start + 1):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            return None
+        if stripped.split("=")[0].strip().strip("\"'") == key:
+            return number
+    return None

@@ -9,6 +9,13 @@ from .errors import ConfigError
 
 
 def write_atomic(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step.
+
+    A new file gets the mode any other new file gets (0666 less the umask); an existing
+    one keeps its mode. The temporary file never outlives a failed write.
+    """
+    if os.path.isdir(path):
+        raise ConfigError(f"{path}: cannot write: is a directory; give a file name, e.g. {os.path.join(path, 'report.txt')}")
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, temp = tempfile.mkstemp(prefix=".rltrefactor-", dir=directory)
@@ -17,10 +24,24 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-        if os.path.exists(path):
-            os.chmod(temp, os.stat(path).st_mode & 0o7777)
+        os.chmod(temp, _mode_for(path))
         os.replace(temp, path)
+    except OSError as exc:
+        _discard(temp)
+        raise ConfigError(f"{path}: cannot write: {exc.strerror}; check the path is a writable file") from None
     except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
+        _discard(temp)
         raise
+
+
+def _mode_for(path: str) -> int:
+    if os.path.exists(path):
+        return os.stat(path).st_mode & 0o7777
+    umask = os.umask(0)  # reading the umask means setting it; put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _discard(temp: str) -> None:
+    if os.path.exists(temp):
+        os.unlink(temp)

@@ -177,7 +177,7 @@ class ReviewResult:
     change: ChangeSet
     library_version: str
     rules_run: tuple["Rule", ...]  # in library order
-    files_reviewed: tuple[str, ...]
+    files_reviewed: tuple[str, ...]  # read by the engine (some maybe only in part: see below)
     # Reported findings, suppressed and pre-existing ones included (flagged as such);
     # findings outside the change or ignored by configuration go to ``drops``.
     findings: tuple[Finding, ...]
@@ -186,6 +186,13 @@ class ReviewResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     fail_on: Severity = "warning"
     perf: PerfSummary | None = None
+    files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed
+    fail_on_unreviewable: bool = False
+
+    @property
+    def gate_failed(self) -> bool:
+        """The run fails: a failing finding, or an unreviewable file when that is asked for."""
+        return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))
 
     @property
     def failing(self) -> tuple[Finding, ...]:

@@ -54,3 +54,46 @@ def test_rules_commands_see_the_configured_local_rules(repo, cli):
     assert "acme-print-in-engine" in {rule["id"] for rule in listing}
     assert "host-sync-in-hot-path" not in {rule["id"] for rule in listing}
     assert cli("rules", "test", "acme-print-in-engine", cwd=repo.path).code == 0
+
+
+WRITING_RULES = __import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "writing-rules.md"
+
+
+def _doc_files() -> dict[str, str]:
+    """The files docs/writing-rules.md shows, keyed by the path in their first comment line."""
+    import re
+
+    blocks = re.findall(r"```(?:yaml|toml)\n# (\S+)\n(.*?)```", WRITING_RULES.read_text(encoding="utf-8"), re.S)
+    return {path: body for path, body in blocks}
+
+
+def test_the_documented_rule_file_works_as_printed(repo, cli):
+    files = _doc_files()
+    assert set(files) == {"pyproject.toml", "review/rules/library.yaml", "review/rules/device-residency.yaml"}
+    for path, body in files.items():
+        repo.write(path, body)
+    repo.write("engine/worker/model_runner.py", "def execute_model(self, batch):\n    return self.model(batch)\n")
+    repo.commit("base")
+    assert cli("rules", "check", cwd=repo.path).code == 0
+    tested = cli("rules", "test", "cache-emptied-in-step", cwd=repo.path)
+    assert tested.code == 0 and ": 2 validated; " in tested.out, tested.out
+    repo.write("engine/worker/model_runner.py", (
+        "import torch\n\n\ndef execute_model(self, batch):\n    out = self.model(batch)\n"
+        "    torch.cuda.empty_cache()\n    return out\n"
+    ))
+    (finding,) = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()["findings"]
+    assert (finding["rule"], finding["line"]) == ("cache-emptied-in-step", 6)
+    assert finding["impact"].startswith("`torch.cuda.empty_cache()` runs on the step path")
+
+
+def test_a_matcher_that_is_not_a_mapping_lists_the_forms(repo, cli):
+    _setup(repo)
+    rules = repo.path / "review/rules/configuration-readability.yaml"
+    rules.write_text(LOCAL_RULE.replace('    matcher:\n      pattern: "print(...)"\n', '    matcher: "print(...)"\n'))
+    result = cli("rules", "check", cwd=repo.path)
+    assert result.code == 2
+    assert result.err.strip() == (
+        "rltrefactor: review/rules/configuration-readability.yaml:17: rule 'acme-print-in-engine': matcher: "
+        "expected a mapping (got a str 'print(...)'); write a pattern block (keys pattern, any, all, not, inside, "
+        "not-inside, where), `python: ID` with optional `options:`, or `emitted-by: perf-hook`; see docs/writing-rules.md"
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
-from rltrefactor.report.markdown import NOTHING_FOUND, manual_checklist, render_markdown
+from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, manual_checklist, render_markdown
 from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfSummary, Revision
 
 GH = "git@github.com:acme/engine.git"
@@ -77,7 +77,6 @@ def test_cells_escape_pipes_and_newlines(rec):
 def test_nothing_found(rec):
     text = render_markdown(rec.result(), remote_url=GH)
     assert "### Findings\n\nNo applicable issue was found." in text
-    assert NOTHING_FOUND == "No applicable issue was found."
     assert "| Severity |" not in text
 
 
@@ -150,26 +149,41 @@ def test_no_perf_section_without_perf(rec):
     assert "### Perf" not in render_markdown(rec.result(rec.finding()))
 
 
-def test_manual_checklist_areas(rec):
-    rules = (
-        rec.rule(),
-        rec.manual_rule("loop-exit-per-depth", "loop-semantics", "Early exit is per request"),
-        rec.manual_rule("cache-freed-on-abort", "lifecycle"),
-        rec.manual_rule("device-owner-documented", "device-residency"),
-        rec.manual_rule("config-names-read", "configuration-readability"),
-    )
-    res = rec.result(rec.finding(), rules=rules)
-    assert [r.id for r in manual_checklist(res)] == [
-        "loop-exit-per-depth", "cache-freed-on-abort", "device-owner-documented",
-    ]
+MANUAL_RULES = (
+    ("loop-exit-per-depth", "loop-semantics"),
+    ("cache-freed-on-abort", "lifecycle"),
+    ("device-owner-documented", "device-residency"),
+    ("config-names-read", "configuration-readability"),
+)
+
+
+def test_manual_checklist_lists_the_areas_of_the_findings_only(rec):
+    rules = (rec.rule(), *(rec.manual_rule(rule_id, area) for rule_id, area in MANUAL_RULES))
+    res = rec.result(rec.finding(), rules=rules)  # a device-residency finding
+    assert [r.id for r in manual_checklist(res)] == ["device-owner-documented"]
     text = render_markdown(res, docs_url=DOCS)
-    assert (
-        f"- [ ] **Early exit is per request** [`loop-exit-per-depth`]({DOCS}#loop-exit-per-depth) (loop-semantics)"
-    ) in text
-    # No Python file changed and no finding: nothing to check by hand.
-    yaml_only = rec.with_change(rec.result(rules=rules), files=(ChangedFile("rules/x.yaml", "modified"),))
-    assert manual_checklist(yaml_only) == ()
-    assert "### Manual checklist" not in render_markdown(yaml_only)
+    assert "- [ ] **Check by hand** [`device-owner-documented`]" in text and "loop-exit-per-depth" not in text
+    assert "`--checklist all` lists every area" in text
+    every = render_markdown(res, docs_url=DOCS, all_manual=True)
+    assert all(f"[`{rule_id}`]({DOCS}#{rule_id}) ({area})" in every for rule_id, area in MANUAL_RULES)
+
+
+def test_loop_semantics_items_need_code_of_a_looped_engine(rec):
+    rules = (rec.rule(), *(rec.manual_rule(rule_id, area) for rule_id, area in MANUAL_RULES))
+    res = rec.result(rules=rules)  # no finding
+    assert manual_checklist(res) == ()
+    assert [r.id for r in manual_checklist(res, looped=True)] == ["loop-exit-per-depth"]
+    # Only a changed Python file can be the code of a looped engine.
+    yaml_only = rec.with_change(res, files=(ChangedFile("rules/x.yaml", "modified"),))
+    assert manual_checklist(yaml_only, looped=True) == ()
+    assert "### Manual checklist" not in render_markdown(yaml_only, looped=True)
+
+
+def test_looped_engine_evidence():
+    assert looks_looped(["for depth in range(self.num_loops):\n    pass\n"])
+    assert looks_looped(["exit_depth = positions"]) and looks_looped(["loop_idx += 1"])
+    assert not looks_looped(["loop = asyncio.get_event_loop()\nfor x in xs:\n    pass\n"])
+    assert not looks_looped(["def forward(self, hidden_states):\n    return self.mlp(hidden_states)\n"])
 
 
 def test_file_errors_listed(rec):
@@ -181,7 +195,7 @@ def test_section_order_and_purity(rec):
     res = rec.result(
         rec.finding(),
         rec.finding(line=40, suppressed=True, disposition="ok"),
-        rules=(rec.rule(), rec.manual_rule("m", "lifecycle")),
+        rules=(rec.rule(), rec.manual_rule("m", "device-residency")),
         perf=_perf(),
     )
     text = render_markdown(res, remote_url=GH)

@@ -1,25 +1,24 @@
 """The pre-commit integration, run through the real ``pre-commit`` tool.
 
 The hook manifest is checked with pre-commit's own schema. The end-to-end test runs
-``git commit`` in a throwaway repository with the hook installed; its config is a
-``repo: local`` hook with ``language: system`` calling the installed ``rltrefactor``
-(a ``language: python`` hook would build an environment from the network).
+``git commit`` in a throwaway repository whose ``.pre-commit-config.yaml`` is the
+README's snippet, byte for byte: ``repo: local`` hooks with ``language: system``
+calling ``rltrefactor`` on ``PATH`` (here a shim that runs this checkout).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-PRE_COMMIT = BIN / "pre-commit"
-RLTREFACTOR = BIN / "rltrefactor"
 
 DEFECT = '''\
 import torch
@@ -51,29 +50,50 @@ def test_manifest_is_valid_for_pre_commit():
     assert perf["stages"] == ["manual"] and perf["pass_filenames"] is False
 
 
+def readme_snippet() -> str:
+    """The ``.pre-commit-config.yaml`` the README tells users to write."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("- **pre-commit**", 1)[1]
+    block = re.search(r"```yaml\n(.*?)\n *```", section, re.S)
+    assert block, "README: no yaml block in the pre-commit item"
+    return textwrap.dedent(block.group(1)) + "\n"
+
+
+def test_readme_snippet_declares_the_manifest_hooks():
+    yaml = pytest.importorskip("yaml")
+    (local,) = yaml.safe_load(readme_snippet())["repos"]
+    assert local["repo"] == "local"
+    manifest = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    for hook in local["hooks"]:
+        shipped = {k: v for k, v in manifest[hook["id"]].items() if k not in ("description", "language")}
+        assert {k: v for k, v in hook.items() if k != "language"} == shipped
+
+
 def _run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
+def _cli_shim(directory: Path) -> Path:
+    """An ``rltrefactor`` executable that runs this checkout's sources."""
+    directory.mkdir()
+    shim = directory / "rltrefactor"
+    shim.write_text(f'#!/bin/sh\nPYTHONPATH="{ROOT / "src"}" exec "{sys.executable}" -m rltrefactor "$@"\n')
+    shim.chmod(0o755)
+    return directory
+
+
 @pytest.fixture
 def hooked_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
-    if not (PRE_COMMIT.exists() and RLTREFACTOR.exists()) or shutil.which("git") is None:
-        pytest.skip(f"needs git, {PRE_COMMIT} and the installed CLI at {RLTREFACTOR}")
+    pytest.importorskip("pre_commit")
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
     repo = tmp_path / "engine"
     repo.mkdir()
+    path = f"{_cli_shim(tmp_path / 'bin')}{os.pathsep}{os.environ.get('PATH', '')}"
     env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"), "GIT_CONFIG_NOSYSTEM": "1",
-           "HOME": str(tmp_path)}
-    (repo / ".pre-commit-config.yaml").write_text(
-        "repos:\n"
-        "  - repo: local\n"
-        "    hooks:\n"
-        "      - id: rltrefactor\n"
-        "        name: rltrefactor review\n"
-        f"        entry: {RLTREFACTOR} review --staged\n"
-        "        language: system\n"
-        "        pass_filenames: false\n"
-        "        types: [python]\n"
-    )
+           "HOME": str(tmp_path), "PATH": path, "NO_COLOR": "1",
+           "RLTREFACTOR_CACHE_DIR": str(tmp_path / "cache")}
+    (repo / ".pre-commit-config.yaml").write_text(readme_snippet())
     (repo / "model_executor").mkdir()
     (repo / "model_executor" / "__init__.py").write_text("")
     for args in (
@@ -82,7 +102,7 @@ def hooked_repo(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         ("git", "config", "user.name", "Dev"),
         ("git", "add", "."),
         ("git", "commit", "-q", "--no-verify", "-m", "init"),
-        (str(PRE_COMMIT), "install"),
+        (sys.executable, "-m", "pre_commit", "install"),
     ):
         proc = _run(repo, env, *args)
         assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -11,9 +11,26 @@ from .yamlsafe import LineList, LineMap
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list", dict: "a mapping"}
 
 
+def closest(word: str, choices: Iterable[str]) -> str | None:
+    """The choice ``word`` most likely misspells, or None.
+
+    A whole-word likeness of 0.6 counts, and so does a likeness of 0.8 to the start of a
+    longer choice: ``host-synk`` is a typo of ``host-sync-in-hot-path``.
+    """
+    best, best_score = None, 0.0
+    for choice in choices:
+        score = difflib.SequenceMatcher(None, word, choice).ratio()
+        if len(word) >= 4 and len(choice) > len(word):
+            prefix = difflib.SequenceMatcher(None, word, choice[: len(word)]).ratio()
+            score = max(score, prefix if prefix >= 0.8 else 0.0)
+        if score >= 0.6 and score > best_score:
+            best, best_score = choice, score
+    return best
+
+
 def suggest(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(word, choices)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 class Reader:

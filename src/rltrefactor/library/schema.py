@@ -12,7 +12,7 @@ import re
 import tokenize
 
 from ..globs import GlobError, compile_glob
-from .fields import Reader
+from .fields import Reader, _kind, _short
 from .model import (
     AREAS,
     CONFIDENCES,
@@ -36,6 +36,11 @@ RULE_KEYS = (
 )  # fmt: skip
 APPLIES_KEYS = ("paths", "exclude", "hot-paths-only", "tests")
 EXAMPLE_KEYS = ("path", "bad", "good")
+# The three forms of a matcher block, as a bad one's error names them (docs/writing-rules.md).
+MATCHER_FORMS = (
+    "write a pattern block (keys pattern, any, all, not, inside, not-inside, where), "
+    "`python: ID` with optional `options:`, or `emitted-by: perf-hook`; see docs/writing-rules.md"
+)
 EMITTERS = ("perf-hook", "engine")  # "engine": suppression checks
 
 
@@ -101,6 +106,9 @@ def _matcher(r: Reader, origin: Origin) -> MatcherSpec | None:
         raise r.error(r.line, "missing required key 'matcher'; add a matcher, or `manual: true` for a checklist rule")
     if r.has("manual"):
         raise r.error(r.line_of("manual"), "manual: false is the default; remove the key")
+    value = r.data["matcher"]
+    if not isinstance(value, dict):
+        raise r.error(r.line_of("matcher"), f"matcher: expected a mapping (got {_kind(value)} {_short(value)}); {MATCHER_FORMS}")
     block = r.get("matcher", dict)
     where = Origin(origin.file, r.line_of("matcher"))
     if "emitted-by" in block:

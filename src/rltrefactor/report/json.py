@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..types import Finding, ReviewResult
+
+if TYPE_CHECKING:
+    from ..baseline import BaselineReport
 
 SCHEMA = "rltrefactor/review/v1"
 
@@ -40,7 +44,9 @@ def finding_record(finding: Finding) -> dict:
     return record
 
 
-def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
+def render_json(
+    result: ReviewResult, *, show_preexisting: bool = True, baseline: "BaselineReport | None" = None
+) -> str:
     change = result.change
     document = {
         "schema": SCHEMA,
@@ -51,6 +57,7 @@ def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
             "base": change.base,
             "head": change.head.ref if change.head.kind == "git" else change.head.kind,
             "files": list(result.files_reviewed),
+            "unreviewable": list(result.files_unreviewable),
         },
         "findings": [
             finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
@@ -62,8 +69,12 @@ def render_json(result: ReviewResult, *, show_preexisting: bool = True) -> str:
             "suppressed": sum(f.suppressed for f in result.findings),
             "pre_existing": sum(f.status == "pre-existing" for f in result.findings),
             "fail_on": result.fail_on,
+            "unreviewable": len(result.files_unreviewable),
+            "fail_on_unreviewable": result.fail_on_unreviewable,
         },
     }
+    if baseline is not None:
+        document["baseline"] = baseline.to_dict()
     if result.perf is not None:
         perf = result.perf
         document["perf"] = {

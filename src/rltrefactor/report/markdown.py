@@ -9,6 +9,7 @@ section with nothing to say is left out, except findings, which then says so.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
@@ -17,9 +18,15 @@ from ..types import Finding, PerfDelta, PerfSummary, ReviewResult
 from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."
-# Manual rules of these areas apply to every change of Python code: no matcher can
-# see whether a loop's exit condition or an object's lifetime changed meaning.
-ALWAYS_CHECKED_AREAS = ("loop-semantics", "lifecycle")
+# Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
+# without a finding: no matcher can see whether a loop's exit condition changed meaning.
+LOOPED_ENGINE_AREA = "loop-semantics"
+# Identifier parts that say "one block runs several times per token" (num_loops,
+# exit_depth, recurrent_steps); a plain ``loop`` counts only beside a counting word, so
+# an asyncio ``event_loop`` is no evidence.
+_LOOP_PARTS = frozenset({"depth", "depths", "loops", "recurrent", "recurrence"})
+_LOOP_COUNTERS = frozenset({"idx", "index", "id", "count", "step", "steps", "num", "n", "max", "iter"})
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -47,13 +54,16 @@ def render_markdown(
     head_sha: str | None = None,
     docs_url: str = DEFAULT_DOCS_URL,
     show_preexisting: bool = False,
+    looped: bool = False,
+    all_manual: bool = False,
 ) -> str:
     """The summary as GitHub-flavoured Markdown.
 
     ``head_sha`` overrides the head commit permalinks point at (default: the reviewed
     head commit; staged and working-tree reviews get plain ``path:line`` locations).
     Pre-existing findings (not introduced by the change) get their own section only
-    with ``show_preexisting``.
+    with ``show_preexisting``. ``looped`` (see ``looks_looped``) and ``all_manual``
+    choose the manual checklist's areas (``manual_checklist``).
     """
     change = result.change
     sha = head_sha or (change.head.ref if change.head.kind == "git" else None)
@@ -70,22 +80,33 @@ def render_markdown(
         ),
         _dispositions([f for f in result.findings if f.suppressed], links),
         _perf(result.perf, links),
-        _checklist(manual_checklist(result), links),
+        _checklist(manual_checklist(result, looped=looped, all_manual=all_manual), links, all_manual),
         _file_errors(result),
     ]
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def manual_checklist(result: ReviewResult) -> tuple[Rule, ...]:
+def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: bool = False) -> tuple[Rule, ...]:
     """Manual rules (no matcher) of the areas the change touched, in library order.
 
     Touched areas: those of the rules that produced findings (suppressed ones
-    included), plus ``ALWAYS_CHECKED_AREAS`` whenever a Python file changed.
+    included), plus ``LOOPED_ENGINE_AREA`` when a Python file changed and the changed
+    code looks like a looped engine. ``all_manual`` lists every manual rule.
     """
     areas = {f.area for f in result.findings}
-    if any(f.is_python for f in result.change.files):
-        areas.update(ALWAYS_CHECKED_AREAS)
-    return tuple(r for r in result.rules_run if not r.automated and r.area in areas)
+    if looped and any(f.is_python for f in result.change.files):
+        areas.add(LOOPED_ENGINE_AREA)
+    return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
+
+
+def looks_looped(texts: Iterable[str]) -> bool:
+    """Whether code names loop depths or loop counts (``num_loops``, ``exit_depth``)."""
+    for text in texts:
+        for name in set(_IDENTIFIER.findall(text)):
+            parts = set(name.lower().split("_"))
+            if parts & _LOOP_PARTS or ("loop" in parts and parts & _LOOP_COUNTERS):
+                return True
+    return False
 
 
 def _header(result: ReviewResult, links: _Links) -> str:
@@ -190,11 +211,14 @@ def _profile_table(rows: Sequence[Mapping[str, object]]) -> str:
     return "\n".join(lines)
 
 
-def _checklist(rules: Sequence[Rule], links: _Links) -> str:
+def _checklist(rules: Sequence[Rule], links: _Links, all_manual: bool) -> str:
     if not rules:
         return ""
     items = [f"- [ ] **{_inline(r.title)}** {links.rule(r.id)} ({r.area})" for r in rules]
-    intro = "_Rules a reviewer checks by hand, for the areas this change touched._"
+    if all_manual:
+        intro = "_Rules a reviewer checks by hand, in every area._"
+    else:
+        intro = "_Rules a reviewer checks by hand, for the areas this change touched (`--checklist all` lists every area)._"
     return "### Manual checklist\n\n" + intro + "\n\n" + "\n".join(items)
 
 

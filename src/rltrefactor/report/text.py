@@ -40,7 +40,7 @@ def render_text(
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
     if statistics:
         _print_statistics(console, shown)
-    console.print(_summary(result, shown))
+    console.print(_summary(result, shown, show_preexisting))
     return buffer.getvalue()
 
 
@@ -81,23 +81,31 @@ def _print_statistics(console: Console, shown: list[Finding]) -> None:
         console.print(f"{count:>5}  {severity:<8} {rule_id}")
 
 
-def _summary(result: ReviewResult, shown: list[Finding]) -> Text:
+def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool) -> Text:
     failing = len(result.failing)
     if not result.change.files:
         return Text("Nothing to review: the change is empty.")
     suppressed = sum(f.suppressed for f in result.findings)
     preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)
+    # Reviewed means fully reviewed here; a file with a recorded error is counted apart.
+    reviewed = len(set(result.files_reviewed) - set(result.files_unreviewable))
     parts = [
         f"{len(shown)} finding{'s' if len(shown) != 1 else ''} ({failing} failing at fail-on={result.fail_on})",
-        f"{len(result.files_reviewed)} file{'s' if len(result.files_reviewed) != 1 else ''} reviewed",
+        f"{reviewed} file{'s' if reviewed != 1 else ''} reviewed",
     ]
     if suppressed:
         parts.append(f"{suppressed} suppressed")
     if preexisting:
-        parts.append(f"{preexisting} pre-existing (--show-preexisting)")
-    if result.errors:
-        parts.append(f"{len(result.errors)} file error{'s' if len(result.errors) != 1 else ''}")
+        # The hint names the flag only while the pre-existing findings are hidden.
+        parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
+    unreviewable = len(result.files_unreviewable)
+    if unreviewable:
+        gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""
+        parts.append(f"{unreviewable} file{'s' if unreviewable != 1 else ''} could not be fully reviewed{gate}")
+    other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
+    if other_errors:
+        parts.append(f"{other_errors} other error{'s' if other_errors != 1 else ''}")
     parts.append(f"library {result.library_version}")
     parts.append(f"{result.timings.get('total', 0.0):.2f} s")
-    style = "bold red" if failing else "bold green"
+    style = "bold red" if result.gate_failed else "bold green"
     return Text(" · ".join(parts), style=style)
