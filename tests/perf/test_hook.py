@@ -44,6 +44,9 @@ class Runner:
 
     def other(self, x):
         return x * 2
+
+    def mix(self, x):
+        return torch.relu(x * 2 + 1).sum(-1)
 """
 
 CHECKS = """\
@@ -78,6 +81,12 @@ def flaky(device):
 def other(device):
     runner, logits = _setup(device)
     return lambda: runner.other(logits)
+
+
+@micro_check
+def mix(device):
+    runner, logits = _setup(device)
+    return lambda: runner.mix(logits)
 """
 
 FAILING = """\
@@ -143,6 +152,15 @@ REFACTOR = _edit(
 )
 
 
+# The statement of Runner.mix reflowed across four lines, beside one new allocation.
+REFLOW = _edit(
+    RUNNER,
+    "        return torch.relu(x * 2 + 1).sum(-1)\n",
+    "        scratch = torch.zeros(4, device=self.device)\n"
+    "        return torch.relu(\n            x * 2\n            + 1\n        ).sum(-1)\n",
+)
+
+
 @pytest.fixture(scope="module")
 def demo(make_repo):
     repo = make_repo()
@@ -151,7 +169,7 @@ def demo(make_repo):
     repo.write("perf_hooks/checks.py", CHECKS)
     repo.write("failing_hooks/checks.py", FAILING)
     repo.commit("base")
-    for branch, text in (("defects", DEFECTS), ("refactor", REFACTOR)):
+    for branch, text in (("defects", DEFECTS), ("refactor", REFACTOR), ("reflow", REFLOW)):
         repo.git("checkout", "-q", "-b", branch, "main")
         repo.write("eng/runner.py", text)
         repo.commit(branch)
@@ -223,6 +241,14 @@ def test_a_pure_refactor_gives_no_delta(demo):
     summary = run_perf(collect_changes(str(demo.path), diff="main..refactor"), timeout=60)
     assert "perf_hooks.checks:step" in summary.checks
     assert summary.deltas == ()
+
+
+def test_a_statement_reflowed_across_lines_is_no_delta_and_new_work_beside_it_is(demo):
+    summary = run_perf(collect_changes(str(demo.path), diff="main..reflow"), timeout=60)
+    assert "perf_hooks.checks:mix" in summary.checks
+    assert [(d.category, d.line, d.base_count, d.head_count) for d in summary.deltas] == [
+        ("alloc", _lines(REFLOW, "scratch = torch.zeros"), 0, 1)
+    ]
 
 
 def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):

@@ -35,9 +35,9 @@ def test_declared_covers_accept_file_qualname_and_bare_qualname():
     assert covered_by_declaration(["eng/runner.py::Runner.other", "Sampler.step", "eng/x.py"], TOUCHED) == []
 
 
-def _row(category, path, line, source, count=1, nbytes=0, op="aten.x"):
+def _row(category, path, line, source, count=1, nbytes=0, op="aten.x", function="FeedForward.forward"):
     return {"category": category, "op": op, "direction": "", "path": path, "line": line,
-            "source": source, "count": count, "bytes": nbytes}
+            "source": source, "count": count, "bytes": nbytes, "function": function}
 
 
 def test_moved_and_reindented_code_is_no_delta():
@@ -89,6 +89,41 @@ def test_a_different_statement_doing_the_same_op_is_a_removal_and_an_addition():
     head = [_row("sync", "a.py", 9, "first = tokens[0].item()", op="aten._local_scalar_dense")]
     deltas = compare("c", "cpu", base, head, {})[0]
     assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(7, 1, 0), (9, 0, 1)]
+
+
+# What the runner measured for one statement of a feed-forward block, written on one line
+# at base and reflowed across three at head (ops land on the line where each call starts).
+_ONE_LINE = "return self.w2(F.silu(self.w1(x)) * self.w3(x))"
+_FF_BASE = [_row("alloc", "ff.py", 13, _ONE_LINE, count=3, op="aten.addmm"),
+            _row("alloc", "ff.py", 13, _ONE_LINE, op="aten.silu"),
+            _row("alloc", "ff.py", 13, _ONE_LINE, op="aten.mul")]
+_FF_HEAD = [_row("alloc", "ff.py", 17, "return self.w2(", op="aten.addmm"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.addmm"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.silu"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.mul"),
+            _row("alloc", "ff.py", 19, "* self.w3(x)", op="aten.addmm")]
+
+
+def test_a_statement_rewritten_across_lines_doing_the_same_ops_is_no_delta():
+    assert compare("c", "cpu", _FF_BASE, _FF_HEAD, {})[0] == []
+
+
+def test_beside_a_rewritten_statement_only_the_new_work_is_a_delta_at_its_line():
+    added = _row("alloc", "ff.py", 16, "scratch = torch.zeros(2, 8)", count=2, op="aten.zeros")
+    (delta,) = compare("c", "cpu", _FF_BASE, [added, *_FF_HEAD], {})[0]
+    assert (delta.line, delta.base_count, delta.head_count, delta.source) == (16, 0, 2, "scratch = torch.zeros(2, 8)")
+
+
+def test_a_rewritten_statement_doing_more_work_is_still_reported():
+    extra = _row("alloc", "ff.py", 19, "* self.w3(x)", op="aten.relu")
+    deltas = compare("c", "cpu", _FF_BASE, [*_FF_HEAD, extra], {})[0]
+    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 2)]
+
+
+def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
+    head = [{**row, "function": "FeedForward.gate"} for row in _FF_HEAD]
+    deltas = compare("c", "cpu", _FF_BASE, head, {})[0]
+    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 1)]
 
 
 def _summary(*deltas):

@@ -111,6 +111,7 @@ def _serialize(counter) -> list[dict[str, object]]:
         {
             "category": key.category, "op": key.op, "direction": key.direction,
             "path": key.site.path, "line": key.site.line, "source": key.site.source,
+            "function": key.site.function,
             "count": count, "bytes": counter.bytes[key],
         }
         for key, count in counter.counts.items()
