@@ -163,6 +163,10 @@ class PerfSummary:
     # Rows of the profiled base-vs-head operator table (not performance results).
     profile_rows: tuple[Mapping[str, object], ...] = ()
     device_evidence: Mapping[str, object] = field(default_factory=dict)
+    # Checks covering only code that is new in the change: measured at head, not compared.
+    head_only: tuple[str, ...] = ()
+    # Micro-checks were there to run, and every one that mattered failed: nothing compared.
+    all_failed: bool = False
 
 
 @dataclass(frozen=True)

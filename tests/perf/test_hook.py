@@ -16,6 +16,7 @@ from rltrefactor.changes import collect_changes
 from rltrefactor.errors import ChangeInputError
 from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
+from rltrefactor.perf.report import render_perf_text
 from rltrefactor.perf.sides import SideRun
 
 pytest.importorskip("torch")
@@ -173,6 +174,9 @@ def demo(make_repo):
         repo.git("checkout", "-q", "-b", branch, "main")
         repo.write("eng/runner.py", text)
         repo.commit(branch)
+    repo.git("checkout", "-q", "-b", "broken", "defects")
+    repo.write("perf_hooks/checks.py", "import not_a_module\n")
+    repo.commit("broken")
     repo.git("checkout", "-q", "main")
     return repo
 
@@ -212,11 +216,22 @@ def test_a_removed_sync_is_an_improvement_at_its_base_line(defects):
     assert [(d.line, d.base_count, d.head_count) for d in removed] == [(_lines(RUNNER, "bool(tokens[0]"), 1, 0)]
 
 
-def test_a_check_failing_on_one_side_is_reported_and_the_others_still_compare(defects):
-    (error,) = [e for e in defects.errors if "needs_extra" in e.message]
-    assert error.message.startswith("base: micro-check perf_hooks.checks:needs_extra failed: AttributeError")
-    assert error.path == "perf_hooks/checks.py"
-    assert "perf_hooks.checks:step" in defects.checks
+def test_a_check_of_code_new_in_the_change_is_measured_at_head_only_not_failed(defects):
+    assert not [e for e in defects.errors if "needs_extra" in e.message]
+    assert defects.head_only == ("perf_hooks.checks:needs_extra",)
+    assert defects.device_evidence["totals"]["perf_hooks.checks:needs_extra"] == {
+        "base": None, "head": {"sync": 0, "copy": 0, "alloc": 1}}
+    assert not [d for d in defects.deltas if d.check.endswith(":needs_extra")]
+    assert "perf_hooks.checks:step" in defects.checks and not defects.all_failed
+    assert "perf_hooks.checks:needs_extra  covers eng/runner.py::Runner.extra (new code: measured at head only)\n" \
+           "    per call: head sync 0 copy 0 alloc 1" in render_perf_text(defects)
+
+
+def test_when_every_check_fails_the_command_says_so_and_exits_2(demo, cli):
+    result = cli("perf", "--diff", "main..broken", cwd=demo.path)
+    assert result.code == 2, result.err
+    assert result.out.startswith("perf: every micro-check failed (1 error(s)); nothing was compared")
+    assert "error perf_hooks/checks.py:1: head: cannot import micro-check file: ModuleNotFoundError" in result.out
 
 
 def test_nondeterministic_counts_are_reported_not_compared(defects):

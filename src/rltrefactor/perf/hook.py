@@ -16,7 +16,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .. import gitio
+from .. import gitio, source
 from ..errors import ChangeInputError, ConfigError
 from ..types import ChangeSet, FileError, PerfDelta, PerfSummary
 from .coverage import covered_by_declaration, covered_by_trace, touched_definitions
@@ -142,15 +142,17 @@ def _select(head: SideRun, touched) -> dict[str, list[str]]:
 
 def _summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: dict[str, list[str]]) -> PerfSummary:
     renames = {f.old_path: f.path for f in change.files if f.old_path and f.old_path != f.path}
+    head_only = _head_only(change, head, base, coverage)
     errors = [FileError(e.path, f"head: {e.message}", e.line) for e in head.errors]
-    errors += [FileError(e.path, f"base: {e.message}", e.line) for e in base.errors if _concerns(e, head, coverage)]
+    errors += [FileError(e.path, f"base: {e.message}", e.line) for e in base.errors
+               if _concerns(e, head, coverage) and e.check not in head_only]
     deltas: list[PerfDelta] = []
     ops: dict[str, str] = {}
     checks, devices, cuda = [], set(), {}
     for name in coverage:
         sides = {"base": base.results.get(name), "head": head.results.get(name)}
         if sides["base"] is None or sides["head"] is None:
-            continue  # its failure is already in errors
+            continue  # its failure is already in errors, or the code it covers is new
         unstable = [side for side, result in sides.items() if not result["deterministic"]]
         if unstable:
             errors.append(_unstable(head, name, unstable, sides))
@@ -163,12 +165,15 @@ def _summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: dict[s
         devices.add(device)
         if "evidence" in sides["head"]:
             cuda[name] = {side: result.get("evidence") for side, result in sides.items()}
+    devices.update(head.results[name]["device"] for name in head_only)
+    totals = {n: {"base": base.results[n]["run_totals"][0], "head": head.results[n]["run_totals"][0]}
+              for n in checks}
+    totals.update({n: {"base": None, "head": head.results[n]["run_totals"][0]} for n in head_only})
     evidence = {
         "ops": ops,
         "coverage": coverage,
         "skipped": {**base.skipped, **head.skipped},
-        "totals": {n: {"base": base.results[n]["run_totals"][0], "head": head.results[n]["run_totals"][0]}
-                   for n in checks},
+        "totals": totals,
         "cuda": cuda,
         "torch": head.torch_version,
     }
@@ -178,7 +183,28 @@ def _summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: dict[s
         deltas=tuple(sorted(deltas, key=lambda d: (d.path, d.line, d.category, d.check))),
         errors=tuple(errors),
         device_evidence=evidence,
+        head_only=tuple(head_only),
+        all_failed=bool(errors) and not checks and not head_only and (bool(coverage) or not head.results),
     )
+
+
+def _head_only(change: ChangeSet, head: SideRun, base: SideRun, coverage: dict[str, list[str]]) -> list[str]:
+    """Covering checks that ran at head and failed at base only because everything they
+    cover is new in the change: counts shown, nothing to compare, not a failure."""
+    failed_at_base = {e.check for e in base.errors if e.check}
+    wanted = [n for n in coverage if n in head.results and n in failed_at_base]
+    if not wanted:
+        return []
+    old_paths = {f.path: f.old_path for f in change.files if f.old_path}  # added files have none
+    paths = sorted({hit.split("::", 1)[0] for n in wanted for hit in coverage[n]})
+    texts = source.read_base_sources(change, [old_paths[p] for p in paths if p in old_paths])
+    existing: dict[str, set[str]] = {}
+    for path in paths:
+        text = texts.get(old_paths.get(path, ""))
+        existing[path] = ({d.qualname for d in source.definitions(text).all()} | {"<module>"}
+                          if isinstance(text, str) else set())
+    return [n for n in wanted
+            if all(hit.split("::", 1)[1] not in existing[hit.split("::", 1)[0]] for hit in coverage[n])]
 
 
 def _concerns(error: SideError, head: SideRun, coverage: dict[str, list[str]]) -> bool:

@@ -29,17 +29,29 @@ def plan_text(the_plan: PerfPlan) -> str:
 def render_perf_text(summary: PerfSummary) -> str:
     evidence = summary.device_evidence or {}
     coverage = evidence.get("coverage", {})
-    out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
-           f"({summary.wall_seconds:.1f} s)"]
+    totals = evidence.get("totals", {})
+    if summary.all_failed:
+        out = [f"perf: every micro-check failed ({len(summary.errors)} error(s)); nothing was compared "
+               f"({summary.wall_seconds:.1f} s)"]
+    else:
+        out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
+               f"({summary.wall_seconds:.1f} s)"]
     for check in summary.checks:
-        totals = evidence.get("totals", {}).get(check, {})
         out.append(f"  {check}  covers {', '.join(coverage.get(check, []))}")
-        if totals:
-            out.append(f"    per call: base {_totals(totals['base'])} -> head {_totals(totals['head'])}")
+        if check in totals:
+            out.append(f"    per call: base {_totals(totals[check]['base'])} -> head {_totals(totals[check]['head'])}")
+    for check in summary.head_only:
+        out.append(f"  {check}  covers {', '.join(coverage.get(check, []))} (new code: measured at head only)")
+        if check in totals:
+            out.append(f"    per call: head {_totals(totals[check]['head'])}")
     added = [d for d in summary.deltas if d.added]
     removed = [d for d in summary.deltas if not d.added]
-    out += [f"added ({len(added)}):"] + [f"  {detail(d)}  [{d.check}]" for d in added]
-    out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
+    if added:
+        out += [f"added ({len(added)}):"] + [f"  {detail(d)}  [{d.check}]" for d in added]
+    if removed:
+        out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
+    if summary.checks and not summary.deltas:
+        out.append("no added or removed syncs, copies or allocations")
     for name, reason in sorted(evidence.get("skipped", {}).items()):
         out.append(f"skipped {name}: {reason}")
     out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
