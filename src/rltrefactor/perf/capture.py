@@ -45,7 +45,7 @@ def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) 
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=False)  # a fresh directory per capture, never reused
     settings = settings_for(args.profile, device, args.flops)
-    body = check.setup(device)
+    body = check.start(device)
     body()  # warm-up: shapes, caches and lazy initialisation stay out of the window
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])

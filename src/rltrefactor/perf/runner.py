@@ -80,7 +80,7 @@ def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> dict[str, o
     from .counting import counting
     from .tracing import tracing
 
-    body = check.setup(device)
+    body = check.start(device)
     if not callable(body):
         raise TypeError(f"the micro-check must return a zero-argument callable (got {type(body).__name__})")
     with tracing(frames) as called:
