@@ -52,6 +52,8 @@ def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
     assert [(f.rule_id, f.span.line) for f in findings] == [("perf-added-sync", 87), ("perf-added-alloc", 90)]
     assert findings[0].perf.detail == "+4 sync at loopy/worker/model_runner.py:87 — if exited.all().item():"
     assert findings[0].definition == "ModelRunner.execute_model"
+    assert findings[0].snippet == "            if exited.all().item():"
+    assert (findings[0].span.column, findings[0].span.end_column) == (13, len(findings[0].snippet) + 1)
 
 
 def test_refactor_pr_measures_as_no_change(demo_repo):

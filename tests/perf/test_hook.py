@@ -7,6 +7,7 @@ measured once (two runner processes, ~2 s each), shared at module scope.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -264,6 +265,14 @@ def test_a_statement_reflowed_across_lines_is_no_delta_and_new_work_beside_it_is
     assert [(d.category, d.line, d.base_count, d.head_count) for d in summary.deltas] == [
         ("alloc", _lines(REFLOW, "scratch = torch.zeros"), 0, 1)
     ]
+
+
+def test_review_with_perf_times_the_whole_run_and_lists_a_failed_check_once(demo, cli):
+    text = cli("review", "--diff", "main..defects", "--perf", "--select", "device-residency", cwd=demo.path)
+    seconds = float(re.search(r"· ([0-9.]+) s$", text.out.strip()).group(1))
+    assert seconds > 1.0, text.out  # two runner processes importing torch: never the static 0.x s
+    markdown = cli("review", "--diff", "main..defects", "--perf", "--format", "markdown", cwd=demo.path)
+    assert markdown.out.count("perf_hooks.checks:flaky: counts differ") == 1, markdown.out
 
 
 def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):

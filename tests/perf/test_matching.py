@@ -183,3 +183,11 @@ def test_the_perf_report_lists_additions_and_improvements_and_serializes():
     assert "removed (1), improvements:\n  -1 copy at a.py:4 — y = x.cpu()  [c]" in text
     data = json.loads(json.dumps(perf_to_dict(summary)))
     assert [d["added"] for d in data["deltas"]] == [True, False]
+
+
+def test_the_perf_report_leaves_out_empty_sections_and_says_when_nothing_changed():
+    from rltrefactor.perf.report import render_perf_text
+
+    text = render_perf_text(_summary())
+    assert "added (" not in text and "removed (" not in text
+    assert "no added or removed syncs, copies or allocations" in text

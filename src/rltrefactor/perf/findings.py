@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from .attribution import normalize_source
 from .deltas import detail, site_label
 
 if TYPE_CHECKING:
@@ -79,13 +80,18 @@ def _bindings(delta: PerfDelta, ops: str) -> dict[str, str]:
     }
 
 
-def _definition(change: ChangeSet | None, path: str, line: int) -> str:
+def _head_line(change: ChangeSet | None, path: str, line: int) -> tuple[str, str]:
+    """(enclosing definition, the line as written at head); ("<module>", "") when unknown."""
     if change is None or not path:
-        return "<module>"
+        return "<module>", ""
     from .. import source
 
     text = source.read_text(change, path)
-    return source.definitions(text).enclosing(line).qualname if isinstance(text, str) else "<module>"
+    if not isinstance(text, str):
+        return "<module>", ""
+    rows = text.splitlines()
+    row = rows[line - 1].rstrip() if 0 < line <= len(rows) else ""
+    return source.definitions(text).enclosing(line).qualname, row
 
 
 _PRIORITY = {"sync": 0, "copy": 1, "alloc": 2}
@@ -117,7 +123,10 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
     rule_id = f"perf-added-{delta.category}"
     text = _texts(rule_id, library)
     bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
-    definition = _definition(change, delta.path, delta.line)
+    definition, row = _head_line(change, delta.path, delta.line)
+    # Where the head line is known, the finding spans its code as a static finding would.
+    snippet = row if row.strip() and normalize_source(row) == normalize_source(delta.source) else delta.source
+    column = len(snippet) - len(snippet.lstrip()) + 1
     impact = fill_template(text.impact, bindings)
     if also:
         impact += " Also on this line: " + ", ".join(
@@ -128,12 +137,12 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
         title=text.title,
         severity=text.severity,  # type: ignore[arg-type]
         path=delta.path,
-        span=Span(delta.line, 1, delta.line, len(delta.source) + 1),
+        span=Span(delta.line, column, delta.line, len(snippet) + 1),
         impact=impact,
         fix=fill_template(text.fix, bindings),
         fingerprint=fingerprint(rule_id, definition, f"{delta.check} {delta.source}"),
         definition=definition,
-        snippet=delta.source,
+        snippet=snippet,
         perf=_evidence(delta),
     )
 

@@ -199,10 +199,12 @@ def _checklist(rules: Sequence[Rule], links: _Links) -> str:
 
 
 def _file_errors(result: ReviewResult) -> str:
-    if not result.errors:
+    listed = set(result.perf.errors) if result.perf is not None else set()  # under "Perf" already
+    errors = [e for e in result.errors if e not in listed]
+    if not errors:
         return ""
     items = []
-    for e in result.errors:
+    for e in errors:
         where = f"{e.path}:{e.line}" if e.line is not None else e.path
         items.append(f"- `{where}`: {_inline(e.message)}")
     return "### Files not reviewed\n\n" + "\n".join(items)
