@@ -54,6 +54,8 @@ def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
     assert findings[0].definition == "ModelRunner.execute_model"
     assert findings[0].snippet == "            if exited.all().item():"
     assert (findings[0].span.column, findings[0].span.end_column) == (13, len(findings[0].snippet) + 1)
+    sample = f"{findings[0].path}:87:13  error  perf-added-sync  {findings[0].title}\n"
+    assert sample in (PROJECT / "perf_hooks" / "README.md").read_text(), "perf_hooks/README.md shows a stale sample"
 
 
 def test_refactor_pr_measures_as_no_change(demo_repo):

@@ -144,9 +144,19 @@ def test_one_finding_per_line_for_its_costliest_category():
     findings = perf_findings(_summary(_delta("alloc", 9, 0, 1), _delta("sync", 9, 0, 1), _delta("copy", 12, 2, 1)))
     (finding,) = findings  # the removed copy is an improvement, not a finding
     assert (finding.rule_id, finding.area, finding.span.line, finding.severity) == ("perf-added-sync", "device-residency", 9, "error")
-    assert finding.impact.startswith("+1 sync per call of c at a.py:9 — `n = x.sum().item()` (aten.item; cpu, base 0, head 1)")
+    assert finding.impact.startswith("+1 sync per call of c at a.py:9 (`n = x.sum().item()`; aten.item on cpu, base 0, head 1)")
     assert finding.impact.endswith("Also on this line: +1 alloc.")
     assert finding.perf.detail == "+1 sync at a.py:9 — n = x.sum().item()"
+
+
+def test_without_a_library_the_texts_are_the_bundled_library_entries():
+    from rltrefactor.library.loader import load_library
+    from rltrefactor.perf import perf_findings
+
+    rule = next(r for r in load_library().rules if r.id == "perf-added-sync")
+    (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)))
+    assert (finding.title, finding.severity) == (rule.title, rule.severity)
+    assert finding.impact.startswith("+2 sync per call of c at a.py:9")
 
 
 def test_rule_texts_come_from_the_library_when_given():
