@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -182,15 +181,16 @@ def demo(make_repo):
     return repo
 
 
-def _leftovers() -> set[str]:
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("rltrefactor-perf-")}
+def _leftovers(temp: Path) -> list[str]:
+    """What the hook left in its own temporary directory (others' runs never write there)."""
+    return sorted(os.listdir(temp))
 
 
 @pytest.fixture(scope="module")
-def defects(demo):
-    before = _leftovers()
-    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), timeout=60)
-    assert _leftovers() == before
+def defects(demo, tmp_path_factory):
+    temp = tmp_path_factory.mktemp("perf-temp")
+    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), timeout=60, temp_dir=str(temp))
+    assert _leftovers(temp) == []
     return summary
 
 
@@ -275,21 +275,20 @@ def test_review_with_perf_times_the_whole_run_and_lists_a_failed_check_once(demo
     assert markdown.out.count("perf_hooks.checks:flaky: counts differ") == 1, markdown.out
 
 
-def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):
-    before = _leftovers()
+def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo, tmp_path):
     change = collect_changes(str(demo.path), diff="main..defects")
-    summary = run_perf(change, hooks_dir="failing_hooks", timeout=6, memory_mb=1024)
+    summary = run_perf(change, hooks_dir="failing_hooks", timeout=6, memory_mb=1024, temp_dir=str(tmp_path))
     messages = sorted(e.message for e in summary.errors)
     assert any("failing_hooks.checks:crashes: crashed (exit code 3)" in m for m in messages), messages
     assert any("failing_hooks.checks:hangs: timed out after 6 s (process killed)" in m for m in messages)
     assert any("failing_hooks.checks:segfaults: crashed (killed by signal SIGSEGV)" in m for m in messages), messages
     assert any("failing_hooks.checks:hogs_memory: used more than 1024 MiB of memory" in m for m in messages), messages
     assert summary.checks == ("failing_hooks.checks:fine",)
-    assert _leftovers() == before
+    assert _leftovers(tmp_path) == []
     assert demo.git("worktree", "list").count("\n") == 1
 
 
-def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
+def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch, tmp_path):
     def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel, memory_mb):
         assert os.path.isdir(os.path.join(root, "eng"))
         if "--trace" not in extra:
@@ -298,10 +297,18 @@ def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
         return SideRun(root=root)
 
     monkeypatch.setattr(hook_module, "run_side", fake_run_side)
-    before = _leftovers()
+    made = []
+    real = hook_module.detached_worktree
+
+    def recording_worktree(*args, **kwargs):
+        made.append(kwargs["parent"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hook_module, "detached_worktree", recording_worktree)
     with pytest.raises(KeyboardInterrupt):
-        run_perf(collect_changes(str(demo.path), diff="main..defects"))
-    assert _leftovers() == before
+        run_perf(collect_changes(str(demo.path), diff="main..refactor"), temp_dir=str(tmp_path))
+    assert made == [str(tmp_path)] * 2  # head and base were both made here, then removed
+    assert _leftovers(tmp_path) == []
     assert demo.git("worktree", "list").count("\n") == 1
 
 

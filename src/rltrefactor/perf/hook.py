@@ -61,8 +61,12 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
 
 def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float = 60.0,
              profile: Profile | None = None, out_dir: str | None = None, window: int = 1,
-             device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB) -> PerfSummary:
-    """Run the micro-checks covering the change at base and head and compare their counts."""
+             device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB,
+             temp_dir: str | None = None) -> PerfSummary:
+    """Run the micro-checks covering the change at base and head and compare their counts.
+
+    The temporary worktrees go under ``temp_dir`` (None: the system temporary directory).
+    """
     started = time.perf_counter()
     the_plan = plan(change, hooks_dir=hooks_dir)
     if profile is not None:
@@ -75,8 +79,9 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
     with ExitStack() as stack:
         head_root = the_plan.repo_root
         if the_plan.head != "working tree":
-            head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head"))
-        base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base"))
+            head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head",
+                                                                   parent=temp_dir))
+        base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base", parent=temp_dir))
         copy_hooks(head_root, base_root, hooks_dir)
         head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
         coverage = _select(head, touched_definitions(change))
