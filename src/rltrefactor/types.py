@@ -34,16 +34,37 @@ class Revision:
 
 
 @dataclass(frozen=True)
+class Hunk:
+    """One block of consecutive changed lines, numbered as ``git diff -U0`` numbers it.
+
+    ``old_length`` lines from ``old_start`` became ``new_length`` lines from ``new_start``;
+    a length of 0 means nothing on that side, and its start is then the line just before
+    the block (0: before the first line).
+    """
+
+    old_start: int
+    old_length: int
+    new_start: int
+    new_length: int
+
+
+@dataclass(frozen=True)
 class ChangedFile:
     path: str  # repo-relative, POSIX separators; for a deletion, the old path
     status: FileStatus
     old_path: str | None = None  # set for renamed/copied/deleted/modified files
     added_lines: frozenset[int] = frozenset()  # 1-based head lines added or modified
     binary: bool = False
+    hunks: tuple[Hunk, ...] = ()  # from the same diff as added_lines; () without a diff
 
     @property
     def is_python(self) -> bool:
         return self.path.endswith((".py", ".pyi"))
+
+    @property
+    def deletion_anchors(self) -> frozenset[int]:
+        """Head line just before each place where lines were only deleted (at least 1)."""
+        return frozenset(max(h.new_start, 1) for h in self.hunks if h.new_length == 0 and h.old_length)
 
 
 @dataclass(frozen=True)
