@@ -43,14 +43,13 @@ def test_the_planted_item_is_a_sync_per_depth_on_cuda(summary):
 
 
 def test_the_list_built_tensor_is_a_host_to_device_copy_on_cuda(summary):
-    ops = summary.device_evidence["ops"]
+    ops = summary.device_evidence.ops
     label = ops[f"{DECODE}|copy|loopy/worker/model_runner.py:{defect_lines()['b']}"]
     assert "h2d" in label
 
 
 def test_device_evidence_sits_beside_the_counts(summary):
-    evidence = summary.device_evidence["cuda"][DECODE]
-    base, head = evidence["base"], evidence["head"]
-    assert set(head) == {"sync_debug_warnings", "allocator", "runtime_events"}
-    assert head["sync_debug_warnings"]["count"] >= base["sync_debug_warnings"]["count"] + 4
-    assert head["allocator"]["requests"] > base["allocator"]["requests"]  # the defects allocate per step
+    evidence = summary.device_evidence.cuda[DECODE]
+    base, head = evidence.base, evidence.head
+    assert head.sync_debug_warnings.count >= base.sync_debug_warnings.count + 4
+    assert head.allocator.requests > base.allocator.requests  # the defects allocate per step

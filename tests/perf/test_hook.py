@@ -18,6 +18,7 @@ from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
 from rltrefactor.perf.report import render_perf_text
 from rltrefactor.perf.sides import SideRun
+from rltrefactor.types import PerfCheckTotals, PerfTotals
 
 pytest.importorskip("torch")
 
@@ -220,8 +221,8 @@ def test_a_removed_sync_is_an_improvement_at_its_base_line(defects):
 def test_a_check_of_code_new_in_the_change_is_measured_at_head_only_not_failed(defects):
     assert not [e for e in defects.errors if "needs_extra" in e.message]
     assert defects.head_only == ("perf_hooks.checks:needs_extra",)
-    assert defects.device_evidence["totals"]["perf_hooks.checks:needs_extra"] == {
-        "base": None, "head": {"sync": 0, "copy": 0, "alloc": 1}}
+    assert defects.device_evidence.totals["perf_hooks.checks:needs_extra"] == PerfCheckTotals(
+        base=None, head=PerfTotals(sync=0, copy=0, alloc=1))
     assert not [d for d in defects.deltas if d.check.endswith(":needs_extra")]
     assert "perf_hooks.checks:step" in defects.checks and not defects.all_failed
     assert "perf_hooks.checks:needs_extra  covers eng/runner.py::Runner.extra (new code: measured at head only)\n" \
@@ -243,14 +244,14 @@ def test_nondeterministic_counts_are_reported_not_compared(defects):
 
 def test_only_checks_covering_the_change_run_on_both_sides(defects):
     assert "perf_hooks.checks:other" not in defects.checks
-    coverage = defects.device_evidence["coverage"]
-    assert coverage["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
-    assert coverage["perf_hooks.checks:needs_extra"] == ["eng/runner.py::Runner.extra"]
+    coverage = defects.device_evidence.coverage
+    assert coverage["perf_hooks.checks:step"] == ("eng/runner.py::Runner.step",)
+    assert coverage["perf_hooks.checks:needs_extra"] == ("eng/runner.py::Runner.extra",)
 
 
 def test_unchanged_code_counts_the_same_in_every_repeat(defects):
-    totals = defects.device_evidence["totals"]["perf_hooks.checks:step"]
-    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}  # bool(), copy_, argmax, eq
+    totals = defects.device_evidence.totals["perf_hooks.checks:step"]
+    assert totals.base == PerfTotals(sync=1, copy=1, alloc=2)  # bool(), copy_, argmax, eq
 
 
 def test_a_pure_refactor_gives_no_delta(demo):
@@ -273,6 +274,16 @@ def test_review_with_perf_times_the_whole_run_and_lists_a_failed_check_once(demo
     assert seconds > 1.0, text.out  # two runner processes importing torch: never the static 0.x s
     markdown = cli("review", "--diff", "main..defects", "--perf", "--format", "markdown", cwd=demo.path)
     assert markdown.out.count("perf_hooks.checks:flaky: counts differ") == 1, markdown.out
+
+
+def test_perf_json_keeps_its_shape_with_typed_records(demo, cli):
+    result = cli("perf", "--diff", "main..defects", "--format", "json", cwd=demo.path)
+    document = result.json()
+    assert document["schema"] == "rltrefactor/perf/v1"
+    totals = document["device_evidence"]["totals"]["perf_hooks.checks:step"]
+    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}
+    assert document["device_evidence"]["coverage"]["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
+    assert {f["rule"] for f in document["findings"]} >= {"perf-added-sync"}
 
 
 def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo, tmp_path):

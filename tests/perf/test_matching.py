@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rltrefactor.perf.coverage import covered_by_declaration, covered_by_trace
 from rltrefactor.perf.deltas import compare, detail
+from rltrefactor.perf.protocol import CountRow
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 TOUCHED = {"eng/runner.py": frozenset({"Runner.step"}), "eng/util.py": frozenset({"<module>"})}
@@ -36,8 +38,7 @@ def test_declared_covers_accept_file_qualname_and_bare_qualname():
 
 
 def _row(category, path, line, source, count=1, nbytes=0, op="aten.x", function="FeedForward.forward"):
-    return {"category": category, "op": op, "direction": "", "path": path, "line": line,
-            "source": source, "count": count, "bytes": nbytes, "function": function}
+    return CountRow(category, op, "", path, line, source, function, count, nbytes)
 
 
 def test_moved_and_reindented_code_is_no_delta():
@@ -121,15 +122,16 @@ def test_a_rewritten_statement_doing_more_work_is_still_reported():
 
 
 def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
-    head = [{**row, "function": "FeedForward.gate"} for row in _FF_HEAD]
+    head = [replace(row, function="FeedForward.gate") for row in _FF_HEAD]
     deltas = compare("c", "cpu", _FF_BASE, head, {})[0]
     assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 1)]
 
 
 def _summary(*deltas):
-    from rltrefactor.types import PerfSummary
+    from rltrefactor.types import PerfDeviceEvidence, PerfSummary
 
-    return PerfSummary(device="cpu", checks=("c",), deltas=deltas, device_evidence={"ops": {"c|sync|a.py:9": "aten.item"}})
+    return PerfSummary(device="cpu", checks=("c",), deltas=deltas,
+                       device_evidence=PerfDeviceEvidence(ops={"c|sync|a.py:9": "aten.item"}))
 
 
 def _delta(category, line, base, head, source="n = x.sum().item()"):

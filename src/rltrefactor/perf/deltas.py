@@ -24,6 +24,7 @@ from typing import Iterable, Mapping
 
 from ..types import PerfDelta
 from .attribution import normalize_source
+from .protocol import CountRow
 
 
 @dataclass
@@ -48,25 +49,22 @@ _EDIT_SIMILARITY = 0.6
 _MAX_RUN = 8  # lines of one statement, at most, on either side of a rewrite
 
 
-def tally(rows: Iterable[Mapping[str, object]], renames: Mapping[str, str]) -> dict[SiteKey, _Tally]:
+def tally(rows: Iterable[CountRow], renames: Mapping[str, str]) -> dict[SiteKey, _Tally]:
     tallies: dict[SiteKey, _Tally] = defaultdict(_Tally)
     for row in rows:
-        path = str(row["path"])
-        path = renames.get(path, path)
-        source = str(row["source"])
-        entry = tallies[(str(row["category"]), path, normalize_source(source))]
-        entry.count += int(row["count"])  # type: ignore[arg-type]
-        entry.bytes += int(row["bytes"])  # type: ignore[arg-type]
-        entry.lines.add(int(row["line"]))  # type: ignore[arg-type]
-        entry.source = entry.source or source
-        entry.function = entry.function or str(row.get("function") or "")
-        direction = str(row.get("direction") or "")
-        entry.ops[f"{row['op']} {direction}".strip()] += int(row["count"])  # type: ignore[arg-type]
+        path = renames.get(row.path, row.path)
+        entry = tallies[(row.category, path, normalize_source(row.source))]
+        entry.count += row.count
+        entry.bytes += row.bytes
+        entry.lines.add(row.line)
+        entry.source = entry.source or row.source
+        entry.function = entry.function or row.function
+        entry.ops[f"{row.op} {row.direction}".strip()] += row.count
     return tallies
 
 
-def compare(check: str, device: str, base_rows, head_rows, renames: Mapping[str, str]
-            ) -> tuple[list[PerfDelta], dict[str, str]]:
+def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: Iterable[CountRow],
+            renames: Mapping[str, str]) -> tuple[list[PerfDelta], dict[str, str]]:
     """Deltas for one check, plus the op labels of each delta ("category|path:line")."""
     base = tally(base_rows, renames)
     head = tally(head_rows, {})

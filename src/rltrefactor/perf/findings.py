@@ -89,7 +89,7 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
     for delta in summary.deltas:
         if delta.added:
             by_line.setdefault((delta.check, delta.path, delta.line), []).append(delta)
-    ops_by_site = summary.device_evidence.get("ops", {}) if summary.device_evidence else {}
+    ops_by_site = summary.device_evidence.ops
     findings = [
         _finding(sorted(group, key=lambda d: _PRIORITY[d.category]), ops_by_site, change, library)
         for group in by_line.values()
