@@ -234,6 +234,8 @@ def test_when_every_check_fails_the_command_says_so_and_exits_2(demo, cli):
     assert result.code == 2, result.err
     assert result.out.startswith("perf: every micro-check failed (1 error(s)); nothing was compared")
     assert "error perf_hooks/checks.py:1: head: cannot import micro-check file: ModuleNotFoundError" in result.out
+    review = cli("review", "--diff", "main..broken", "--perf", "--select", "device-residency", cwd=demo.path)
+    assert review.code == 2, review.err
 
 
 def test_nondeterministic_counts_are_reported_not_compared(defects):
