@@ -1,12 +1,12 @@
 # Set-up and the two everyday commands. Everything installs into .venv on first use.
 PYTHON ?= python3
-VENV := .venv
+VENV ?= .venv  # make demo VENV=/path/to/venv reuses an environment
 BIN := $(VENV)/bin
 # torch is pinned here (a local CPU build installs quickly); the package itself only
 # asks for a sane range in its optional `perf` extra.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup demo demo-refactor test bench clean
+.PHONY: setup demo demo-perf demo-refactor test bench clean
 
 $(BIN)/rltrefactor: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,10 @@ setup: $(BIN)/rltrefactor
 
 demo: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/defects.patch || [ $$? -eq 1 ]
+
+# The same PR with the perf hook: the demo's micro-checks run at base and head (CPU is fine).
+demo-perf: setup
+	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/defects.patch --perf || [ $$? -eq 1 ]
 
 demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch

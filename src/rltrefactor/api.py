@@ -224,4 +224,7 @@ def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
     library = load_library(config.rule_dirs)
     measured = perf_findings(summary, change=change, library=library)
     findings = sorted(confirm(result.findings, summary) + measured, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
-    return replace(result, findings=tuple(findings), perf=summary, errors=result.errors + summary.errors)
+    timings = {**result.timings, "perf": summary.wall_seconds,
+               "total": result.timings.get("total", 0.0) + summary.wall_seconds}
+    return replace(result, findings=tuple(findings), perf=summary, errors=result.errors + summary.errors,
+                   timings=timings)

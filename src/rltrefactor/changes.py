@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 
 from . import gitio
 from .errors import ChangeInputError
-from .types import ChangedFile, ChangeSet, Revision
+from .types import ChangedFile, ChangeSet, Hunk, Revision
 
 _DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "-U0", "--src-prefix=a/", "--dst-prefix=b/")
 _SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"}
@@ -150,15 +150,47 @@ def _changed_file(patched, source: str) -> ChangedFile:
     origin = _clean_path(patched.source_file, source)
     if patched.is_removed_file:
         return ChangedFile(path=origin or patched.path, status="deleted", old_path=origin, binary=patched.is_binary_file)
-    added = frozenset(
-        line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no
-    )
+    hunks = tuple(block for hunk in patched for block in _blocks(hunk))
+    added = frozenset(n for h in hunks for n in range(h.new_start, h.new_start + h.new_length))
     path = target or patched.path
     _check_inside(path, source)
     if patched.is_added_file:
-        return ChangedFile(path=path, status="added", added_lines=added, binary=patched.is_binary_file)
+        return ChangedFile(path=path, status="added", added_lines=added, binary=patched.is_binary_file, hunks=hunks)
     status = "renamed" if getattr(patched, "is_rename", False) else "modified"
-    return ChangedFile(path=path, status=status, old_path=origin or path, added_lines=added, binary=patched.is_binary_file)
+    return ChangedFile(path=path, status=status, old_path=origin or path, added_lines=added,
+                       binary=patched.is_binary_file, hunks=hunks)
+
+
+def _blocks(hunk) -> list[Hunk]:
+    """The runs of removed/added lines of a unidiff hunk, numbered as -U0 would number
+    them: the same hunks whatever context the diff was made with."""
+    blocks: list[Hunk] = []
+    # The last line seen on each side; an empty side's start already names the line before.
+    old_line = hunk.source_start - (1 if hunk.source_length else 0)
+    new_line = hunk.target_start - (1 if hunk.target_length else 0)
+    removed: list[int] = []
+    added: list[int] = []
+
+    def close() -> None:
+        if removed or added:
+            blocks.append(Hunk(removed[0] if removed else old_line, len(removed),
+                               added[0] if added else new_line, len(added)))
+            removed.clear()
+            added.clear()
+
+    for line in hunk:
+        if line.is_removed:
+            removed.append(line.source_line_no)
+        elif line.is_added:
+            added.append(line.target_line_no)
+        elif line.is_context:
+            close()
+        if line.source_line_no and not removed:
+            old_line = line.source_line_no
+        if line.target_line_no and not added:
+            new_line = line.target_line_no
+    close()
+    return blocks
 
 
 def _clean_path(name: str | None, source: str) -> str | None:

@@ -216,6 +216,8 @@ def _run_review(args: argparse.Namespace) -> int:
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args, baseline), args.output)
+    if result.perf is not None and result.perf.all_failed:
+        return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
     return EXIT_FINDINGS if result.gate_failed else EXIT_CLEAN
 
 
@@ -273,6 +275,8 @@ def _run_perf(args: argparse.Namespace) -> int:
     else:
         text = render_perf_text(summary)
     write_report(text, args.output)
+    if summary.all_failed:
+        return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
     threshold = SEVERITY_NAMES.index(args.fail_on or config.fail_on)
     failing = [f for f in findings if SEVERITY_NAMES.index(f.severity) <= threshold]
     return EXIT_FINDINGS if failing else EXIT_CLEAN

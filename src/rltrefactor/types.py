@@ -34,16 +34,37 @@ class Revision:
 
 
 @dataclass(frozen=True)
+class Hunk:
+    """One block of consecutive changed lines, numbered as ``git diff -U0`` numbers it.
+
+    ``old_length`` lines from ``old_start`` became ``new_length`` lines from ``new_start``;
+    a length of 0 means nothing on that side, and its start is then the line just before
+    the block (0: before the first line).
+    """
+
+    old_start: int
+    old_length: int
+    new_start: int
+    new_length: int
+
+
+@dataclass(frozen=True)
 class ChangedFile:
     path: str  # repo-relative, POSIX separators; for a deletion, the old path
     status: FileStatus
     old_path: str | None = None  # set for renamed/copied/deleted/modified files
     added_lines: frozenset[int] = frozenset()  # 1-based head lines added or modified
     binary: bool = False
+    hunks: tuple[Hunk, ...] = ()  # from the same diff as added_lines; () without a diff
 
     @property
     def is_python(self) -> bool:
         return self.path.endswith((".py", ".pyi"))
+
+    @property
+    def deletion_anchors(self) -> frozenset[int]:
+        """Head line just before each place where lines were only deleted (at least 1)."""
+        return frozenset(max(h.new_start, 1) for h in self.hunks if h.new_length == 0 and h.old_length)
 
 
 @dataclass(frozen=True)
@@ -160,6 +181,76 @@ class PerfDelta:
 
 
 @dataclass(frozen=True)
+class PerfTotals:
+    """Events of one measured call, per category."""
+
+    sync: int = 0
+    copy: int = 0
+    alloc: int = 0
+
+
+@dataclass(frozen=True)
+class PerfCheckTotals:
+    base: PerfTotals | None  # None: the check covers only code new in the change
+    head: PerfTotals
+
+
+@dataclass(frozen=True)
+class PerfSyncWarnings:
+    count: int
+    sites: Mapping[str, int]  # "path:line" -> warnings there
+
+
+@dataclass(frozen=True)
+class PerfAllocatorDelta:
+    requests: int  # caching-allocator requests during one call
+    bytes: int
+    segments: int  # cudaMalloc calls the cache could not serve
+
+
+@dataclass(frozen=True)
+class PerfCudaEvidence:
+    """Real-device evidence of one call on CUDA, beside the counts."""
+
+    sync_debug_warnings: PerfSyncWarnings
+    allocator: PerfAllocatorDelta
+    runtime_events: Mapping[str, int]  # CUDA runtime synchronize/memcpy calls by name
+
+
+@dataclass(frozen=True)
+class PerfCudaComparison:
+    base: PerfCudaEvidence | None
+    head: PerfCudaEvidence | None
+
+
+@dataclass(frozen=True)
+class PerfDeviceEvidence:
+    """What the hook saw beside the deltas, per micro-check name."""
+
+    ops: Mapping[str, str] = field(default_factory=dict)  # delta site label -> op names
+    coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> touched "path::qualname"
+    skipped: Mapping[str, str] = field(default_factory=dict)  # -> reason
+    totals: Mapping[str, PerfCheckTotals] = field(default_factory=dict)
+    cuda: Mapping[str, PerfCudaComparison] = field(default_factory=dict)
+    torch: str = ""
+
+
+@dataclass(frozen=True)
+class PerfProfileRow:
+    """One operator of the profiled base-vs-head table (profiled numbers, not results)."""
+
+    check: str
+    operator: str
+    label: str
+    base_count: int
+    head_count: int
+    base_self_cpu_us: float
+    head_self_cpu_us: float
+    base_self_device_us: float
+    head_self_device_us: float
+
+
+@dataclass(frozen=True)
 class PerfSummary:
     device: str
     checks: tuple[str, ...]  # micro-checks that ran on both sides
@@ -167,9 +258,12 @@ class PerfSummary:
     errors: tuple[FileError, ...] = ()  # failed/hung/crashed micro-checks, per side
     wall_seconds: float = 0.0
     artifacts_dir: str | None = None  # profile artifacts, when captured
-    # Rows of the profiled base-vs-head operator table (not performance results).
-    profile_rows: tuple[Mapping[str, object], ...] = ()
-    device_evidence: Mapping[str, object] = field(default_factory=dict)
+    profile_rows: tuple[PerfProfileRow, ...] = ()
+    device_evidence: PerfDeviceEvidence = field(default_factory=PerfDeviceEvidence)
+    # Checks covering only code that is new in the change: measured at head, not compared.
+    head_only: tuple[str, ...] = ()
+    # Micro-checks were there to run, and every one that mattered failed: nothing compared.
+    all_failed: bool = False
 
 
 @dataclass(frozen=True)

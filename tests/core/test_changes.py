@@ -168,3 +168,35 @@ def test_truncated_patch_is_a_clear_error(tmp_path):
     patch.write_text("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1,4 @@\n a\n+b\n")
     with pytest.raises(ChangeInputError, match="malformed patch"):
         collect_changes(str(tmp_path), diff_file=str(patch))
+
+
+_OLD = "a = 1\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\ng = 7\nh = 8\n"
+_NEW = "a = 1\nb = 20\nb2 = 21\nc = 3\nd = 4\nf = 6\ng = 7\nh = 8\n"  # b edited and grown; e deleted
+
+
+def test_hunks_carry_edits_and_deletion_anchors_once_parsed(repo):
+    from rltrefactor.types import Hunk
+
+    repo.write("m.py", _OLD)
+    a = repo.commit("a")
+    repo.write("m.py", _NEW)
+    b = repo.commit("b")
+    changed = _by_path(collect_changes(str(repo.path), diff=f"{a}..{b}"))["m.py"]
+    assert changed.hunks == (Hunk(2, 1, 2, 2), Hunk(5, 1, 5, 0))
+    assert changed.added_lines == {2, 3}
+    assert changed.deletion_anchors == {5}  # "d = 4", the head line just before the deleted "e = 5"
+
+
+def test_a_patch_with_context_gives_the_same_hunks_as_git(repo, tmp_path):
+    repo.write("m.py", _OLD)
+    a = repo.commit("a")
+    repo.write("m.py", _NEW)
+    b = repo.commit("b")
+    from_git = _by_path(collect_changes(str(repo.path), diff=f"{a}..{b}"))["m.py"]
+    (from_patch,) = parse_unified_diff(repo.git("diff", "-U3", a, b))
+    assert (from_patch.hunks, from_patch.added_lines) == (from_git.hunks, from_git.added_lines)
+
+
+def test_a_deletion_at_the_top_of_a_file_anchors_on_its_first_line():
+    (changed,) = parse_unified_diff("--- a/m.py\n+++ b/m.py\n@@ -1,2 +1 @@\n-x = 0\n y = 1\n")
+    assert changed.deletion_anchors == {1} and changed.added_lines == frozenset()

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from demo_defects import planted
 
 from rltrefactor.changes import collect_changes
 from rltrefactor.perf import perf_findings, run_perf
@@ -42,16 +43,21 @@ def test_defects_pr_reports_the_planted_sync_and_allocations(demo_repo):
     summary = run_perf(change, device="cpu")
     assert summary.errors == ()
     assert summary.checks == (DECODE,)
+    a, b = planted()["a"].line, planted()["b"].line
     added = {(d.category, d.path, d.line, d.head_count - d.base_count) for d in summary.deltas if d.added}
     assert added == {
-        ("sync", "loopy/worker/model_runner.py", 87, 4),
-        ("alloc", "loopy/worker/model_runner.py", 87, 4),
-        ("alloc", "loopy/worker/model_runner.py", 90, 1),
+        ("sync", "loopy/worker/model_runner.py", a, 4),
+        ("alloc", "loopy/worker/model_runner.py", a, 4),
+        ("alloc", "loopy/worker/model_runner.py", b, 1),
     }
     findings = perf_findings(summary, change=change)
-    assert [(f.rule_id, f.span.line) for f in findings] == [("perf-added-sync", 87), ("perf-added-alloc", 90)]
-    assert findings[0].perf.detail == "+4 sync at loopy/worker/model_runner.py:87 — if exited.all().item():"
+    assert [(f.rule_id, f.span.line) for f in findings] == [("perf-added-sync", a), ("perf-added-alloc", b)]
+    assert findings[0].perf.detail == f"+4 sync at loopy/worker/model_runner.py:{a} — if exited.all().item():"
     assert findings[0].definition == "ModelRunner.execute_model"
+    assert findings[0].snippet == "            if exited.all().item():"
+    assert (findings[0].span.column, findings[0].span.end_column) == (13, len(findings[0].snippet) + 1)
+    sample = f"{findings[0].path}:{a}:13  error  perf-added-sync  {findings[0].title}\n"
+    assert sample in (PROJECT / "perf_hooks" / "README.md").read_text(), "perf_hooks/README.md shows a stale sample"
 
 
 def test_refactor_pr_measures_as_no_change(demo_repo):

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from demo_defects import planted
 
 from rltrefactor.changes import collect_changes
 from rltrefactor.perf import run_perf
@@ -37,18 +38,18 @@ def summary(make_repo):
 def test_the_planted_item_is_a_sync_per_depth_on_cuda(summary):
     assert summary.device.startswith("cuda")
     sync = [d for d in summary.deltas if d.category == "sync" and d.added]
-    assert [(d.path, d.line, d.head_count - d.base_count) for d in sync] == [("loopy/worker/model_runner.py", 87, 4)]
+    assert [(d.path, d.line, d.head_count - d.base_count) for d in sync] == [
+        ("loopy/worker/model_runner.py", planted()["a"].line, 4)]
 
 
 def test_the_list_built_tensor_is_a_host_to_device_copy_on_cuda(summary):
-    ops = summary.device_evidence["ops"]
-    label = ops[f"{DECODE}|copy|loopy/worker/model_runner.py:90"]
+    ops = summary.device_evidence.ops
+    label = ops[f"{DECODE}|copy|loopy/worker/model_runner.py:{planted()['b'].line}"]
     assert "h2d" in label
 
 
 def test_device_evidence_sits_beside_the_counts(summary):
-    evidence = summary.device_evidence["cuda"][DECODE]
-    base, head = evidence["base"], evidence["head"]
-    assert set(head) == {"sync_debug_warnings", "allocator", "runtime_events"}
-    assert head["sync_debug_warnings"]["count"] >= base["sync_debug_warnings"]["count"] + 4
-    assert head["allocator"]["requests"] >= 0
+    evidence = summary.device_evidence.cuda[DECODE]
+    base, head = evidence.base, evidence.head
+    assert head.sync_debug_warnings.count >= base.sync_debug_warnings.count + 4
+    assert head.allocator.requests > base.allocator.requests  # the defects allocate per step

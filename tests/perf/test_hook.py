@@ -7,7 +7,7 @@ measured once (two runner processes, ~2 s each), shared at module scope.
 from __future__ import annotations
 
 import os
-import tempfile
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +16,9 @@ from rltrefactor.changes import collect_changes
 from rltrefactor.errors import ChangeInputError
 from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
+from rltrefactor.perf.report import render_perf_text
 from rltrefactor.perf.sides import SideRun
+from rltrefactor.types import PerfCheckTotals, PerfTotals
 
 pytest.importorskip("torch")
 
@@ -44,6 +46,9 @@ class Runner:
 
     def other(self, x):
         return x * 2
+
+    def mix(self, x):
+        return torch.relu(x * 2 + 1).sum(-1)
 """
 
 CHECKS = """\
@@ -78,6 +83,12 @@ def flaky(device):
 def other(device):
     runner, logits = _setup(device)
     return lambda: runner.other(logits)
+
+
+@micro_check
+def mix(device):
+    runner, logits = _setup(device)
+    return lambda: runner.mix(logits)
 """
 
 FAILING = """\
@@ -143,6 +154,15 @@ REFACTOR = _edit(
 )
 
 
+# The statement of Runner.mix reflowed across four lines, beside one new allocation.
+REFLOW = _edit(
+    RUNNER,
+    "        return torch.relu(x * 2 + 1).sum(-1)\n",
+    "        scratch = torch.zeros(4, device=self.device)\n"
+    "        return torch.relu(\n            x * 2\n            + 1\n        ).sum(-1)\n",
+)
+
+
 @pytest.fixture(scope="module")
 def demo(make_repo):
     repo = make_repo()
@@ -151,23 +171,27 @@ def demo(make_repo):
     repo.write("perf_hooks/checks.py", CHECKS)
     repo.write("failing_hooks/checks.py", FAILING)
     repo.commit("base")
-    for branch, text in (("defects", DEFECTS), ("refactor", REFACTOR)):
+    for branch, text in (("defects", DEFECTS), ("refactor", REFACTOR), ("reflow", REFLOW)):
         repo.git("checkout", "-q", "-b", branch, "main")
         repo.write("eng/runner.py", text)
         repo.commit(branch)
+    repo.git("checkout", "-q", "-b", "broken", "defects")
+    repo.write("perf_hooks/checks.py", "import not_a_module\n")
+    repo.commit("broken")
     repo.git("checkout", "-q", "main")
     return repo
 
 
-def _leftovers() -> set[str]:
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("rltrefactor-perf-")}
+def _leftovers(temp: Path) -> list[str]:
+    """What the hook left in its own temporary directory (others' runs never write there)."""
+    return sorted(os.listdir(temp))
 
 
 @pytest.fixture(scope="module")
-def defects(demo):
-    before = _leftovers()
-    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), timeout=60)
-    assert _leftovers() == before
+def defects(demo, tmp_path_factory):
+    temp = tmp_path_factory.mktemp("perf-temp")
+    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), timeout=60, temp_dir=str(temp))
+    assert _leftovers(temp) == []
     return summary
 
 
@@ -194,11 +218,24 @@ def test_a_removed_sync_is_an_improvement_at_its_base_line(defects):
     assert [(d.line, d.base_count, d.head_count) for d in removed] == [(_lines(RUNNER, "bool(tokens[0]"), 1, 0)]
 
 
-def test_a_check_failing_on_one_side_is_reported_and_the_others_still_compare(defects):
-    (error,) = [e for e in defects.errors if "needs_extra" in e.message]
-    assert error.message.startswith("base: micro-check perf_hooks.checks:needs_extra failed: AttributeError")
-    assert error.path == "perf_hooks/checks.py"
-    assert "perf_hooks.checks:step" in defects.checks
+def test_a_check_of_code_new_in_the_change_is_measured_at_head_only_not_failed(defects):
+    assert not [e for e in defects.errors if "needs_extra" in e.message]
+    assert defects.head_only == ("perf_hooks.checks:needs_extra",)
+    assert defects.device_evidence.totals["perf_hooks.checks:needs_extra"] == PerfCheckTotals(
+        base=None, head=PerfTotals(sync=0, copy=0, alloc=1))
+    assert not [d for d in defects.deltas if d.check.endswith(":needs_extra")]
+    assert "perf_hooks.checks:step" in defects.checks and not defects.all_failed
+    assert "perf_hooks.checks:needs_extra  covers eng/runner.py::Runner.extra (new code: measured at head only)\n" \
+           "    per call: head sync 0 copy 0 alloc 1" in render_perf_text(defects)
+
+
+def test_when_every_check_fails_the_command_says_so_and_exits_2(demo, cli):
+    result = cli("perf", "--diff", "main..broken", cwd=demo.path)
+    assert result.code == 2, result.err
+    assert result.out.startswith("perf: every micro-check failed (1 error(s)); nothing was compared")
+    assert "error perf_hooks/checks.py:1: head: cannot import micro-check file: ModuleNotFoundError" in result.out
+    review = cli("review", "--diff", "main..broken", "--perf", "--select", "device-residency", cwd=demo.path)
+    assert review.code == 2, review.err
 
 
 def test_nondeterministic_counts_are_reported_not_compared(defects):
@@ -209,14 +246,14 @@ def test_nondeterministic_counts_are_reported_not_compared(defects):
 
 def test_only_checks_covering_the_change_run_on_both_sides(defects):
     assert "perf_hooks.checks:other" not in defects.checks
-    coverage = defects.device_evidence["coverage"]
-    assert coverage["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
-    assert coverage["perf_hooks.checks:needs_extra"] == ["eng/runner.py::Runner.extra"]
+    coverage = defects.device_evidence.coverage
+    assert coverage["perf_hooks.checks:step"] == ("eng/runner.py::Runner.step",)
+    assert coverage["perf_hooks.checks:needs_extra"] == ("eng/runner.py::Runner.extra",)
 
 
 def test_unchanged_code_counts_the_same_in_every_repeat(defects):
-    totals = defects.device_evidence["totals"]["perf_hooks.checks:step"]
-    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}  # bool(), copy_, argmax, eq
+    totals = defects.device_evidence.totals["perf_hooks.checks:step"]
+    assert totals.base == PerfTotals(sync=1, copy=1, alloc=2)  # bool(), copy_, argmax, eq
 
 
 def test_a_pure_refactor_gives_no_delta(demo):
@@ -225,21 +262,46 @@ def test_a_pure_refactor_gives_no_delta(demo):
     assert summary.deltas == ()
 
 
-def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo):
-    before = _leftovers()
+def test_a_statement_reflowed_across_lines_is_no_delta_and_new_work_beside_it_is(demo):
+    summary = run_perf(collect_changes(str(demo.path), diff="main..reflow"), timeout=60)
+    assert "perf_hooks.checks:mix" in summary.checks
+    assert [(d.category, d.line, d.base_count, d.head_count) for d in summary.deltas] == [
+        ("alloc", _lines(REFLOW, "scratch = torch.zeros"), 0, 1)
+    ]
+
+
+def test_review_with_perf_times_the_whole_run_and_lists_a_failed_check_once(demo, cli):
+    text = cli("review", "--diff", "main..defects", "--perf", "--select", "device-residency", cwd=demo.path)
+    seconds = float(re.search(r"· ([0-9.]+) s$", text.out.strip()).group(1))
+    assert seconds > 1.0, text.out  # two runner processes importing torch: never the static 0.x s
+    markdown = cli("review", "--diff", "main..defects", "--perf", "--format", "markdown", cwd=demo.path)
+    assert markdown.out.count("perf_hooks.checks:flaky: counts differ") == 1, markdown.out
+
+
+def test_perf_json_keeps_its_shape_with_typed_records(demo, cli):
+    result = cli("perf", "--diff", "main..defects", "--format", "json", cwd=demo.path)
+    document = result.json()
+    assert document["schema"] == "rltrefactor/perf/v1"
+    totals = document["device_evidence"]["totals"]["perf_hooks.checks:step"]
+    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}
+    assert document["device_evidence"]["coverage"]["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
+    assert {f["rule"] for f in document["findings"]} >= {"perf-added-sync"}
+
+
+def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo, tmp_path):
     change = collect_changes(str(demo.path), diff="main..defects")
-    summary = run_perf(change, hooks_dir="failing_hooks", timeout=6, memory_mb=1024)
+    summary = run_perf(change, hooks_dir="failing_hooks", timeout=6, memory_mb=1024, temp_dir=str(tmp_path))
     messages = sorted(e.message for e in summary.errors)
     assert any("failing_hooks.checks:crashes: crashed (exit code 3)" in m for m in messages), messages
     assert any("failing_hooks.checks:hangs: timed out after 6 s (process killed)" in m for m in messages)
     assert any("failing_hooks.checks:segfaults: crashed (killed by signal SIGSEGV)" in m for m in messages), messages
     assert any("failing_hooks.checks:hogs_memory: used more than 1024 MiB of memory" in m for m in messages), messages
     assert summary.checks == ("failing_hooks.checks:fine",)
-    assert _leftovers() == before
+    assert _leftovers(tmp_path) == []
     assert demo.git("worktree", "list").count("\n") == 1
 
 
-def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
+def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch, tmp_path):
     def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel, memory_mb):
         assert os.path.isdir(os.path.join(root, "eng"))
         if "--trace" not in extra:
@@ -248,10 +310,18 @@ def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch):
         return SideRun(root=root)
 
     monkeypatch.setattr(hook_module, "run_side", fake_run_side)
-    before = _leftovers()
+    made = []
+    real = hook_module.detached_worktree
+
+    def recording_worktree(*args, **kwargs):
+        made.append(kwargs["parent"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hook_module, "detached_worktree", recording_worktree)
     with pytest.raises(KeyboardInterrupt):
-        run_perf(collect_changes(str(demo.path), diff="main..defects"))
-    assert _leftovers() == before
+        run_perf(collect_changes(str(demo.path), diff="main..refactor"), temp_dir=str(tmp_path))
+    assert made == [str(tmp_path)] * 2  # head and base were both made here, then removed
+    assert _leftovers(tmp_path) == []
     assert demo.git("worktree", "list").count("\n") == 1
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from rltrefactor.perf.coverage import covered_by_declaration, covered_by_trace
 from rltrefactor.perf.deltas import compare, detail
+from rltrefactor.perf.protocol import CountRow
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 TOUCHED = {"eng/runner.py": frozenset({"Runner.step"}), "eng/util.py": frozenset({"<module>"})}
@@ -35,9 +37,8 @@ def test_declared_covers_accept_file_qualname_and_bare_qualname():
     assert covered_by_declaration(["eng/runner.py::Runner.other", "Sampler.step", "eng/x.py"], TOUCHED) == []
 
 
-def _row(category, path, line, source, count=1, nbytes=0, op="aten.x"):
-    return {"category": category, "op": op, "direction": "", "path": path, "line": line,
-            "source": source, "count": count, "bytes": nbytes}
+def _row(category, path, line, source, count=1, nbytes=0, op="aten.x", function="FeedForward.forward"):
+    return CountRow(category, op, "", path, line, source, function, count, nbytes)
 
 
 def test_moved_and_reindented_code_is_no_delta():
@@ -91,10 +92,46 @@ def test_a_different_statement_doing_the_same_op_is_a_removal_and_an_addition():
     assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(7, 1, 0), (9, 0, 1)]
 
 
-def _summary(*deltas):
-    from rltrefactor.types import PerfSummary
+# What the runner measured for one statement of a feed-forward block, written on one line
+# at base and reflowed across three at head (ops land on the line where each call starts).
+_ONE_LINE = "return self.w2(F.silu(self.w1(x)) * self.w3(x))"
+_FF_BASE = [_row("alloc", "ff.py", 13, _ONE_LINE, count=3, op="aten.addmm"),
+            _row("alloc", "ff.py", 13, _ONE_LINE, op="aten.silu"),
+            _row("alloc", "ff.py", 13, _ONE_LINE, op="aten.mul")]
+_FF_HEAD = [_row("alloc", "ff.py", 17, "return self.w2(", op="aten.addmm"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.addmm"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.silu"),
+            _row("alloc", "ff.py", 18, "F.silu(self.w1(x))", op="aten.mul"),
+            _row("alloc", "ff.py", 19, "* self.w3(x)", op="aten.addmm")]
 
-    return PerfSummary(device="cpu", checks=("c",), deltas=deltas, device_evidence={"ops": {"c|sync|a.py:9": "aten.item"}})
+
+def test_a_statement_rewritten_across_lines_doing_the_same_ops_is_no_delta():
+    assert compare("c", "cpu", _FF_BASE, _FF_HEAD, {})[0] == []
+
+
+def test_beside_a_rewritten_statement_only_the_new_work_is_a_delta_at_its_line():
+    added = _row("alloc", "ff.py", 16, "scratch = torch.zeros(2, 8)", count=2, op="aten.zeros")
+    (delta,) = compare("c", "cpu", _FF_BASE, [added, *_FF_HEAD], {})[0]
+    assert (delta.line, delta.base_count, delta.head_count, delta.source) == (16, 0, 2, "scratch = torch.zeros(2, 8)")
+
+
+def test_a_rewritten_statement_doing_more_work_is_still_reported():
+    extra = _row("alloc", "ff.py", 19, "* self.w3(x)", op="aten.relu")
+    deltas = compare("c", "cpu", _FF_BASE, [*_FF_HEAD, extra], {})[0]
+    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 2)]
+
+
+def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
+    head = [replace(row, function="FeedForward.gate") for row in _FF_HEAD]
+    deltas = compare("c", "cpu", _FF_BASE, head, {})[0]
+    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 1)]
+
+
+def _summary(*deltas):
+    from rltrefactor.types import PerfDeviceEvidence, PerfSummary
+
+    return PerfSummary(device="cpu", checks=("c",), deltas=deltas,
+                       device_evidence=PerfDeviceEvidence(ops={"c|sync|a.py:9": "aten.item"}))
 
 
 def _delta(category, line, base, head, source="n = x.sum().item()"):
@@ -109,9 +146,19 @@ def test_one_finding_per_line_for_its_costliest_category():
     findings = perf_findings(_summary(_delta("alloc", 9, 0, 1), _delta("sync", 9, 0, 1), _delta("copy", 12, 2, 1)))
     (finding,) = findings  # the removed copy is an improvement, not a finding
     assert (finding.rule_id, finding.area, finding.span.line, finding.severity) == ("perf-added-sync", "device-residency", 9, "error")
-    assert finding.impact.startswith("+1 sync per call of c at a.py:9 — `n = x.sum().item()` (aten.item; cpu, base 0, head 1)")
+    assert finding.impact.startswith("+1 sync per call of c at a.py:9 (`n = x.sum().item()`; aten.item on cpu, base 0, head 1)")
     assert finding.impact.endswith("Also on this line: +1 alloc.")
     assert finding.perf.detail == "+1 sync at a.py:9 — n = x.sum().item()"
+
+
+def test_without_a_library_the_texts_are_the_bundled_library_entries():
+    from rltrefactor.library.loader import load_library
+    from rltrefactor.perf import perf_findings
+
+    rule = next(r for r in load_library().rules if r.id == "perf-added-sync")
+    (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)))
+    assert (finding.title, finding.severity) == (rule.title, rule.severity)
+    assert finding.impact.startswith("+2 sync per call of c at a.py:9")
 
 
 def test_rule_texts_come_from_the_library_when_given():
@@ -148,3 +195,11 @@ def test_the_perf_report_lists_additions_and_improvements_and_serializes():
     assert "removed (1), improvements:\n  -1 copy at a.py:4 — y = x.cpu()  [c]" in text
     data = json.loads(json.dumps(perf_to_dict(summary)))
     assert [d["added"] for d in data["deltas"]] == [True, False]
+
+
+def test_the_perf_report_leaves_out_empty_sections_and_says_when_nothing_changed():
+    from rltrefactor.perf.report import render_perf_text
+
+    text = render_perf_text(_summary())
+    assert "added (" not in text and "removed (" not in text
+    assert "no added or removed syncs, copies or allocations" in text

@@ -80,10 +80,10 @@ def test_each_capture_has_readable_artifacts_with_its_settings(captured, side, m
 
 
 def test_the_operator_table_compares_ops_only_counts_and_is_labelled(captured):
-    rows = {r["operator"]: r for r in captured.profile_rows}
-    assert (rows["aten::relu"]["base_count"], rows["aten::relu"]["head_count"]) == (0, 1)
-    assert rows["aten::mm"]["base_count"] == rows["aten::mm"]["head_count"] == 1
-    assert {r["label"] for r in captured.profile_rows} == {"profiled (not a performance result)"}
+    rows = {r.operator: r for r in captured.profile_rows}
+    assert (rows["aten::relu"].base_count, rows["aten::relu"].head_count) == (0, 1)
+    assert rows["aten::mm"].base_count == rows["aten::mm"].head_count == 1
+    assert {r.label for r in captured.profile_rows} == {"profiled (not a performance result)"}
 
 
 def test_an_output_directory_inside_the_repository_is_refused(change):

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
 from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, manual_checklist, render_markdown
-from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfSummary, Revision
+from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfProfileRow, PerfSummary, Revision
 
 GH = "git@github.com:acme/engine.git"
 DOCS = "https://d.test/rules.md"
@@ -112,7 +112,8 @@ def _perf(**overrides) -> PerfSummary:
         ),
         wall_seconds=3.25,
         artifacts_dir=".rltrefactor/perf/2024",
-        profile_rows=({"op": "aten::item", "base": 0, "head": 1}, {"op": "aten::copy_", "base": 3, "head": 3}),
+        profile_rows=(PerfProfileRow("c", "aten::item", "profiled", 0, 1, 0.0, 2.5, 0.0, 0.0),
+                      PerfProfileRow("c", "aten::copy_", "profiled", 3, 3, 1.0, 1.0, 0.0, 0.0)),
     )
     fields.update(overrides)
     return PerfSummary(**fields)
@@ -132,7 +133,8 @@ def test_perf_table(rec):
         "| `perf_hooks.runner:check_step` | copy | (outside the repository) | 0 | 1 | +1 | cuda:0 |",
     ]
     assert "not performance results" in text
-    assert _table_rows(text, "| op | base | head |") == ["| aten::item | 0 | 1 |", "| aten::copy_ | 3 | 3 |"]
+    assert _table_rows(text, "| check | operator | label | base_count | head_count |") == [
+        "| c | aten::item | profiled | 0 | 1 | 0.0 | 2.5 | 0.0 | 0.0 |", "| c | aten::copy_ | profiled | 3 | 3 | 1.0 | 1.0 | 0.0 | 0.0 |"]
     assert "Profile artifacts: `.rltrefactor/perf/2024`" in text
 
 

@@ -11,7 +11,8 @@ from rltrefactor.cli import main
 from rltrefactor.errors import RuleLibraryError
 from rltrefactor.library.docs import render_rules_markdown
 from rltrefactor.library.loader import load_library
-from rltrefactor.library.scaffold import old_range, parse_line_range, scaffold_rule
+from rltrefactor.library.scaffold import draft_title, next_version, old_range, parse_line_range, scaffold_rule
+from rltrefactor.types import Hunk
 from rltrefactor.library.versioning import check_version_bump
 
 from .test_validation import RULE, write_rules
@@ -104,10 +105,15 @@ def test_line_ranges():
 
 
 def test_old_range_follows_hunks():
-    diff = "@@ -3,2 +3,3 @@\n-a\n-b\n+c\n+d\n+e\n@@ -10 +11,0 @@\n-z\n"
-    assert old_range(diff, 3, 5) == (3, 4)
-    assert old_range(diff, 7, 8) == (6, 7)
-    assert old_range(diff, 12, 12) == (12, 12)
+    hunks = (Hunk(3, 2, 3, 3), Hunk(10, 1, 11, 0))  # two lines became three; one line deleted
+    assert old_range(hunks, 3, 5) == (3, 4)
+    assert old_range(hunks, 7, 8) == (6, 7)
+    assert old_range(hunks, 12, 12) == (12, 12)
+
+
+def test_next_version_and_drafted_title():
+    assert next_version("1.3.0") == "1.4.0" and next_version("2.9.4") == "2.10.0"
+    assert draft_title("keep the count on the device.\n\nThe read blocked every step.") == "Keep the count on the device"
 
 
 def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
@@ -115,8 +121,11 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     repo.commit("before")
     repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
     sha = repo.commit("keep the count on the device")
-    entry = scaffold_rule(str(repo.path), sha, "worker/runner.py", (4, 6), rule_id="count-read-on-host", area="device-residency")
+    entry = scaffold_rule(str(repo.path), sha, "worker/runner.py", (4, 6), rule_id="count-read-on-host",
+                          area="device-residency", library_version="1.3.0")
     assert "  - id: count-read-on-host\n" in entry
+    assert '    title: "Keep the count on the device"  # TODO drafted from the commit message' in entry
+    assert "    since: 1.4.0  # the library's next version" in entry
     assert "        bad: |\n          def step(self, x):\n              n = x.sum().item()\n" in entry
     assert "        good: |\n          def step(self, x):\n              n = x.sum()\n" in entry
     target = tmp_path / "local" / "device-residency.yaml"
@@ -126,6 +135,7 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     assert "added rule entry" in capsys.readouterr().out
     rule = load_library([str(target.parent)]).get("count-read-on-host")
     assert rule is not None and not rule.automated and rule.area == "device-residency"
+    assert rule.since == next_version(load_library().version)  # the bundled library's next version
 
 
 def test_new_rejects_a_root_commit(repo):

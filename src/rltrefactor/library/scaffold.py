@@ -1,22 +1,26 @@
 """``rules new``: a rule entry scaffolded from a real fix.
 
 The bad example is the fixed range as it was before the commit (``SHA^``), the good
-example the range at ``SHA``. The entry starts as a checklist rule (``manual: true``)
+example the range at ``SHA``; the lines before the commit are found through the change's
+hunks (``changes.collect_changes``). The title is drafted from the commit's subject and
+``since`` is the library's next minor version, the one the new rule ships in. The entry starts as a checklist rule (``manual: true``)
 so it validates at once; turning it into an automated rule means adding a matcher and
 marking the reporting lines of the bad example with ``# expect``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import textwrap
+from dataclasses import dataclass
 
+from ..changes import collect_changes
 from ..errors import ChangeInputError, GitError
 from ..gitio import git, read_blob, rev_parse
+from ..types import Hunk
 from .model import AREAS
 from .schema import RULE_ID
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
 def parse_line_range(text: str) -> tuple[int, int]:
@@ -26,28 +30,40 @@ def parse_line_range(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2) or match.group(1))
 
 
-def old_range(diff: str, start: int, end: int) -> tuple[int, int]:
+def old_range(hunks: tuple[Hunk, ...], start: int, end: int) -> tuple[int, int]:
     """The lines before the commit that correspond to new lines ``start..end``."""
-    hunks = [
-        (int(m.group(1)), int(m.group(2) or 1), int(m.group(3)), int(m.group(4) or 1))
-        for m in _HUNK.finditer(diff)
-    ]
 
     def to_old(line: int, edge: str) -> int:
         shift = 0
-        for old_start, old_len, new_start, new_len in hunks:
-            new_end = new_start + new_len - 1 if new_len else new_start - 1
-            if new_len and new_start <= line <= new_end:  # inside a changed region
-                return old_start if edge == "start" else old_start + max(old_len, 1) - 1
+        for h in hunks:
+            new_end = h.new_start + h.new_length - 1 if h.new_length else h.new_start - 1
+            if h.new_length and h.new_start <= line <= new_end:  # inside a changed region
+                return h.old_start if edge == "start" else h.old_start + max(h.old_length, 1) - 1
             if new_end < line:
-                shift = (old_start + old_len) - (new_start + new_len)
+                shift = (h.old_start + h.old_length) - (h.new_start + h.new_length)
         return line + shift
 
     return to_old(start, "start"), max(to_old(end, "end"), to_old(start, "start"))
 
 
-def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rule_id: str | None = None, area: str | None = None) -> str:
-    """A YAML rule entry (list item, two-space indented) for ``rules/<area>.yaml``."""
+def next_version(version: str) -> str:
+    """The library version a new rule ships in: the next minor (1.3.0 -> 1.4.0)."""
+    major, minor, _ = (int(part) for part in version.split("."))
+    return f"{major}.{minor + 1}.0"
+
+
+def draft_title(message: str) -> str:
+    """A title drafted from a commit subject: first line, capitalised, no final period."""
+    subject = (message.strip().splitlines() or [""])[0].strip().rstrip(".")
+    return subject[:1].upper() + subject[1:]
+
+
+def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rule_id: str | None = None,
+                  area: str | None = None, library_version: str | None = None) -> str:
+    """A YAML rule entry (list item, two-space indented) for ``rules/<area>.yaml``.
+
+    ``library_version`` is the version of the library the rule joins (None: the bundled one).
+    """
     commit = rev_parse(repo, sha)
     try:
         parent = rev_parse(repo, f"{commit}^")
@@ -55,9 +71,10 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
         raise ChangeInputError(f"{sha}: the commit has no parent; scaffold from a commit that fixes existing code") from None
     new_text = _blob(repo, commit, path, sha)
     old_text = _blob(repo, parent, path, f"{sha}^")
-    diff = git(repo, "diff", "-U0", parent, commit, "--", path)
+    change = collect_changes(repo, diff=f"{parent}..{commit}")
+    hunks = next((f.hunks for f in change.files if f.path == path), ())
     start, end = lines
-    old_start, old_end = old_range(diff, start, end)
+    old_start, old_end = old_range(hunks, start, end)
     rule_id = rule_id or f"new-rule-from-{commit[:7]}"
     if not RULE_ID.match(rule_id):
         raise ChangeInputError(f"--id: {rule_id!r} is not a kebab-case hazard name; use lowercase words joined by '-'")
@@ -65,7 +82,15 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
         raise ChangeInputError(f"--area: unknown area {area!r}; use one of {', '.join(AREAS)}")
     bad = _cut(old_text, old_start, old_end)
     good = _cut(new_text, start, end)
-    return _entry(rule_id, area, path, commit, bad, good)
+    title = draft_title(git(repo, "log", "-1", "--format=%B", commit))
+    since = next_version(library_version or _bundled_version())
+    return _entry(_Draft(rule_id, area, path, commit, title, since), bad, good)
+
+
+def _bundled_version() -> str:
+    from .loader import load_library
+
+    return load_library().version
 
 
 def _blob(repo: str, rev: str, path: str, label: str) -> str:
@@ -83,12 +108,24 @@ def _block(code: str, indent: str) -> str:
     return "\n".join(indent + line if line.strip() else "" for line in code.rstrip("\n").splitlines())
 
 
-def _entry(rule_id: str, area: str | None, path: str, commit: str, bad: str, good: str) -> str:
+@dataclass(frozen=True)
+class _Draft:
+    rule_id: str
+    area: str | None
+    path: str
+    commit: str
+    title: str
+    since: str
+
+
+def _entry(draft: _Draft, bad: str, good: str) -> str:
+    rule_id, area, path, commit = draft.rule_id, draft.area, draft.path, draft.commit
+    title = json.dumps(draft.title or "TODO state the hazard in a few words", ensure_ascii=False)
     lines = [
         f"  - id: {rule_id}",
-        "    title: TODO state the hazard in a few words",
+        f"    title: {title}  # TODO drafted from the commit message: name the hazard",
         "    status: experimental",
-        "    since: 1.0.0  # TODO the library version this rule ships in",
+        f"    since: {draft.since}  # the library's next version: bump rules/library.yaml to it",
         "    severity: warning",
         "    confidence: medium",
         "    problem: TODO what goes wrong, and where it bit us",

@@ -22,6 +22,7 @@ class Site:
     path: str  # repo-relative, POSIX; "" when no repository frame is on the stack
     line: int
     source: str
+    function: str = ""  # qualified name of the enclosing top-level definition, "<module>" at top level
 
 
 UNATTRIBUTED = Site("", 0, "")
@@ -59,9 +60,15 @@ class RepoFrames:
             if rel is not None:
                 line = frame.f_lineno or 0
                 text = linecache.getline(frame.f_code.co_filename, line).strip()
-                return Site(rel, line, text)
+                return Site(rel, line, text, outer_definition(frame.f_code))
             frame = frame.f_back
         return UNATTRIBUTED
+
+
+def outer_definition(code: CodeType) -> str:
+    """``Runner.step`` for code in ``Runner.step`` and in lambdas or helpers nested in it."""
+    qualname = getattr(code, "co_qualname", code.co_name)
+    return qualname.split(".<locals>.", 1)[0].split(".<", 1)[0]
 
 
 def normalize_source(text: str) -> str:

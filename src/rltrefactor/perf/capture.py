@@ -27,6 +27,7 @@ from torch.profiler import ProfilerActivity, profile
 
 from .attribution import RepoFrames
 from .loading import LoadedCheck
+from .protocol import Capture
 
 _LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 _RUNTIME_SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -41,11 +42,11 @@ def settings_for(mode: str, device: torch.device, flops: bool) -> dict[str, obje
             "with_stack": full, "with_flops": flops}
 
 
-def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) -> dict[str, object]:
+def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) -> Capture:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=False)  # a fresh directory per capture, never reused
     settings = settings_for(args.profile, device, args.flops)
-    body = check.setup(device)
+    body = check.start(device)
     body()  # warm-up: shapes, caches and lazy initialisation stay out of the window
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
@@ -58,11 +59,14 @@ def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) 
         _sync(device)
     capture_s = time.perf_counter() - started
     meta = _metadata(check, device, args, settings, capture_s)
-    meta.update(_export(prof, out))
-    if "export_error" not in meta:
+    exported = _export(prof, out)
+    if exported.export_error:
+        meta["export_error"] = exported.export_error
+    else:
+        meta.update(export_seconds=exported.export_seconds, trace_bytes=exported.trace_bytes, events=exported.events)
         (out / "ops.json").write_text(json.dumps(operator_summary(prof, device), indent=1))
     (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
-    return {"capture": meta}
+    return exported
 
 
 def _sync(device: torch.device) -> None:
@@ -70,7 +74,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _export(prof, out: Path) -> dict[str, object]:
+def _export(prof, out: Path) -> Capture:
     raw = out / "trace.json"
     started = time.perf_counter()
     try:
@@ -78,14 +82,14 @@ def _export(prof, out: Path) -> dict[str, object]:
         with open(raw, "rb") as source, gzip.open(out / "trace.json.gz", "wb") as target:
             shutil.copyfileobj(source, target)
     except Exception as exc:  # noqa: BLE001 - kept as evidence, reported by the parent
-        return {"export_error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+        return Capture(export_error=f"{type(exc).__name__}: {exc}".splitlines()[0])
     finally:
         raw.unlink(missing_ok=True)
-    return {
-        "export_seconds": round(time.perf_counter() - started, 4),
-        "trace_bytes": (out / "trace.json.gz").stat().st_size,
-        "events": len(prof.events()),
-    }
+    return Capture(
+        export_seconds=round(time.perf_counter() - started, 4),
+        trace_bytes=(out / "trace.json.gz").stat().st_size,
+        events=len(prof.events()),
+    )
 
 
 def _metadata(check, device, args, settings, capture_s: float) -> dict[str, object]:

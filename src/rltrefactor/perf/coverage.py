@@ -9,20 +9,16 @@ line, anything in that file. ``covers=`` entries on the decorator replace the tr
 
 from __future__ import annotations
 
-import re
 from typing import Iterable, Mapping
 
-from .. import gitio, source
-from ..errors import GitError
+from .. import source
 from ..types import ChangeSet
 
 Touched = Mapping[str, frozenset[str]]  # path -> qualnames
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 
 
 def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
     touched: dict[str, frozenset[str]] = {}
-    deletions = _deletion_points(change)
     for changed in change.files:
         if not changed.is_python or changed.status == "deleted":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             continue
@@ -30,7 +26,7 @@ def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
         if not isinstance(text, str):
             continue  # unreadable at head: the review reports it; nothing to select
         rows = text.splitlines()
-        lines = {n for n in changed.added_lines if _is_code(rows, n)} | deletions.get(changed.path, set())
+        lines = {n for n in changed.added_lines if _is_code(rows, n)} | changed.deletion_anchors
         definitions = source.definitions(text)  # the one dependency on the line -> definition map
         touched[changed.path] = frozenset(definitions.enclosing(line).qualname for line in lines)
     return {path: names for path, names in touched.items() if names}
@@ -41,37 +37,6 @@ def _is_code(rows: list[str], line: int) -> bool:
     otherwise select every check that calls any method of the class."""
     text = rows[line - 1].strip() if 0 < line <= len(rows) else ""
     return bool(text) and not text.startswith("#")
-
-
-def _deletion_points(change: ChangeSet) -> dict[str, set[int]]:
-    """Head line just before each pure deletion, per path (git ``-U0`` hunk headers)."""
-    if change.repo_root is None or change.base is None:
-        return {}
-    args = ["diff", "--no-color", "--no-ext-diff", "-M", "-U0", "--src-prefix=a/", "--dst-prefix=b/"]
-    if change.head.kind == "index":
-        args.append("--cached")
-    args.append(change.base)
-    if change.head.kind == "git" and change.head.ref:
-        args.append(change.head.ref)
-    points: dict[str, set[int]] = {}
-    try:
-        text = gitio.git(change.repo_root, *args, "--")
-    except GitError:
-        return {}
-    for chunk in text.split("\ndiff --git "):
-        path = _new_path(chunk)
-        for match in _HUNK.finditer(chunk):
-            if path and match.group(2) == "0":
-                points.setdefault(path, set()).add(max(int(match.group(1)), 1))
-    return points
-
-
-def _new_path(chunk: str) -> str | None:
-    for line in chunk.splitlines():
-        if line.startswith("+++ "):
-            name = line[4:].strip()
-            return name[2:] if name.startswith("b/") else None
-    return None
 
 
 def _within(called: str, touched: str) -> bool:

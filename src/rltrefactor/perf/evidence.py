@@ -15,6 +15,7 @@ from typing import Callable
 
 import torch
 
+from ..types import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings
 from .attribution import RepoFrames
 
 _RUNTIME_PREFIXES = (
@@ -23,15 +24,11 @@ _RUNTIME_PREFIXES = (
 )
 
 
-def cuda_evidence(body: Callable[[], object], frames: RepoFrames) -> dict[str, object]:
-    return {
-        "sync_debug_warnings": _sync_warnings(body, frames),
-        "allocator": _allocator_delta(body),
-        "runtime_events": _runtime_events(body),
-    }
+def cuda_evidence(body: Callable[[], object], frames: RepoFrames) -> PerfCudaEvidence:
+    return PerfCudaEvidence(_sync_warnings(body, frames), _allocator_delta(body), _runtime_events(body))
 
 
-def _sync_warnings(body, frames: RepoFrames) -> dict[str, object]:
+def _sync_warnings(body, frames: RepoFrames) -> PerfSyncWarnings:
     torch.cuda.synchronize()
     previous = torch.cuda.get_sync_debug_mode()
     with warnings.catch_warnings(record=True) as caught:
@@ -47,7 +44,7 @@ def _sync_warnings(body, frames: RepoFrames) -> dict[str, object]:
         if "synchroniz" not in str(warning.message):
             continue
         sites[_warning_site(warning, frames)] += 1
-    return {"count": sum(sites.values()), "sites": dict(sorted(sites.items()))}
+    return PerfSyncWarnings(sum(sites.values()), dict(sorted(sites.items())))
 
 
 def _warning_site(warning, frames: RepoFrames) -> str:
@@ -58,7 +55,7 @@ def _warning_site(warning, frames: RepoFrames) -> str:
     return "(outside the repository)"
 
 
-def _allocator_delta(body) -> dict[str, int]:
+def _allocator_delta(body) -> PerfAllocatorDelta:
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats()
     body()
@@ -68,11 +65,11 @@ def _allocator_delta(body) -> dict[str, int]:
     def delta(key: str) -> int:
         return int(after.get(key, 0) - before.get(key, 0))
 
-    return {
-        "requests": delta("allocation.all.allocated"),
-        "bytes": delta("allocated_bytes.all.allocated"),
-        "segments": delta("segment.all.allocated"),  # cudaMalloc calls the cache could not serve
-    }
+    return PerfAllocatorDelta(
+        requests=delta("allocation.all.allocated"),
+        bytes=delta("allocated_bytes.all.allocated"),
+        segments=delta("segment.all.allocated"),
+    )
 
 
 def _runtime_events(body) -> dict[str, int]:

@@ -1,17 +1,19 @@
 """Perf deltas -> findings, and static findings confirmed by a measured delta.
 
 Only additions become findings (``perf-added-sync|copy|alloc``); removals stay in
-``PerfSummary.deltas`` as improvements. Rule texts come from the rule library when the
-caller passes one (the YAML entries of these ids), else from the defaults below; both
-may use ``$COUNT $CATEGORY $SITE $SOURCE $CHECK $DEVICE $BASE $HEAD $BYTES $OPS``.
+``PerfSummary.deltas`` as improvements. Rule texts come from the rule library (the
+caller's, else the bundled one: the YAML entries of these ids); they may use
+``$COUNT $CATEGORY $SITE $SOURCE $CHECK $DEVICE $BASE $HEAD $BYTES $OPS``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from .attribution import normalize_source
 from .deltas import detail, site_label
 
 if TYPE_CHECKING:
@@ -28,40 +30,20 @@ class RuleText:
     fix: str
 
 
-DEFAULT_TEXTS: dict[str, RuleText] = {
-    "perf-added-sync": RuleText(
-        "Change adds a host-device synchronization (measured)",
-        "error",
-        "$COUNT sync per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD): "
-        "the host stops until the device queue drains, so the next step's launches wait behind it.",
-        "Keep the value on the device (masks, torch.where, on-device reductions) or fold the read into "
-        "the step's single read-back; if the host truly needs it, read it once per step, not per loop.",
-    ),
-    "perf-added-copy": RuleText(
-        "Change adds a tensor copy (measured)",
-        "warning",
-        "$COUNT copy per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD, "
-        "$BYTES bytes): every call moves the data again, and a device-to-host copy also blocks the host.",
-        "Keep the tensor where it is used; for host inputs fill a persistent pinned buffer and copy_ it "
-        "into a persistent device buffer with non_blocking=True; drop .cpu()/.to()/.contiguous() round trips.",
-    ),
-    "perf-added-alloc": RuleText(
-        "Change adds per-call tensor allocations (measured)",
-        "warning",
-        "$COUNT allocation per call of $CHECK at $SITE — `$SOURCE` ($OPS; $DEVICE, base $BASE, head $HEAD, "
-        "$BYTES bytes): each step asks the caching allocator again and the new shapes can fragment it.",
-        "Allocate once at init (persistent buffers sized for the largest batch) and write into them "
-        "in place, with out= or through slices; build constant tensors outside the step.",
-    ),
-}
+@lru_cache(maxsize=1)
+def _bundled() -> "Library":
+    from ..library.loader import load_library
+
+    return load_library()
 
 
 def _texts(rule_id: str, library: "Library | None") -> RuleText:
-    if library is not None:
-        for rule in library.rules:
+    """The rule's texts from the caller's library, else from the bundled one: one source."""
+    for candidate in (library, _bundled()):
+        for rule in candidate.rules if candidate is not None else ():
             if rule.id == rule_id:
                 return RuleText(rule.title, rule.severity, rule.impact, rule.fix)
-    return DEFAULT_TEXTS[rule_id]
+    raise KeyError(f"{rule_id}: not in the rule library")  # the bundled library defines every perf rule
 
 
 def _bindings(delta: PerfDelta, ops: str) -> dict[str, str]:
@@ -79,13 +61,18 @@ def _bindings(delta: PerfDelta, ops: str) -> dict[str, str]:
     }
 
 
-def _definition(change: ChangeSet | None, path: str, line: int) -> str:
+def _head_line(change: ChangeSet | None, path: str, line: int) -> tuple[str, str]:
+    """(enclosing definition, the line as written at head); ("<module>", "") when unknown."""
     if change is None or not path:
-        return "<module>"
+        return "<module>", ""
     from .. import source
 
     text = source.read_text(change, path)
-    return source.definitions(text).enclosing(line).qualname if isinstance(text, str) else "<module>"
+    if not isinstance(text, str):
+        return "<module>", ""
+    rows = text.splitlines()
+    row = rows[line - 1].rstrip() if 0 < line <= len(rows) else ""
+    return source.definitions(text).enclosing(line).qualname, row
 
 
 _PRIORITY = {"sync": 0, "copy": 1, "alloc": 2}
@@ -102,7 +89,7 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
     for delta in summary.deltas:
         if delta.added:
             by_line.setdefault((delta.check, delta.path, delta.line), []).append(delta)
-    ops_by_site = summary.device_evidence.get("ops", {}) if summary.device_evidence else {}
+    ops_by_site = summary.device_evidence.ops
     findings = [
         _finding(sorted(group, key=lambda d: _PRIORITY[d.category]), ops_by_site, change, library)
         for group in by_line.values()
@@ -117,7 +104,10 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
     rule_id = f"perf-added-{delta.category}"
     text = _texts(rule_id, library)
     bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
-    definition = _definition(change, delta.path, delta.line)
+    definition, row = _head_line(change, delta.path, delta.line)
+    # Where the head line is known, the finding spans its code as a static finding would.
+    snippet = row if row.strip() and normalize_source(row) == normalize_source(delta.source) else delta.source
+    column = len(snippet) - len(snippet.lstrip()) + 1
     impact = fill_template(text.impact, bindings)
     if also:
         impact += " Also on this line: " + ", ".join(
@@ -128,12 +118,12 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
         title=text.title,
         severity=text.severity,  # type: ignore[arg-type]
         path=delta.path,
-        span=Span(delta.line, 1, delta.line, len(delta.source) + 1),
+        span=Span(delta.line, column, delta.line, len(snippet) + 1),
         impact=impact,
         fix=fill_template(text.fix, bindings),
         fingerprint=fingerprint(rule_id, definition, f"{delta.check} {delta.source}"),
         definition=definition,
-        snippet=delta.source,
+        snippet=snippet,
         perf=_evidence(delta),
     )
 

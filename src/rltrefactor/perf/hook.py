@@ -18,11 +18,11 @@ from typing import Literal
 
 from .. import gitio
 from ..errors import ChangeInputError, ConfigError
-from ..types import ChangeSet, FileError, PerfDelta, PerfSummary
-from .coverage import covered_by_declaration, covered_by_trace, touched_definitions
-from .deltas import compare
+from ..types import ChangeSet, FileError, PerfSummary
+from .coverage import touched_definitions
 from .loading import hook_files
-from .sides import DEFAULT_MEMORY_MB, SideError, SideRun, run_side
+from .sides import DEFAULT_MEMORY_MB, SideRun, run_side
+from .summary import select, summarize
 from .worktree import copy_hooks, detached_worktree
 
 Profile = Literal["ops-only", "full", "both"]
@@ -61,8 +61,12 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
 
 def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float = 60.0,
              profile: Profile | None = None, out_dir: str | None = None, window: int = 1,
-             device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB) -> PerfSummary:
-    """Run the micro-checks covering the change at base and head and compare their counts."""
+             device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB,
+             temp_dir: str | None = None) -> PerfSummary:
+    """Run the micro-checks covering the change at base and head and compare their counts.
+
+    The temporary worktrees go under ``temp_dir`` (None: the system temporary directory).
+    """
     started = time.perf_counter()
     the_plan = plan(change, hooks_dir=hooks_dir)
     if profile is not None:
@@ -75,12 +79,12 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
     with ExitStack() as stack:
         head_root = the_plan.repo_root
         if the_plan.head != "working tree":
-            head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head"))
-        base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base"))
+            head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head",
+                                                                   parent=temp_dir))
+        base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base", parent=temp_dir))
         copy_hooks(head_root, base_root, hooks_dir)
         head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
-        coverage = _select(head, touched_definitions(change))
-        summary = _summarize(change, head, base, coverage)
+        summary = summarize(change, head, base, select(head, touched_definitions(change)))
         if profile is not None and summary.checks:
             from .profiles import profile_matrix
 
@@ -126,75 +130,3 @@ def _checked_out_dir(out_dir: str | None, repo_root: str) -> str:
             "traces are large and never belong in the repository, pass a directory outside it"
         )
     return real
-
-
-def _select(head: SideRun, touched) -> dict[str, list[str]]:
-    """Checks covering the change -> the touched ``path::qualname`` entries they cover."""
-    selected: dict[str, list[str]] = {}
-    for name, result in head.results.items():
-        declared = head.loaded.get(name, {}).get("covers") or []
-        hits = (covered_by_declaration(declared, touched) if declared
-                else covered_by_trace([tuple(c) for c in result["coverage"]], touched))
-        if hits:
-            selected[name] = hits
-    return selected
-
-
-def _summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: dict[str, list[str]]) -> PerfSummary:
-    renames = {f.old_path: f.path for f in change.files if f.old_path and f.old_path != f.path}
-    errors = [FileError(e.path, f"head: {e.message}", e.line) for e in head.errors]
-    errors += [FileError(e.path, f"base: {e.message}", e.line) for e in base.errors if _concerns(e, head, coverage)]
-    deltas: list[PerfDelta] = []
-    ops: dict[str, str] = {}
-    checks, devices, cuda = [], set(), {}
-    for name in coverage:
-        sides = {"base": base.results.get(name), "head": head.results.get(name)}
-        if sides["base"] is None or sides["head"] is None:
-            continue  # its failure is already in errors
-        unstable = [side for side, result in sides.items() if not result["deterministic"]]
-        if unstable:
-            errors.append(_unstable(head, name, unstable, sides))
-            continue
-        device = sides["head"]["device"]
-        found, labels = compare(name, device, sides["base"]["counts"], sides["head"]["counts"], renames)
-        deltas += found
-        ops.update(labels)
-        checks.append(name)
-        devices.add(device)
-        if "evidence" in sides["head"]:
-            cuda[name] = {side: result.get("evidence") for side, result in sides.items()}
-    evidence = {
-        "ops": ops,
-        "coverage": coverage,
-        "skipped": {**base.skipped, **head.skipped},
-        "totals": {n: {"base": base.results[n]["run_totals"][0], "head": head.results[n]["run_totals"][0]}
-                   for n in checks},
-        "cuda": cuda,
-        "torch": head.torch_version,
-    }
-    return PerfSummary(
-        device=", ".join(sorted(devices)),
-        checks=tuple(checks),
-        deltas=tuple(sorted(deltas, key=lambda d: (d.path, d.line, d.category, d.check))),
-        errors=tuple(errors),
-        device_evidence=evidence,
-    )
-
-
-def _concerns(error: SideError, head: SideRun, coverage: dict[str, list[str]]) -> bool:
-    """A base-side failure matters only for a check that covers the change."""
-    if error.check:
-        return error.check in coverage
-    files = {head.loaded[name]["path"] for name in coverage if name in head.loaded}
-    return not error.path or error.path in files
-
-
-def _unstable(head: SideRun, name: str, unstable: list[str], sides) -> FileError:
-    where = head.loaded.get(name, {})
-    totals = "; ".join(f"{side}: {sides[side]['run_totals']}" for side in unstable)
-    return FileError(
-        where.get("path", ""),
-        f"micro-check {name}: counts differ between repeated runs ({totals}); make the body "
-        "deterministic (fixed inputs, no time- or order-dependent paths); no delta reported",
-        where.get("line"),
-    )

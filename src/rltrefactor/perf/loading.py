@@ -9,6 +9,7 @@ the root on ``sys.path`` so the file can import the engine. A check is named
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -25,6 +26,11 @@ class LoadedCheck:
     line: int
     spec: MicroCheckSpec
     setup: Callable
+    takes_device: bool = True  # ``def check(device)``; ``def check()`` is called without it
+
+    def start(self, device) -> object:
+        """Run the set-up; returns what it returned (the body, when the check is right)."""
+        return self.setup(device) if self.takes_device else self.setup()
 
 
 @dataclass(frozen=True)
@@ -60,8 +66,38 @@ def load_checks(root: str, hooks_dir: str) -> tuple[list[LoadedCheck], list[Load
             if spec is None or getattr(value, "__module__", None) != module_name:
                 continue  # re-exported from another module: named there
             line = value.__code__.co_firstlineno if hasattr(value, "__code__") else 0
-            checks.append(LoadedCheck(f"{module_name}:{attr}", rel, line, spec, value))
+            takes_device = _takes_device(value)
+            if takes_device is None:
+                errors.append(LoadError(rel, line or None, (
+                    f"micro-check {attr}: set-up must take one parameter, the device, or none "
+                    f"(got {attr}{_signature(value)}); write def {attr}(device): ... return lambda: ...")))
+                continue
+            checks.append(LoadedCheck(f"{module_name}:{attr}", rel, line, spec, value, takes_device))
     return checks, errors
+
+
+def _takes_device(setup: Callable) -> bool | None:
+    """True for ``(device)``, False for ``()``, None for any other required parameters."""
+    try:
+        parameters = list(inspect.signature(setup).parameters.values())
+    except (TypeError, ValueError):
+        return True  # a builtin or C callable: call it as documented
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = [p for p in parameters if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    accepts_one = any(p.kind in positional or p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters)
+    if not required:
+        return accepts_one
+    if len(required) == 1 and required[0].kind in positional:
+        return True
+    return None
+
+
+def _signature(setup: Callable) -> str:
+    try:
+        return str(inspect.signature(setup))
+    except (TypeError, ValueError):
+        return "(...)"
 
 
 def _import(path: str, module_name: str):

@@ -14,9 +14,9 @@ import os
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Iterator, Mapping
 
-from ..types import FileError, PerfSummary
+from ..types import FileError, PerfProfileRow, PerfSummary
 from .sides import run_side
 
 PROFILED_LABEL = "profiled (not a performance result)"
@@ -72,13 +72,15 @@ def _problem(result, check: str, first: bool, limits: ProfileLimits) -> str:
         return result.errors[0].message
     if check in result.skipped:
         return f"skipped: {result.skipped[check]}"
-    meta = result.results.get(check, {}).get("capture", {})
-    if "export_error" in meta:
-        return f"trace export failed: {meta['export_error']}; kept the error, not retried"
+    captured = result.captures.get(check)
+    if captured is None:
+        return "the runner reported no capture"
+    if captured.export_error:
+        return f"trace export failed: {captured.export_error}; kept the error, not retried"
     if first:
-        checks = (("trace_bytes", limits.trace_bytes), ("events", limits.events),
-                  ("export_seconds", limits.export_seconds))
-        over = [f"{name} {meta.get(name)} > {limit}" for name, limit in checks if meta.get(name, 0) > limit]
+        checks = (("trace_bytes", captured.trace_bytes, limits.trace_bytes), ("events", captured.events, limits.events),
+                  ("export_seconds", captured.export_seconds, limits.export_seconds))
+        over = [f"{name} {value} > {limit}" for name, value, limit in checks if value > limit]
         if over:
             return f"first capture over the limits ({', '.join(over)})"
     return ""
@@ -89,7 +91,7 @@ def _load(directory: str) -> dict:
         return json.load(handle)
 
 
-def _table(checks, done: Mapping[tuple[str, str, str], str]):
+def _table(checks, done: Mapping[tuple[str, str, str], str]) -> Iterator[PerfProfileRow]:
     """Per check and operator: counts and self times at base and head (ops-only)."""
     for check in checks:
         base_dir, head_dir = done.get((check, "base", "ops-only")), done.get((check, "head", "ops-only"))
@@ -99,15 +101,14 @@ def _table(checks, done: Mapping[tuple[str, str, str], str]):
         head = {op["name"]: op for op in _load(head_dir)["operators"]}
         rows = []
         for name in set(base) | set(head):
-            b, h = base.get(name, {}), head.get(name, {})
-            rows.append({
-                "check": check, "operator": name, "label": PROFILED_LABEL,
-                "base_count": b.get("count", 0), "head_count": h.get("count", 0),
-                "base_self_cpu_us": b.get("self_cpu_us", 0.0), "head_self_cpu_us": h.get("self_cpu_us", 0.0),
-                "base_self_device_us": b.get("self_device_us", 0.0),
-                "head_self_device_us": h.get("self_device_us", 0.0),
-            })
-        rows.sort(key=lambda r: (-abs(r["head_count"] - r["base_count"]),
-                                 -max(r["head_self_device_us"], r["base_self_device_us"]),
-                                 -max(r["head_self_cpu_us"], r["base_self_cpu_us"]), r["operator"]))
+            b, h = base.get(name, {}), head.get(name, {})  # ops.json: the capture's file format
+            rows.append(PerfProfileRow(
+                check=check, operator=name, label=PROFILED_LABEL,
+                base_count=b.get("count", 0), head_count=h.get("count", 0),
+                base_self_cpu_us=b.get("self_cpu_us", 0.0), head_self_cpu_us=h.get("self_cpu_us", 0.0),
+                base_self_device_us=b.get("self_device_us", 0.0), head_self_device_us=h.get("self_device_us", 0.0),
+            ))
+        rows.sort(key=lambda r: (-abs(r.head_count - r.base_count),
+                                 -max(r.head_self_device_us, r.base_self_device_us),
+                                 -max(r.head_self_cpu_us, r.base_self_cpu_us), r.operator))
         yield from rows

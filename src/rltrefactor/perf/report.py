@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from ..types import PerfSummary
+from ..types import PerfSummary, PerfTotals
 from .deltas import detail
 from .hook import PerfPlan
 
@@ -27,40 +27,49 @@ def plan_text(the_plan: PerfPlan) -> str:
 
 
 def render_perf_text(summary: PerfSummary) -> str:
-    evidence = summary.device_evidence or {}
-    coverage = evidence.get("coverage", {})
-    out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
-           f"({summary.wall_seconds:.1f} s)"]
+    evidence = summary.device_evidence
+    coverage, totals = evidence.coverage, evidence.totals
+    if summary.all_failed:
+        out = [f"perf: every micro-check failed ({len(summary.errors)} error(s)); nothing was compared "
+               f"({summary.wall_seconds:.1f} s)"]
+    else:
+        out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
+               f"({summary.wall_seconds:.1f} s)"]
     for check in summary.checks:
-        totals = evidence.get("totals", {}).get(check, {})
-        out.append(f"  {check}  covers {', '.join(coverage.get(check, []))}")
-        if totals:
-            out.append(f"    per call: base {_totals(totals['base'])} -> head {_totals(totals['head'])}")
+        out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")
+        if check in totals:
+            out.append(f"    per call: base {_totals(totals[check].base)} -> head {_totals(totals[check].head)}")
+    for check in summary.head_only:
+        out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))} (new code: measured at head only)")
+        if check in totals:
+            out.append(f"    per call: head {_totals(totals[check].head)}")
     added = [d for d in summary.deltas if d.added]
     removed = [d for d in summary.deltas if not d.added]
-    out += [f"added ({len(added)}):"] + [f"  {detail(d)}  [{d.check}]" for d in added]
-    out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
-    for name, reason in sorted(evidence.get("skipped", {}).items()):
+    if added:
+        out += [f"added ({len(added)}):"] + [f"  {detail(d)}  [{d.check}]" for d in added]
+    if removed:
+        out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
+    if summary.checks and not summary.deltas:
+        out.append("no added or removed syncs, copies or allocations")
+    for name, reason in sorted(evidence.skipped.items()):
         out.append(f"skipped {name}: {reason}")
     out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
     if summary.profile_rows:
         out.append(f"profiled operators (ops-only; profiled numbers, not performance results) in {summary.artifacts_dir}:")
         out.append("  operator | count base->head | self cpu us base->head | self device us base->head")
         for row in summary.profile_rows[:_TABLE_ROWS]:
-            out.append(f"  {str(row['operator'])[:60]} | {row['base_count']}->{row['head_count']} | "
-                       f"{row['base_self_cpu_us']}->{row['head_self_cpu_us']} | "
-                       f"{row['base_self_device_us']}->{row['head_self_device_us']}")
+            out.append(f"  {row.operator[:60]} | {row.base_count}->{row.head_count} | "
+                       f"{row.base_self_cpu_us}->{row.head_self_cpu_us} | "
+                       f"{row.base_self_device_us}->{row.head_self_device_us}")
     return "\n".join(out) + "\n"
 
 
-def _totals(counts: dict[str, int]) -> str:
-    return " ".join(f"{k} {counts.get(k, 0)}" for k in ("sync", "copy", "alloc"))
+def _totals(totals: PerfTotals | None) -> str:
+    return "-" if totals is None else f"sync {totals.sync} copy {totals.copy} alloc {totals.alloc}"
 
 
 def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
     """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail."""
     data = asdict(summary)
     data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
-    data["profile_rows"] = [dict(r) for r in summary.profile_rows]
-    data["device_evidence"] = dict(summary.device_evidence)
     return data

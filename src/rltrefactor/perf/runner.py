@@ -1,23 +1,24 @@
 """One side's micro-checks, run in their own process: ``python -m rltrefactor.perf.runner``.
 
-The parent reads JSON lines from this process's stdout: ``loaded``, then per check
-``start`` and ``result`` | ``error`` | ``skipped``, then ``done``. The check code's own
-output (Python or C level) goes to stderr, so it can never corrupt the protocol; a
-``start`` without its end tells the parent which check hung or killed the process.
+The parent reads this process's stdout: one ``protocol`` event per line. The check
+code's own output (Python or C level) goes to stderr, so it can never corrupt the
+protocol.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 import traceback
 import warnings
 
+from ..types import PerfTotals
 from .attribution import RepoFrames
 from .loading import LoadedCheck, load_checks
+from .protocol import (Captured, CheckInfo, CountRow, Done, Event, Failed, Loaded, LoadFailure, Measured,
+                       Measurement, Skipped, Started, to_line)
 
 
 class Channel:
@@ -28,8 +29,8 @@ class Channel:
         os.dup2(2, 1)
         sys.stdout = sys.stderr
 
-    def emit(self, event: str, **fields: object) -> None:
-        self._stream.write(json.dumps({"event": event, **fields}, sort_keys=True) + "\n")
+    def emit(self, event: Event) -> None:
+        self._stream.write(to_line(event) + "\n")
         self._stream.flush()
 
 
@@ -62,7 +63,7 @@ def resolve_device(declared: str, override: str):
     return torch.device(choice)
 
 
-def failure(exc: BaseException, frames: RepoFrames) -> dict[str, object]:
+def failure(check: str, exc: BaseException, frames: RepoFrames) -> Failed:
     """Where in the repository a check failed, and the exception's one-line form."""
     path, line = "", None
     for frame in traceback.extract_tb(exc.__traceback__):
@@ -71,16 +72,16 @@ def failure(exc: BaseException, frames: RepoFrames) -> dict[str, object]:
             path = os.path.relpath(os.path.realpath(frame.filename), frames.root).replace(os.sep, "/")
             line = frame.lineno
     message = f"{type(exc).__name__}: {exc}".splitlines()[0]
-    return {"path": path, "line": line, "message": message}
+    return Failed(check, path, line, message)
 
 
-def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> dict[str, object]:
+def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> Measurement:
     import torch
 
     from .counting import counting
     from .tracing import tracing
 
-    body = check.setup(device)
+    body = check.start(device)
     if not callable(body):
         raise TypeError(f"the micro-check must return a zero-argument callable (got {type(body).__name__})")
     with tracing(frames) as called:
@@ -91,61 +92,59 @@ def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> dict[str, o
     for _ in range(max(args.repeats, 1)):
         with counting(frames, device) as counter:
             body()
-        runs.append(_serialize(counter))
-    result: dict[str, object] = {
-        "device": str(device),
-        "coverage": sorted(called) if args.trace else [],
-        "counts": runs[0],
-        "deterministic": all(run == runs[0] for run in runs),
-        "run_totals": [_totals(run) for run in runs],
-    }
+        runs.append(_rows(counter))
+    evidence = None
     if device.type == "cuda":
         from .evidence import cuda_evidence
 
-        result["evidence"] = cuda_evidence(body, frames)
-    return result
+        evidence = cuda_evidence(body, frames)
+    return Measurement(
+        device=str(device),
+        coverage=tuple(sorted(called)) if args.trace else (),
+        counts=runs[0],
+        deterministic=all(run == runs[0] for run in runs),
+        run_totals=tuple(_totals(run) for run in runs),
+        evidence=evidence,
+    )
 
 
-def _serialize(counter) -> list[dict[str, object]]:
+def _rows(counter) -> tuple[CountRow, ...]:
     rows = [
-        {
-            "category": key.category, "op": key.op, "direction": key.direction,
-            "path": key.site.path, "line": key.site.line, "source": key.site.source,
-            "count": count, "bytes": counter.bytes[key],
-        }
+        CountRow(key.category, key.op, key.direction, key.site.path, key.site.line, key.site.source,
+                 key.site.function, count, counter.bytes[key])
         for key, count in counter.counts.items()
     ]
-    return sorted(rows, key=lambda r: (r["path"], r["line"], r["category"], r["op"], r["direction"]))
+    return tuple(sorted(rows, key=lambda r: (r.path, r.line, r.category, r.op, r.direction)))
 
 
-def _totals(rows: list[dict[str, object]]) -> dict[str, int]:
-    totals = {"sync": 0, "copy": 0, "alloc": 0}
+def _totals(rows: tuple[CountRow, ...]) -> PerfTotals:
+    per = {"sync": 0, "copy": 0, "alloc": 0}
     for row in rows:
-        totals[str(row["category"])] += int(row["count"])  # type: ignore[arg-type]
-    return totals
+        per[row.category] += row.count
+    return PerfTotals(**per)
 
 
 def run_check(check: LoadedCheck, args, frames: RepoFrames, channel: Channel) -> None:
-    channel.emit("start", check=check.name)
+    channel.emit(Started(check.name))
     started = time.perf_counter()
     try:
         device = resolve_device(check.spec.device, args.device)
         if device is None:
-            channel.emit("skipped", check=check.name, reason="needs cuda, which this machine does not have")
+            channel.emit(Skipped(check.name, "needs cuda, which this machine does not have"))
             return
         if args.profile:
             from .capture import capture
 
-            payload = capture(check, device, args, frames)
+            captured = capture(check, device, args, frames)
         else:
-            payload = measure(check, device, args, frames)
+            measured = measure(check, device, args, frames)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001 - a failing check is reported, not fatal
-        channel.emit("error", check=check.name, **failure(exc, frames))
+        channel.emit(failure(check.name, exc, frames))
         return
-    payload["seconds"] = round(time.perf_counter() - started, 4)
-    channel.emit("result", check=check.name, **payload)
+    seconds = round(time.perf_counter() - started, 4)
+    channel.emit(Captured(check.name, captured, seconds) if args.profile else Measured(check.name, measured, seconds))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,19 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     checks, load_errors = load_checks(root, args.hooks)
     import torch
 
-    channel.emit(
-        "loaded",
+    channel.emit(Loaded(
         torch=torch.__version__,
         cuda=torch.cuda.is_available(),
-        checks=[{"name": c.name, "path": c.path, "line": c.line, "device": c.spec.device,
-                 "covers": list(c.spec.covers)} for c in checks],
-        load_errors=[e.__dict__ for e in load_errors],
-    )
+        checks=tuple(CheckInfo(c.name, c.path, c.line, c.spec.device, c.spec.covers) for c in checks),
+        load_errors=tuple(LoadFailure(e.path, e.line, e.message) for e in load_errors),
+    ))
     wanted = set(args.check)
     for check in checks:
         if not wanted or check.name in wanted:
             run_check(check, args, frames, channel)
-    channel.emit("done")
+    channel.emit(Done())
     return 0
 
 

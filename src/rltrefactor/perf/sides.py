@@ -7,7 +7,6 @@ that hangs is killed with its whole process group.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import signal
@@ -17,6 +16,9 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+
+from .protocol import (Capture, Captured, CheckInfo, Done, Event, Failed, Loaded, Measured, Measurement, Skipped,
+                       Started, from_line)
 
 # Starting the interpreter and importing torch and the hook files is not the check's
 # time: the first deadline adds this much to the per-check timeout.
@@ -39,8 +41,9 @@ class SideRun:
     """What one side produced: per-check payloads, failures, and checks it skipped."""
 
     root: str
-    loaded: dict[str, dict] = field(default_factory=dict)  # name -> path, line, device, covers
-    results: dict[str, dict] = field(default_factory=dict)
+    loaded: dict[str, CheckInfo] = field(default_factory=dict)
+    results: dict[str, Measurement] = field(default_factory=dict)
+    captures: dict[str, Capture] = field(default_factory=dict)
     errors: list[SideError] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     torch_version: str = ""
@@ -80,7 +83,7 @@ def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] |
 
 
 def _settled(side: SideRun) -> set[str]:
-    return set(side.results) | set(side.skipped) | {e.check for e in side.errors if e.check}
+    return set(side.results) | set(side.captures) | set(side.skipped) | {e.check for e in side.errors if e.check}
 
 
 @dataclass(frozen=True)
@@ -132,41 +135,39 @@ def _follow(side: SideRun, proc: subprocess.Popen, stderr, limits: _Limits, canc
             side.errors.append(_error(side, current, f"crashed ({how}){_tail(stderr)}",
                                       "run the check alone to see its output"))
             return False
-        message = json.loads(raw)
-        event = message.pop("event")
-        if event == "done":
+        event = from_line(raw)
+        if isinstance(event, Done):
             return True
-        current = _handle(side, event, message)
+        current = _handle(side, event)
         deadline = time.monotonic() + timeout
 
 
-def _handle(side: SideRun, event: str, message: dict) -> str:
-    """Record one protocol message; return the check now running ("" for none)."""
-    name = message.pop("check", "")
-    if event == "loaded":
-        side.torch_version = message["torch"]
-        side.loaded.update({c["name"]: c for c in message["checks"]})
-        for error in message["load_errors"]:
-            side.errors.append(SideError("", error["path"], error["line"], error["message"]))
-        return ""
-    if event == "start":
-        return name
-    if event == "result":
-        side.results[name] = message
-    elif event == "skipped":
-        side.skipped[name] = message["reason"]
-    elif event == "error":
-        where = side.loaded.get(name, {})
-        path = message["path"] or where.get("path", "")
-        line = message["line"] if message["path"] else where.get("line")
-        side.errors.append(SideError(name, path, line, f"micro-check {name} failed: {message['message']}"))
+def _handle(side: SideRun, event: Event) -> str:
+    """Record one protocol event; return the check now running ("" for none)."""
+    if isinstance(event, Loaded):
+        side.torch_version = event.torch
+        side.loaded.update({c.name: c for c in event.checks})
+        side.errors += [SideError("", e.path, e.line, e.message) for e in event.load_errors]
+    elif isinstance(event, Started):
+        return event.check
+    elif isinstance(event, Measured):
+        side.results[event.check] = event.result
+    elif isinstance(event, Captured):
+        side.captures[event.check] = event.result
+    elif isinstance(event, Skipped):
+        side.skipped[event.check] = event.reason
+    elif isinstance(event, Failed):
+        where = side.loaded.get(event.check)
+        path = event.path or (where.path if where else "")
+        line = event.line if event.path else (where.line if where else None)
+        side.errors.append(SideError(event.check, path, line, f"micro-check {event.check} failed: {event.message}"))
     return ""
 
 
 def _error(side: SideRun, check: str, problem: str, fix: str) -> SideError:
-    where = side.loaded.get(check, {})
+    where = side.loaded.get(check)
     what = f"micro-check {check}" if check else "perf runner (before any check started)"
-    return SideError(check, where.get("path", ""), where.get("line"), f"{what}: {problem}; {fix}")
+    return SideError(check, where.path if where else "", where.line if where else None, f"{what}: {problem}; {fix}")
 
 
 def _resident_mb(pid: int) -> float:

@@ -17,9 +17,10 @@ from ..errors import GitError
 
 
 @contextmanager
-def detached_worktree(repo: str, commit: str, label: str) -> Iterator[str]:
-    """Yield the root of a detached checkout of ``commit``; removed on exit."""
-    holder = tempfile.mkdtemp(prefix=f"rltrefactor-perf-{label}-")
+def detached_worktree(repo: str, commit: str, label: str, *, parent: str | None = None) -> Iterator[str]:
+    """Yield the root of a detached checkout of ``commit``, made under ``parent`` (None:
+    the system temporary directory); removed on exit."""
+    holder = tempfile.mkdtemp(prefix=f"rltrefactor-perf-{label}-", dir=parent)
     path = os.path.join(holder, "tree")
     try:
         gitio.git(repo, "worktree", "add", "--detach", "--quiet", path, commit)

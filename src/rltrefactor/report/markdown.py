@@ -10,11 +10,11 @@ section with nothing to say is left out, except findings, which then says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
-from ..types import Finding, PerfDelta, PerfSummary, ReviewResult
+from ..types import Finding, PerfDelta, PerfProfileRow, PerfSummary, ReviewResult
 from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."
@@ -193,10 +193,9 @@ def _perf_table(deltas: Iterable[PerfDelta], links: _Links) -> str:
     return "\n".join(rows)
 
 
-def _profile_table(rows: Sequence[Mapping[str, object]]) -> str:
-    columns: list[str] = []
-    for row in rows:
-        columns.extend(key for key in row if key not in columns)
+def _profile_table(profiled: Sequence[PerfProfileRow]) -> str:
+    rows = [asdict(row) for row in profiled]
+    columns: list[str] = [f.name for f in fields(PerfProfileRow)]
     lines = [
         "#### Profiled operator comparison",
         "",
@@ -223,10 +222,12 @@ def _checklist(rules: Sequence[Rule], links: _Links, all_manual: bool) -> str:
 
 
 def _file_errors(result: ReviewResult) -> str:
-    if not result.errors:
+    listed = set(result.perf.errors) if result.perf is not None else set()  # under "Perf" already
+    errors = [e for e in result.errors if e not in listed]
+    if not errors:
         return ""
     items = []
-    for e in result.errors:
+    for e in errors:
         where = f"{e.path}:{e.line}" if e.line is not None else e.path
         items.append(f"- `{where}`: {_inline(e.message)}")
     return "### Files not reviewed\n\n" + "\n".join(items)

@@ -1,0 +1,112 @@
+"""Both sides' runs -> a PerfSummary: which checks cover the change, what they add.
+
+A check is compared when it covers the change and ran on both sides with the same counts
+in every repeat. A check that fails at base while everything it covers is new in the
+change is measured at head only; a base failure of a check that covers nothing touched
+does not matter.
+"""
+
+from __future__ import annotations
+
+from .. import source
+from ..types import (ChangeSet, FileError, PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence,
+                     PerfSummary, PerfTotals)
+from .coverage import Touched, covered_by_declaration, covered_by_trace
+from .deltas import compare
+from .protocol import Measurement
+from .sides import SideError, SideRun
+
+Coverage = dict[str, tuple[str, ...]]  # check -> touched "path::qualname" entries it covers
+
+
+def select(head: SideRun, touched: Touched) -> Coverage:
+    """Checks covering the change -> the touched entries they cover."""
+    selected: Coverage = {}
+    for name, result in head.results.items():
+        info = head.loaded.get(name)
+        declared = info.covers if info else ()
+        hits = covered_by_declaration(declared, touched) if declared else covered_by_trace(result.coverage, touched)
+        if hits:
+            selected[name] = tuple(hits)
+    return selected
+
+
+def summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverage) -> PerfSummary:
+    renames = {f.old_path: f.path for f in change.files if f.old_path and f.old_path != f.path}
+    head_only = _head_only(change, head, base, coverage)
+    errors = [FileError(e.path, f"head: {e.message}", e.line) for e in head.errors]
+    errors += [FileError(e.path, f"base: {e.message}", e.line) for e in base.errors
+               if _concerns(e, head, coverage) and e.check not in head_only]
+    deltas: list[PerfDelta] = []
+    ops: dict[str, str] = {}
+    totals: dict[str, PerfCheckTotals] = {}
+    cuda: dict[str, PerfCudaComparison] = {}
+    for name in coverage:
+        before, after = base.results.get(name), head.results.get(name)
+        if before is None or after is None:
+            continue  # its failure is already in errors, or the code it covers is new
+        if not (before.deterministic and after.deterministic):
+            errors.append(_unstable(head, name, {"base": before, "head": after}))
+            continue
+        found, labels = compare(name, after.device, before.counts, after.counts, renames)
+        deltas += found
+        ops.update(labels)
+        totals[name] = PerfCheckTotals(before.run_totals[0], after.run_totals[0])
+        if after.evidence is not None:
+            cuda[name] = PerfCudaComparison(before.evidence, after.evidence)
+    checks = tuple(totals)
+    totals.update({n: PerfCheckTotals(None, head.results[n].run_totals[0]) for n in head_only})
+    evidence = PerfDeviceEvidence(ops=ops, coverage=coverage, skipped={**base.skipped, **head.skipped},
+                                  totals=totals, cuda=cuda, torch=head.torch_version)
+    return PerfSummary(
+        device=", ".join(sorted({head.results[n].device for n in (*checks, *head_only)})),
+        checks=checks,
+        deltas=tuple(sorted(deltas, key=lambda d: (d.path, d.line, d.category, d.check))),
+        errors=tuple(errors),
+        device_evidence=evidence,
+        head_only=tuple(head_only),
+        all_failed=bool(errors) and not checks and not head_only and (bool(coverage) or not head.results),
+    )
+
+
+def _head_only(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverage) -> list[str]:
+    """Covering checks that ran at head and failed at base only because everything they
+    cover is new in the change: counts shown, nothing to compare, not a failure."""
+    failed_at_base = {e.check for e in base.errors if e.check}
+    wanted = [n for n in coverage if n in head.results and n in failed_at_base]
+    if not wanted:
+        return []
+    old_paths = {f.path: f.old_path for f in change.files if f.old_path}  # added files have none
+    paths = sorted({hit.split("::", 1)[0] for n in wanted for hit in coverage[n]})
+    texts = source.read_base_sources(change, [old_paths[p] for p in paths if p in old_paths])
+    existing: dict[str, set[str]] = {}
+    for path in paths:
+        text = texts.get(old_paths.get(path, ""))
+        existing[path] = ({d.qualname for d in source.definitions(text).all()} | {"<module>"}
+                          if isinstance(text, str) else set())
+    return [n for n in wanted
+            if all(hit.split("::", 1)[1] not in existing[hit.split("::", 1)[0]] for hit in coverage[n])]
+
+
+def _concerns(error: SideError, head: SideRun, coverage: Coverage) -> bool:
+    """A base-side failure matters only for a check that covers the change."""
+    if error.check:
+        return error.check in coverage
+    files = {head.loaded[name].path for name in coverage if name in head.loaded}
+    return not error.path or error.path in files
+
+
+def _unstable(head: SideRun, name: str, sides: dict[str, Measurement]) -> FileError:
+    where = head.loaded.get(name)
+    totals = "; ".join(f"{side}: " + " / ".join(_totals(t) for t in result.run_totals)
+                       for side, result in sides.items() if not result.deterministic)
+    return FileError(
+        where.path if where else "",
+        f"micro-check {name}: counts differ between repeated runs ({totals}); make the body "
+        "deterministic (fixed inputs, no time- or order-dependent paths); no delta reported",
+        where.line if where else None,
+    )
+
+
+def _totals(totals: PerfTotals) -> str:
+    return f"sync {totals.sync} copy {totals.copy} alloc {totals.alloc}"
