@@ -11,11 +11,12 @@ from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
+from .execution import execution_map
 from .globs import matches
 from .library.loader import load_library
 from .scan import default_jobs, review_files
-from .source import definitions, read_base_sources, read_sources
-from .types import ChangedFile, ChangeSet, Drop, FileError, Finding, ReviewResult
+from .source import definitions, parse_tree, read_base_sources, read_sources
+from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, ReviewResult
 
 Scope = Literal["lines", "changed-functions", "files"]
 
@@ -77,7 +78,34 @@ def review(request: ReviewRequest) -> ReviewResult:
         },
         fail_on=config.fail_on,  # type: ignore[arg-type]
         fail_on_unreviewable=config.fail_on_unreviewable,
+        changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
+
+
+def _changed_functions(
+    change: ChangeSet, targets: list[ChangedFile], sources: Mapping[str, str | FileError], rules, config: Config
+) -> tuple[ChangedFunction, ...]:
+    """Where each function the change adds lines to runs, for rules that depend on it."""
+    if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
+        return ()
+    found: dict[tuple[str, str], ChangedFunction] = {}
+    for target in targets:
+        text = sources.get(target.path)
+        if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
+            continue
+        where = execution_map(
+            parse_tree(text), hot_functions=config.hot_functions,
+            offline_file=matches(target.path, config.cold_paths), per_step_file=matches(target.path, config.hot_paths),
+        )
+        for line in sorted(target.added_lines):
+            function = where.at(line)
+            if function is None:
+                key = (target.path, "<module>")
+                found.setdefault(key, ChangedFunction(target.path, "<module>", "module", "top-level statements"))
+            else:
+                key = (target.path, function.qualname)
+                found.setdefault(key, ChangedFunction(target.path, function.qualname, function.kind, function.evidence))
+    return tuple(found.values())
 
 
 def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache):

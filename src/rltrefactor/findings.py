@@ -16,6 +16,18 @@ if TYPE_CHECKING:
 
 _TEMPLATE_VAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
 _WHITESPACE = re.compile(r"\s+")
+_CONTINUATION = re.compile(r"\\\r?\n")
+_AFTER_OPENER = re.compile(r"([(\[{]) ")
+_BEFORE_CLOSER = re.compile(r" ?,? ?([)\]}])")
+
+
+def normalise_code(text: str) -> str:
+    """Code as one line, the same however it is wrapped: ``f(\n    a,\n)`` reads ``f(a)``.
+
+    Code written on one line in the usual style is left as it is, so identities of
+    single-line findings do not change."""
+    text = _WHITESPACE.sub(" ", _CONTINUATION.sub(" ", text)).strip()
+    return _BEFORE_CLOSER.sub(r"\1", _AFTER_OPENER.sub(r"\1", text))
 
 
 def fill_template(template: str, bindings: Mapping[str, str]) -> str:
@@ -42,8 +54,8 @@ def rule_finding(
 
 
 def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
-    """Identity of a finding that survives line shifts and re-indentation."""
-    normalised = _WHITESPACE.sub(" ", matched_text).strip()
+    """Identity of a finding that survives line shifts, re-indentation and re-wrapping."""
+    normalised = normalise_code(matched_text)
     digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:20]
 
@@ -53,11 +65,11 @@ def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | N
     if where is not None and where.kind == "per-step":
         return replace(
             finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
-            impact=f"{finding.impact} (Runs per step: {where.evidence}.)",
+            impact=f"{finding.impact} (Per-step code: {where.evidence}.)",
         )
     evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
     return replace(
         finding, execution="unknown", execution_evidence=evidence,
         confidence="medium" if rule.confidence == "high" else rule.confidence,
-        impact=f"{finding.impact} (Where this runs is not known: {evidence}; reported because nothing marks it one-time.)",
+        impact=f"{finding.impact} (How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.)",
     )

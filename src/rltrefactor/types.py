@@ -267,6 +267,16 @@ class PerfSummary:
 
 
 @dataclass(frozen=True)
+class ChangedFunction:
+    """A function the change touches, and where it runs (see ``execution``)."""
+
+    path: str
+    qualname: str  # "<module>" for top-level statements
+    execution: Literal["per-step", "one-time", "offline", "unknown", "module"]
+    evidence: str
+
+
+@dataclass(frozen=True)
 class ReviewResult:
     change: ChangeSet
     library_version: str
@@ -278,6 +288,8 @@ class ReviewResult:
     drops: tuple[Drop, ...] = ()
     errors: tuple[FileError, ...] = ()
     timings: Mapping[str, float] = field(default_factory=dict)
+    # Where the changed code runs, when rules that depend on it were selected.
+    changed_functions: tuple[ChangedFunction, ...] = ()
     fail_on: Severity = "warning"
     perf: PerfSummary | None = None
     files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed

@@ -78,3 +78,12 @@ def test_fingerprint_ignores_whitespace_and_lines_but_not_code():
     assert fingerprint("r", "f", "a +\n    b") == fingerprint("r", "f", "a + b")
     assert fingerprint("r", "f", "x.item()") != fingerprint("r", "f", "y.item()")
     assert fingerprint("r", "f", "x.item()") != fingerprint("r", "g", "x.item()")
+
+
+
+def test_fingerprints_survive_re_wrapping_over_lines():
+    one_line = fingerprint("r", "f", "torch.tensor([n, m], device=dev)")
+    assert fingerprint("r", "f", "torch.tensor(\n    [n, m],\n    device=dev,\n)") == one_line
+    assert fingerprint("r", "f", "torch.tensor([n, m],\n             device=dev)") == one_line
+    assert fingerprint("r", "f", "total = a + \\\n    b") == fingerprint("r", "f", "total = a + b")
+    assert fingerprint("r", "f", "torch.tensor([n, m], device=cpu)") != one_line

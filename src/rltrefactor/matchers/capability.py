@@ -219,3 +219,70 @@ def _first_import(body: cst.CSTNode, ctx: FileContext) -> str:
         if isinstance(node, cst.ImportFrom) and node.module is not None:
             return dotted_name(node.module) or "the module"
     return "the module"
+
+
+# Accelerator backends of torch and its out-of-tree extensions; "cpu" is a residency
+# question, not a capability one, and is never reported.
+ACCELERATORS = ("cuda", "npu", "xpu", "hpu", "mps", "musa", "mlu", "xla", "ipu", "dcu", "rocm", "hip")
+
+
+class AcceleratorProbe:
+    """A branch that asks which accelerator is present or which one a device is."""
+
+    reads = "header"
+
+    OPTIONS = {
+        "backends": Option("strings", ACCELERATORS, "accelerator names whose probes choose an execution path"),
+    }
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.backends = frozenset(options["backends"])
+        names = "|".join(sorted(self.backends))
+        self.prefilter = ("hasattr(", "is_available(", ".type", "str(")
+        self._backend = re.compile(rf"""^['"]({names})(:\d+)?['"]$""")
+        self._prefix = re.compile(rf"""^['"]({names})""")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for kind in (cst.If, cst.While, cst.IfExp):
+            for branch in ctx.nodes(kind):
+                for node in subtree(branch.test):
+                    if self._probe(node, ctx):
+                        yield Match(node, {"PROBE": ctx.code(node)})
+                        break
+
+    def _probe(self, node: cst.CSTNode, ctx: FileContext) -> bool:
+        if isinstance(node, cst.Call):
+            name = ctx.qualified_name(node.func) or dotted_name(node.func) or ""
+            if name == "hasattr" and len(node.args) == 2:
+                return dotted_name(node.args[0].value) == "torch" and self._names_backend(node.args[1].value, prefix=False)
+            root, _, leaf = name.rpartition(".")
+            if leaf == "is_available" and root.startswith("torch.") and root.split(".")[1] in self.backends:
+                return True
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value == "startswith" and node.args:
+                return _is_str_of(node.func.value, ctx) and self._names_backend(node.args[0].value, prefix=True)
+        if isinstance(node, cst.Comparison):
+            operands = [node.left, *(t.comparator for t in node.comparisons)]
+            if any(self._names_backend(o, prefix=False) for o in operands):
+                return any(_is_device_type(o) or _is_str_of(o, ctx) for o in operands)
+        return False
+
+    def _names_backend(self, expr: cst.BaseExpression, *, prefix: bool) -> bool:
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+            return any(self._names_backend(e.value, prefix=prefix) for e in expr.elements)
+        if not isinstance(expr, cst.SimpleString):
+            return False
+        return bool((self._prefix if prefix else self._backend).match(expr.value))
+
+
+def _is_device_type(expr: cst.BaseExpression) -> bool:
+    """``device.type``, ``x.device.type``: the kind of a device."""
+    return isinstance(expr, cst.Attribute) and expr.attr.value == "type" and "device" in (dotted_name(expr.value) or "")
+
+
+def _is_str_of(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    """``str(device)`` or ``str(x.device)``."""
+    return (
+        isinstance(expr, cst.Call) and ctx.qualified_name(expr.func) == "str" and len(expr.args) == 1
+        and "device" in (dotted_name(expr.args[0].value) or "")
+    )

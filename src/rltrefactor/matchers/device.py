@@ -49,7 +49,7 @@ class TensorToHostConversion:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
             if ctx.qualified_name(call.func) in ("int", "float", "bool") and len(call.args) == 1:
-                if self._device_value(call.args[0].value, ctx) and not in_cold_code(call, ctx):
+                if self._holds_device_value(call.args[0].value, ctx) and not in_cold_code(call, ctx):
                     yield Match(call, {"X": ctx.code(call.args[0].value), "CONVERSION": ctx.code(call.func)})
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
@@ -58,6 +58,14 @@ class TensorToHostConversion:
                     if self._device_value(operand, ctx) and not in_cold_code(operand, ctx):
                         yield Match(operand, {"X": ctx.code(operand), "CONVERSION": "a branch condition"})
                         break
+
+    def _holds_device_value(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
+        """A reduction, or a comparison or arithmetic on one (``bool(t.max() > n)``)."""
+        if isinstance(expr, cst.Comparison):
+            return any(self._holds_device_value(o, ctx) for o in [expr.left, *(t.comparator for t in expr.comparisons)])
+        if isinstance(expr, cst.BinaryOperation):
+            return self._holds_device_value(expr.left, ctx) or self._holds_device_value(expr.right, ctx)
+        return self._device_value(expr, ctx)
 
     def _device_value(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
         if not isinstance(expr, cst.Call):

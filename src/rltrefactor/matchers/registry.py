@@ -41,6 +41,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "zero-filled-kernel-output": _factory(device.ZeroFilledKernelOutput),
     "per-step-host-staging": _factory(device.PerStepHostStaging),
     "compared-probe": _factory(capability.ComparedProbe),
+    "accelerator-probe": _factory(capability.AcceleratorProbe),
     "silent-import-fallback": _factory(capability.SilentImportFallback),
     "foreign-private-attribute": _factory(state.ForeignPrivateAttribute),
     "collaborator-container-mutation": _factory(state.CollaboratorContainerMutation),

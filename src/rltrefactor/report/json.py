@@ -39,6 +39,11 @@ def finding_record(finding: Finding) -> dict:
         "disposition": finding.disposition,
         "confirmed": finding.confirmed,
     }
+    if finding.execution:
+        record["execution"] = {"context": finding.execution, "evidence": finding.execution_evidence}
+        record["confidence"] = finding.confidence
+    if finding.also_at:
+        record["also_at"] = list(finding.also_at)
     if finding.perf is not None:
         record["perf"] = asdict(finding.perf)
     return record
@@ -63,6 +68,10 @@ def render_json(
             finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
         ],
         "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in result.errors],
+        "changed_functions": [
+            {"path": f.path, "definition": f.qualname, "context": f.execution, "evidence": f.evidence}
+            for f in result.changed_functions
+        ],
         "summary": {
             "findings": len(result.findings),
             "failing": len(result.failing),

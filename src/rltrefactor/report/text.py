@@ -38,6 +38,7 @@ def render_text(
         for error in result.errors:
             where = f"{error.path}:{error.line}" if error.line else error.path
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
+        _print_unchecked(console, result)
     if statistics:
         _print_statistics(console, shown)
     console.print(_summary(result, shown, show_preexisting))
@@ -73,6 +74,33 @@ def _print_finding(console: Console, finding: Finding) -> None:
         console.print(Text(" " * 6 + " │ " + " " * (span.column - 1), style="dim") + Text("^" * width, style="red"))
     console.print(Text.assemble(("    impact: ", "bold"), finding.impact))
     console.print(Text.assemble(("    fix:    ", "bold"), finding.fix))
+
+
+# Changed functions listed by name before the rest are only counted.
+_UNCHECKED_SHOWN = 8
+
+
+def _print_unchecked(console: Console, result: ReviewResult) -> None:
+    """Say which changed code device-residency rules skipped, and why."""
+    functions = result.changed_functions
+    if not functions:
+        return
+    skipped = [f for f in functions if f.execution in ("one-time", "offline")]
+    checked = [f for f in functions if f.execution in ("per-step", "unknown")]
+    if skipped:
+        console.print(Text("Not checked by device-residency rules (runs once or offline):", style="bold"))
+        for function in skipped[:_UNCHECKED_SHOWN]:
+            console.print(f"  {function.path}  {function.qualname}  {function.execution}: {function.evidence}")
+        if len(skipped) > _UNCHECKED_SHOWN:
+            console.print(f"  ... and {len(skipped) - _UNCHECKED_SHOWN} more (--format json lists them all)")
+    if not checked:
+        console.print(
+            "No changed code runs per step, or might: device-residency rules had nothing to check. "
+            "If some of it does, name it with `hot-functions` (function-name patterns) or `hot-paths` "
+            "(file globs) under [tool.rltrefactor] in pyproject.toml."
+        )
+    if skipped or not checked:
+        console.print()
 
 
 def _print_statistics(console: Console, shown: list[Finding]) -> None:

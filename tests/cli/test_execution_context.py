@@ -1,0 +1,87 @@
+"""Where changed code runs: device-residency findings say it, and the review says what it skipped."""
+
+from __future__ import annotations
+
+ENGINE = "engine/runner.py"
+BASE = """import torch
+
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+
+    def execute_model(self, batch):
+        return self.model(batch)
+
+    def summarize(self, logits):
+        return logits
+
+
+def run_benchmark(runner, batch):
+    return runner.execute_model(batch)
+"""
+
+
+def _base(repo):
+    repo.write(ENGINE, BASE)
+    return repo.commit("base")
+
+
+def test_per_step_and_unknown_findings_carry_their_context(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE.replace(
+        "        return self.model(batch)\n",
+        "        out = self.model(batch)\n        self.total = out.sum().item()\n        return out\n",
+    ).replace("        return logits\n", "        return logits.max().item()\n"))
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    by_definition = {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}
+    step = by_definition["Runner.execute_model"]
+    assert step["execution"] == {"context": "per-step", "evidence": "`execute_model` runs per step"}
+    assert step["confidence"] == "high" and "Per-step code" in step["impact"]
+    other = by_definition["Runner.summarize"]
+    assert other["execution"]["context"] == "unknown" and other["confidence"] == "medium"
+    contexts = {f["definition"]: f["context"] for f in document["changed_functions"]}
+    assert contexts == {"Runner.execute_model": "per-step", "Runner.summarize": "unknown"}
+
+
+def test_one_time_and_offline_changes_are_named_and_not_checked(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE.replace(
+        "        self.model = model\n", "        self.model = model\n        self.vocab = model.vocab.tolist()\n",
+    ).replace(
+        "    return runner.execute_model(batch)\n",
+        "    torch.cuda.synchronize()\n    return runner.execute_model(batch)\n",
+    ))
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 0, result.out
+    assert "Not checked by device-residency rules (runs once or offline):" in result.out
+    assert "Runner.__init__  one-time" in result.out and "run_benchmark  offline" in result.out
+    assert "No changed code runs per step, or might" in result.out and "hot-functions" in result.out
+
+
+def test_a_per_step_change_has_no_skip_notice(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE.replace("        return self.model(batch)\n", "        return self.model(batch) * 2\n"))
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    assert "Not checked by device-residency" not in result.out and "No changed code runs per step" not in result.out
+
+
+def test_a_rule_repeated_in_one_function_is_one_finding_naming_the_other_lines(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE.replace(
+        "        return self.model(batch)\n",
+        "        a = batch.ids.tolist()\n        b = batch.lens.tolist()\n        return self.model(a, b)\n",
+    ))
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    (finding,) = [f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"]
+    assert finding["line"] == 9 and finding["also_at"] == [10]
+    assert "The same at line 10 of `Runner.execute_model`." in finding["impact"]
+
+
+def test_configured_hot_functions_make_code_per_step(repo, cli):
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nhot-functions = ["summarize"]\n')
+    _base(repo)
+    repo.write(ENGINE, BASE.replace("        return logits\n", "        return logits.max().item()\n"))
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    (finding,) = [f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"]
+    assert finding["execution"]["context"] == "per-step"

@@ -1,0 +1,75 @@
+"""Residency inference: which values a function shows to live in host memory."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from rltrefactor.matchers.residency import on_host, residency_companions
+
+from .helpers import context
+
+BODY = """
+import numpy as np
+import torch
+
+def step(self, batch, q, dev):
+    lengths = torch.tensor(batch.lengths)
+    pinned = torch.zeros(8, pin_memory=True)
+    on_gpu = torch.zeros(8, device=dev)
+    cpu_named = torch.zeros(8, device="cpu")
+    moved = on_gpu.cpu()
+    joined = torch.cat([t.cpu() for t in batch.outputs])
+    arr = np.asarray(batch.ids)
+    logits = self.model(q)
+    logits = logits.cpu()
+    ids = logits.argmax(-1)
+    back = lengths.to(dev)
+    if q.is_cpu:
+        guarded = q
+    unguarded = q
+    probe(lengths.max(), pinned, on_gpu, cpu_named, moved.view(-1), joined, arr, ids, back, guarded, unguarded,
+          self.slots_cpu_tensor[0], batch.host_ids, torch.zeros_like(on_gpu), torch.zeros_like(lengths))
+"""
+
+
+def _probe_args(code: str):
+    ctx = context(code)
+    call = next(c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "probe")
+    return ctx, [arg.value for arg in call.args]
+
+
+@pytest.mark.parametrize(
+    "index, host",
+    [
+        (0, True),   # a reduction of a tensor built without a device
+        (1, True),   # pinned host memory
+        (2, False),  # built on a device
+        (3, True),   # device="cpu"
+        (4, True),   # a view of .cpu()
+        (5, True),   # a join of host values
+        (6, True),   # numpy
+        (7, True),   # the last assignment before the use was .cpu()
+        (8, False),  # moved to a device
+        (9, True),   # inside `if q.is_cpu:`
+        (10, False),  # the same name outside that branch
+        (11, True),  # named as host data
+        (12, True),
+        (13, False),  # like a device tensor
+        (14, True),  # like a host tensor
+    ],
+)
+def test_values_known_on_the_host(index, host):
+    ctx, args = _probe_args(BODY)
+    assert on_host(args[index], ctx) is host
+
+
+def test_an_earlier_host_assignment_does_not_hide_a_later_device_one():
+    code = "import torch\n\ndef f(dev, n):\n    x = torch.zeros(n)\n    x = x.to(dev)\n    probe(x)\n"
+    ctx, (value,) = _probe_args(code)
+    assert on_host(value, ctx) is False
+
+
+def test_planning_keeps_the_lines_that_assign_a_receiver():
+    names = residency_companions("total = lengths.max().item() + self.count(batch_ids)\n    next line")
+    assert {"lengths", "total", "batch_ids"} <= names and not names & {"self", "count", "max", "item"}
