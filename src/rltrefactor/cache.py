@@ -66,7 +66,8 @@ class ResultCache:
 
 def _decode(data: dict) -> FileOutcome:
     findings = tuple(
-        Finding(**{**item, "span": Span(**item["span"]), "perf": None}) for item in data["findings"]
+        Finding(**{**item, "span": Span(**item["span"]), "perf": None, "also_at": tuple(item.get("also_at", ()))})
+        for item in data["findings"]
     )
     errors = tuple(FileError(**item) for item in data["errors"])
     return FileOutcome(data["path"], findings, errors, data["parsed_lines"])

@@ -113,6 +113,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
     cold += tuple(get("extend-cold-paths") or ())
+    # Micro-checks of the perf hook exercise engine code; they never run in serving.
+    cold += (f"{(get('perf-hooks') or 'perf_hooks').strip('/')}/**",)
     hot_functions = DEFAULT_HOT_FUNCTIONS + tuple(get("hot-functions") or ())
     for pattern in hot_functions:
         _check_regex(pattern, path, text, "hot-functions")

@@ -228,6 +228,7 @@ def _reach(matcher: Matcher, imports: ImportTable) -> RuleReach:
         never_in_setup=getattr(matcher, "never_in_setup", False),
         reads=getattr(matcher, "reads", "function"),
         companions=getattr(matcher, "companions", None),
+        companion_lines=getattr(matcher, "companion_lines", "uses"),
     )
 
 

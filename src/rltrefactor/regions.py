@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Literal, Mapping, get_args
+from typing import Callable, Iterable, Iterator, Literal, Mapping, get_args
 
 from .tokens import whole_word
 
@@ -51,6 +51,9 @@ class RuleReach:
     # names whose uses the rule also reads (``_x`` once ``self._x = ...`` is seen):
     # lines holding them as whole words are kept.
     companions: Callable[[str], Iterable[str]] | None = None
+    # Which lines of a companion name are kept: every line using it, or only the lines
+    # assigning it (``name = ...``), for rules that ask where a value came from.
+    companion_lines: Literal["uses", "assignments"] = "uses"
 
 
 @dataclass(frozen=True)
@@ -194,7 +197,10 @@ def plan_regions(
             if hit_lines is None or rule.whole_class:
                 open_statements.add(position)
         if hit_lines and rule.companions is not None:
-            hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
+            found = _companion_lines(text, index, hit_lines, rule.companions, rule.companion_lines)
+            if rule.companion_lines == "assignments":  # a value's assignments lie in its own function
+                found = _in_same_function(found, hit_lines, tree)
+            hit_lines |= found
         hits[rule.reads].update(hit_lines or ())
     if lines is not None:
         touched = set(_statements_for(set(lines), statements, starts))
@@ -209,8 +215,9 @@ def plan_regions(
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
-def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companions) -> set[int]:
+def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companions, kind: str = "uses") -> set[int]:
     """Lines holding what a rule reads besides its tokens, grown until nothing new turns up."""
+    pattern = whole_word if kind == "uses" else _assignment_of
     found: set[int] = set()
     sources: set[str] = set()
     fresh = hit_lines
@@ -219,9 +226,42 @@ def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companion
         if not new:
             break
         sources |= new
-        fresh = token_lines(text, [whole_word(name) for name in sorted(new)], index) - hit_lines - found
+        fresh = token_lines(text, [pattern(name) for name in sorted(new)], index) - hit_lines - found
         found |= fresh
     return found
+
+
+def _in_same_function(found: set[int], hit_lines: set[int], tree) -> set[int]:
+    """The lines of ``found`` whose innermost function also holds a line of ``hit_lines``."""
+    functions = sorted(_function_ranges(tree.root_node))
+
+    def innermost(line: int) -> tuple[int, int] | None:
+        best = None
+        for start, end in functions:
+            if start > line:
+                break
+            if line <= end:
+                best = (start, end)
+        return best
+
+    wanted = {innermost(line) for line in hit_lines}
+    return {line for line in found if innermost(line) in wanted}
+
+
+def _function_ranges(root) -> Iterator[tuple[int, int]]:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "function_definition":
+            yield node.start_point[0] + 1, node.end_point[0] + 1
+        if node.type in ("function_definition", "class_definition", "decorated_definition", "block", "module") \
+                or node.type.endswith(("_statement", "_clause")):
+            stack.extend(node.children)
+
+
+def _assignment_of(name: str) -> "re.Pattern[str]":
+    """A line that assigns ``name`` (``name = ...``, ``name: T = ...``), not one comparing it."""
+    return re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 
 
 def _from_line(index: LineIndex, line: int) -> str:

@@ -18,11 +18,13 @@ from rltrefactor.library.loader import load_library
 
 torch = pytest.importorskip("torch")
 CORPUS = Path(torch.__file__).parent / "nn" / "modules"
-# Measured with library 1.3.0: 29 % of the lines were parsed (56 % before rules said
-# how much of a function they read). The bound leaves room for new rules, not for a
-# rule without a precise prefilter (that parses 100 %) or one that reads whole
-# functions where it need not.
-MAX_PARSED_SHARE = 0.5
+# Measured with library 1.4.0: 80 % of the lines are parsed. Rules that depend on where
+# code runs (device residency, hot branches, loop depths) now apply wherever code may
+# run per step, and most of nn/modules is ``forward`` code; without them, 31 % (1.3.0:
+# 29 %, 56 % before rules said how much of a function they read). The bounds leave room for new rules, not for a rule without a precise
+# prefilter (that parses 100 %) or one that reads whole functions where it need not.
+MAX_PARSED_SHARE = 0.85
+MAX_PARSED_SHARE_WITHOUT_STEP_RULES = 0.4
 
 
 def _engine(config: Config) -> Engine:
@@ -44,11 +46,13 @@ def _share(engine: Engine) -> tuple[float, int]:
 def test_most_lines_of_ordinary_code_never_reach_libcst():
     share, skipped_files = _share(_engine(Config()))
     assert share <= MAX_PARSED_SHARE
-    assert skipped_files >= 3
+    assert skipped_files >= 1
 
 
-def test_the_same_code_on_a_hot_path_parses_more():
-    """Hot-path rules add tokens, so the share must rise: proof the count is live."""
-    cold, _ = _share(_engine(Config()))
-    hot, _ = _share(_engine(Config(hot_paths=("**",))))
-    assert hot > cold
+def test_rules_that_do_not_depend_on_where_code_runs_parse_little():
+    """Per-step rules add tokens, so the share must fall without them: proof the count is live."""
+    step_rules = tuple(rule.id for rule in load_library().rules if rule.applicability.hot_paths_only)
+    without, skipped_files = _share(_engine(Config(ignore=step_rules)))
+    assert without <= MAX_PARSED_SHARE_WITHOUT_STEP_RULES and skipped_files >= 3
+    everything, _ = _share(_engine(Config()))
+    assert everything > without

@@ -54,7 +54,7 @@ class LLMEngine:
             return []
         runner_output = self.model_runner.execute_model(scheduler_output)
         # The one device-to-host transfer of a step: the scheduler needs the tokens.
-        sampled_token_ids = runner_output.sampled_token_ids.tolist()
+        sampled_token_ids = runner_output.sampled_token_ids.tolist()  # rltrefactor: ignore[host-sync-in-hot-path] the step's one read: the scheduler needs the tokens
         advanced = self.scheduler.update_from_output(scheduler_output, sampled_token_ids)
         return [
             RequestOutput(

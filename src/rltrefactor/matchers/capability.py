@@ -246,6 +246,8 @@ class AcceleratorProbe:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
+                if isinstance(branch, cst.IfExp) and _names_only(branch):
+                    continue  # picks a name (``"cuda" if ... else "cpu"``), not a path
                 for node in subtree(branch.test):
                     if self._probe(node, ctx):
                         yield Match(node, {"PROBE": ctx.code(node)})
@@ -273,6 +275,10 @@ class AcceleratorProbe:
         if not isinstance(expr, cst.SimpleString):
             return False
         return bool((self._prefix if prefix else self._backend).match(expr.value))
+
+
+def _names_only(choice: cst.IfExp) -> bool:
+    return isinstance(choice.body, cst.SimpleString) and isinstance(choice.orelse, cst.SimpleString)
 
 
 def _is_device_type(expr: cst.BaseExpression) -> bool:

@@ -43,6 +43,8 @@ class TensorToHostConversion:
             name.rpartition(".")[2] + "(" for name in sorted(self.host_returning)
         )
 
+    companion_lines = "assignments"
+
     def companions(self, text: str) -> set[str]:
         return residency_companions(text)
 

@@ -69,11 +69,15 @@ class PositionalBooleanParameter:
             r"^(is|use|enable|disable|skip|force|allow|do|with|has|need|should)_",
             "names of parameters that switch behaviour (data-like flags such as keepdim are left alone)",
         ),
+        "methods-only": Option(
+            "bool", True, "only methods of classes, the interfaces other components call (not module-level or nested functions)"
+        ),
     }
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.flag = re.compile(options["flag-regex"])
+        self.methods_only = options["methods-only"]
         # Every reported parameter's line says bool, True or False.
         self.prefilter = tuple(
             GuardedRegex(regex, ("bool", "True", "False")) for regex in _flag_prefilter(options["flag-regex"]) or (_BOOL_PARAMETER,)
@@ -84,6 +88,8 @@ class PositionalBooleanParameter:
             name = function.name.value
             if name.startswith("_") or any(_SKIP_DECORATORS.search(dotted_name(d.decorator) or "") for d in function.decorators):
                 continue
+            if self.methods_only and not isinstance(ctx.parent(ctx.parent(function)), cst.ClassDef):
+                continue  # not a method: the parent is the class body, whose parent is the class
             if _may_override(function, ctx):
                 continue  # the signature may belong to a base class (``FusedMoEMethodBase.apply``)
             params = [*function.params.posonly_params, *function.params.params]

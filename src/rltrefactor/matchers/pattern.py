@@ -62,13 +62,18 @@ class Block:
 
 
 class PatternMatcher:
-    def __init__(self, rule_id: str, block: Block, *, reads_residency: bool = False) -> None:
+    def __init__(
+        self, rule_id: str, block: Block, *, reads_residency: bool = False, never_in_setup: bool = False
+    ) -> None:
         self.rule_id = rule_id
         self.block = block
         self.prefilter = block.tokens
         self.reads = "header" if block.header_only else "function"
         # ``on-host`` constraints read how the receivers were assigned.
         self.companions = residency_companions if reads_residency else None
+        self.companion_lines = "assignments"
+        # ``not-inside: cold-code`` never reports in set-up methods: tokens there select nothing.
+        self.never_in_setup = never_in_setup
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for anchor in self.block.anchors:
@@ -79,7 +84,12 @@ class PatternMatcher:
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
-    return PatternMatcher(rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"))
+    skips_cold = isinstance(block, dict) and any(
+        isinstance(item, dict) and item.get("cold-code") is True for item in block.get("not-inside") or ()
+    )
+    return PatternMatcher(
+        rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"), never_in_setup=skips_cold
+    )
 
 
 def _mentions(data: Any, key: str) -> bool:
