@@ -14,7 +14,7 @@ from .findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
-from .execution import EMPTY, ExecutionMap, execution_map, is_setup_name
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .parsing import parse_module, syntax_error
@@ -109,8 +109,14 @@ class Engine:
         defs = _LazyDefinitions(text, tree)
         imports = _module_imports(tree, text) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
-        reach = {rule_id: _reach(matcher, imports) for rule_id, (_, matcher) in candidates.items()}
-        regions = plan_regions(text, tree, reach, lines=lines, keep_method=is_setup_name)
+        reach = {
+            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
+            for rule_id, (rule, matcher) in candidates.items()
+        }
+        regions = plan_regions(
+            text, tree, reach, lines=lines, keep_method=is_setup_name,
+            is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
+        )
         hits: list[Hit] = []
         errors: list[FileError] = []
         for region in regions:
@@ -221,8 +227,9 @@ def _module_imports(tree, text: str) -> ImportTable:
         return ImportTable({})
 
 
-def _reach(matcher: Matcher, imports: ImportTable) -> RuleReach:
+def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:
     return RuleReach(
+        never_in_cold=never_in_cold,
         tokens=_with_aliases(matcher.prefilter, imports),
         whole_class=getattr(matcher, "whole_class", False),
         never_in_setup=getattr(matcher, "never_in_setup", False),

@@ -135,6 +135,7 @@ def execution_map(tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTION
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
+    _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
     if per_step_file:
         for function in functions:
             if function.kind == "unknown":

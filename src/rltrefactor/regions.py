@@ -41,6 +41,9 @@ class RuleReach:
     whole_class: bool = False
     # Never reports inside a setup method (``__init__``, ...): tokens there select nothing.
     never_in_setup: bool = False
+    # Never reports in code that runs once or offline (see ``execution``): tokens on the
+    # lines ``plan_regions`` is told are cold select nothing.
+    never_in_cold: bool = False
     # How much of a function around a token the rule reads: the whole function; or the
     # innermost statement holding the token and the headers around it (its hits lie
     # there too; a function's header counts as a statement of its own); or only that
@@ -167,6 +170,7 @@ def plan_regions(
     *,
     lines: frozenset[int] | None,
     keep_method: Callable[[str], bool] = lambda name: False,
+    is_cold_line: Callable[[int], bool] = lambda line: False,
 ) -> list[Region]:
     """Regions to parse, each with the rules that may hit inside it.
 
@@ -186,21 +190,28 @@ def plan_regions(
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
     setup_lines: set[int] | None = None
+    functions: list[tuple[int, int]] | None = None  # (first, last) line of every function, by first line
+    assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
         hit_lines = token_lines(text, rule.tokens, index) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
                 setup_lines = _setup_method_lines(nodes, keep_method)
             hit_lines -= setup_lines
+        if hit_lines and rule.never_in_cold:
+            hit_lines = {line for line in hit_lines if not is_cold_line(line)}
         for position in _statements_for(hit_lines, statements, starts):
             wanted.setdefault(position, set()).add(rule_id)
             if hit_lines is None or rule.whole_class:
                 open_statements.add(position)
-        if hit_lines and rule.companions is not None:
-            found = _companion_lines(text, index, hit_lines, rule.companions, rule.companion_lines)
-            if rule.companion_lines == "assignments":  # a value's assignments lie in its own function
-                found = _in_same_function(found, hit_lines, tree)
-            hit_lines |= found
+        if hit_lines and rule.companions is not None and rule.companion_lines == "assignments":
+            if assigned is None:
+                assigned = _assignment_lines(text, index)
+                functions = sorted(_function_ranges(tree.root_node))
+            found = _companion_lines(text, index, hit_lines, rule.companions, assigned)
+            hit_lines |= _in_same_function(found, hit_lines, functions or [])  # a value is assigned in its function
+        elif hit_lines and rule.companions is not None:
+            hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
         hits[rule.reads].update(hit_lines or ())
     if lines is not None:
         touched = set(_statements_for(set(lines), statements, starts))
@@ -215,9 +226,12 @@ def plan_regions(
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
-def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companions, kind: str = "uses") -> set[int]:
-    """Lines holding what a rule reads besides its tokens, grown until nothing new turns up."""
-    pattern = whole_word if kind == "uses" else _assignment_of
+def _companion_lines(
+    text: str, index: LineIndex, hit_lines: set[int], companions, assigned: Mapping[str, list[int]] | None = None
+) -> set[int]:
+    """Lines holding what a rule reads besides its tokens, grown until nothing new turns up.
+
+    With ``assigned`` (name -> lines assigning it), only those lines of a companion are kept."""
     found: set[int] = set()
     sources: set[str] = set()
     fresh = hit_lines
@@ -226,14 +240,17 @@ def _companion_lines(text: str, index: LineIndex, hit_lines: set[int], companion
         if not new:
             break
         sources |= new
-        fresh = token_lines(text, [pattern(name) for name in sorted(new)], index) - hit_lines - found
+        if assigned is None:
+            fresh = token_lines(text, [whole_word(name) for name in sorted(new)], index)
+        else:
+            fresh = {line for name in new for line in assigned.get(name, ())}
+        fresh -= hit_lines | found
         found |= fresh
     return found
 
 
-def _in_same_function(found: set[int], hit_lines: set[int], tree) -> set[int]:
+def _in_same_function(found: set[int], hit_lines: set[int], functions: list[tuple[int, int]]) -> set[int]:
     """The lines of ``found`` whose innermost function also holds a line of ``hit_lines``."""
-    functions = sorted(_function_ranges(tree.root_node))
 
     def innermost(line: int) -> tuple[int, int] | None:
         best = None
@@ -259,9 +276,15 @@ def _function_ranges(root) -> Iterator[tuple[int, int]]:
             stack.extend(node.children)
 
 
-def _assignment_of(name: str) -> "re.Pattern[str]":
-    """A line that assigns ``name`` (``name = ...``, ``name: T = ...``), not one comparing it."""
-    return re.compile(rf"^[ \t]*{re.escape(name)}[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+
+
+def _assignment_lines(text: str, index: LineIndex) -> dict[str, list[int]]:
+    """Lines that assign a plain name (``x = ...``, ``x: T = ...``), by name: one pass."""
+    lines: dict[str, list[int]] = {}
+    for match in _ASSIGNMENT.finditer(text):
+        lines.setdefault(match.group(1), []).append(index.line_of(match.start(1)))
+    return lines
 
 
 def _from_line(index: LineIndex, line: int) -> str:
