@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import capability, device, interfaces, lifecycle, readability, state
+from . import capability, device, interfaces, lifecycle, readability, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -46,6 +46,10 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "guard-for-constructed-attribute": _factory(lifecycle.GuardForConstructedAttribute),
     "release-not-on-failure-path": _factory(lifecycle.ReleaseNotOnFailurePath),
     "swallowed-error-in-cleanup": _factory(lifecycle.SwallowedErrorInCleanup),
+    "unchecked-removal-on-release-path": _factory(teardown.UncheckedRemovalOnReleasePath),
+    "resource-without-close": _factory(teardown.ResourceWithoutClose),
+    "awaited-delivery-in-fan-out-loop": _factory(teardown.AwaitedDeliveryInFanOutLoop),
+    "state-flag-set-after-await": _factory(teardown.StateFlagSetAfterAwait),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),

@@ -1,0 +1,159 @@
+"""Matchers for cancel, finish and close paths: what they catch and what they leave."""
+
+from __future__ import annotations
+
+from rltrefactor.matchers.registry import PYTHON_MATCHERS
+from rltrefactor.matchers.teardown import name_words
+
+from .helpers import hits
+
+
+def matcher(matcher_id: str, **options):
+    return PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, options)
+
+
+def lines(m, code: str) -> list[int]:
+    return [line for line, _ in hits(m, code)]
+
+
+def test_name_words_match_inflected_verbs():
+    assert {"cancel", "finish", "free"} <= name_words("cancelled_finished_freed")
+    assert "abort" in name_words("_abort_requests")
+
+
+def test_unchecked_removal_reports_caller_ids_on_cancel_and_finished_loops():
+    m = matcher("unchecked-removal-on-release-path")
+    code = (
+        "class G:\n"
+        "    def cancel(self, job):\n"
+        "        assert job.key in self.jobs\n"          # 3: asserts a late cancel away
+        "        del self.jobs[job.key]\n"               # 4: the assert above reports already
+        "    def step(self, out):\n"
+        "        for rid in out.finished_req_ids:\n"
+        "            if rid in self.blocks:\n"
+        "                del self.blocks[rid]\n"         # 8: checked
+        "                del self.pads[rid]\n"           # 9: another container, unchecked
+        "            self.requests.pop(rid)\n"           # 10
+        "    def abort(self, seq):\n"
+        "        if seq in self.waiting:\n"
+        "            self.waiting.remove(seq)\n"
+        "        else:\n"
+        "            assert False, 'not queued'\n"       # 15
+    )
+    assert lines(m, code) == [3, 9, 10, 15]
+
+
+def test_unchecked_removal_leaves_allocators_own_keys_and_handled_misses():
+    m = matcher("unchecked-removal-on-release-path")
+    code = (
+        "class Pool:\n"
+        "    def free(self, block):\n"
+        "        assert block in self.used\n"            # a double-free check is deliberate
+        "        del self.used[block]\n"
+        "    def remove_request(self, req_id):\n"
+        "        index = self.index_of[req_id]\n"
+        "        del self.index_of[req_id]\n"            # read above: it exists
+        "        lora = self.lora_of[index]\n"
+        "        self.refs.pop(lora)\n"                   # own bookkeeping, not the caller's id
+        "        self.extra.pop(req_id, None)\n"
+        "        self.order.pop(0)\n"
+        "        try:\n"
+        "            del self.pinned[req_id]\n"
+        "        except KeyError:\n"
+        "            pass\n"
+        "    def step(self, ids):\n"
+        "        for rid in ids:\n"
+        "            del self.pending[rid]\n"              # not an ending path
+    )
+    assert lines(m, code) == []
+
+
+def test_resource_without_close_sees_unnamed_and_unclosed_handles():
+    m = matcher("resource-without-close")
+    code = (
+        "import asyncio, torch\n"
+        "def load(p):\n"
+        "    return torch.load(open(p, 'rb'))\n"        # 3
+        "def body(p):\n"
+        "    return open(p).read()\n"                    # 5
+        "def run(coros):\n"
+        "    loop = asyncio.new_event_loop()\n"          # 7
+        "    return [loop.run_until_complete(c) for c in coros]\n"
+    )
+    assert lines(m, code) == [3, 5, 7]
+
+
+def test_resource_without_close_leaves_owned_and_closed_handles():
+    m = matcher("resource-without-close")
+    code = (
+        "import asyncio, contextlib\n"
+        "LOG = open('log.txt', 'a')\n"
+        "def a(p):\n"
+        "    with open(p) as f:\n"
+        "        return f.read()\n"
+        "def b(p, stack):\n"
+        "    return stack.enter_context(open(p))\n"
+        "def c():\n"
+        "    loop = asyncio.new_event_loop()\n"
+        "    try:\n"
+        "        loop.run_forever()\n"
+        "    finally:\n"
+        "        loop.close()\n"
+        "def d(self, p):\n"
+        "    f = open(p)\n"
+        "    self.handle = f\n"
+        "def e(p):\n"
+        "    f = open(p)\n"
+        "    return f, p\n"
+        "def g(p):\n"
+        "    with contextlib.closing(open(p)) as f:\n"
+        "        return f.read()\n"
+        "def h(self, p):\n"
+        "    return self.open(p).read()\n"
+    )
+    assert lines(m, code) == []
+
+
+def test_awaited_delivery_only_for_per_iteration_consumers():
+    m = matcher("awaited-delivery-in-fan-out-loop")
+    code = (
+        "import asyncio\n"
+        "async def fan_out(self, results):\n"
+        "    for r in results:\n"
+        "        job = self.jobs.get(r.key)\n"
+        "        await job.put_result(r)\n"             # 5
+        "    for client in self.clients:\n"
+        "        await client.ws.send(b'bye')\n"        # 7
+        "    for chunk in results:\n"
+        "        await self.socket.send(chunk)\n"       # one stream, in order
+        "    for q in self.queues:\n"
+        "        q.put_nowait(None)\n"
+        "        await asyncio.wait_for(q.put(None), 1)\n"
+        "def sync(self, results):\n"
+        "    for r in results:\n"
+        "        self.jobs[r].put(r)\n"
+    )
+    assert lines(m, code) == [5, 7]
+
+
+def test_state_flag_after_await_only_in_async_cancel_and_close():
+    m = matcher("state-flag-set-after-await")
+    code = (
+        "class Job:\n"
+        "    async def cancel(self):\n"
+        "        await self.gen.cancel(self)\n"
+        "        self.cancelled = True\n"              # 4
+        "    async def Close(self):\n"
+        "        self.closed = True\n"
+        "        await self.task\n"
+        "    async def step(self):\n"
+        "        await self.gen.poll()\n"
+        "        self.ready = True\n"
+        "    def abort(self):\n"
+        "        self.gen.abort(self)\n"
+        "        self.aborted = True\n"
+        "    async def stop(self):\n"
+        "        await self.task\n"
+        "        self.count = 0\n"
+    )
+    assert lines(m, code) == [4]
