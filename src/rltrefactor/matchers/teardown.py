@@ -21,7 +21,9 @@ from .options import Option
 # Words of a function name that make it a path ending a request or job for an id the
 # caller hands in, at any time and possibly twice. Allocator internals (free, release,
 # evict) are left out: a double free there is a bug that an assertion rightly stops.
-RELEASE_WORDS = ("cancel", "abort", "finish", "cleanup", "unregister", "discard", "remove", "drop")
+# Generic removers (``remove_hook``, ``unregister``) keep internal registries whose
+# invariants a KeyError rightly defends, so they are left out too.
+RELEASE_WORDS = ("cancel", "abort", "finish", "cleanup")
 # A loop over ids that have just ended: ``for req_id in finished_req_ids:``.
 _ENDED_ITERABLE = re.compile(r"finish|abort|cancel|stopped", re.IGNORECASE)
 _INT = re.compile(r"^-?\d+$")
@@ -183,7 +185,10 @@ RESOURCES = (
     "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile",
 )  # fmt: skip
 # Calls that take ownership of what they are given and close it.
-_OWNING_CALLS = frozenset({"closing", "enter_context", "enter_async_context", "callback", "finalize", "register", "append", "add", "setdefault", "set_event_loop"})
+_OWNING_CALLS = frozenset({
+    "closing", "enter_context", "enter_async_context", "callback", "finalize", "register",
+    "append", "add", "setdefault", "set_event_loop", "__init__",
+})  # fmt: skip
 _CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "aclose", "join"})
 
 
@@ -209,17 +214,45 @@ class ResourceWithoutClose:
             parent = ctx.parent(call)
             if isinstance(parent, cst.WithItem) or isinstance(parent, cst.Await):
                 continue
+            if _borrows_descriptor(call):
+                continue
             if isinstance(parent, cst.Arg):
                 outer = ctx.parent(parent)
-                if isinstance(outer, cst.Call) and _callee(outer) in _OWNING_CALLS:
+                callee = _callee(outer) if isinstance(outer, cst.Call) else ""
+                if _takes_ownership(callee):
                     continue
                 yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": "is passed on unnamed, so nothing can close it"})
             elif isinstance(parent, cst.Attribute) and parent.attr.value not in _CLOSERS:
                 yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": f"is used once (`.{parent.attr.value}`) and never closed"})
             elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
                 local = parent.targets[0].target.value
-                if not _handed_over_or_closed(local, function, call):
+                if not _handed_over_or_closed(local, function, call) and not _rebinds(local, function, parent, ctx):
                     yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": f"is bound to `{local}`, which is never closed"})
+
+
+def _takes_ownership(callee: str) -> bool:
+    """An owner (``enter_context``, a base ``__init__``), or a wrapper class that closes
+    what it wraps (``io.TextIOWrapper(f)``, ``Reader(f, close_handle=True)``)."""
+    return callee in _OWNING_CALLS or callee.lstrip("_")[:1].isupper()
+
+
+def _rebinds(local: str, function: cst.FunctionDef, creation: cst.Assign, ctx: FileContext) -> bool:
+    """``local`` is a parameter or also holds other values (``err = sys.stderr`` and,
+    when debugging, a file): whoever reads it cannot tell whether to close it."""
+    params = function.params
+    if any(p.name.value == local for p in [*params.params, *params.posonly_params, *params.kwonly_params]):
+        return True
+    for node in subtree(function.body):
+        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node is not creation and node.value is not None:
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            if any(_is(t, local) for t in targets) and not isinstance(node.value, cst.Call):
+                return True
+    return False
+
+
+def _borrows_descriptor(call: cst.Call) -> bool:
+    """``open(fd, closefd=False)`` wraps a descriptor someone else owns."""
+    return any(a.keyword is not None and a.keyword.value == "closefd" for a in call.args)
 
 
 def _callee(call: cst.Call) -> str:
@@ -241,7 +274,7 @@ def _handed_over_or_closed(local: str, function: cst.FunctionDef, creation: cst.
             return True  # ``self.loop = loop``: its owner closes it
         if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == local for n in node.names):
             return True
-        if isinstance(node, cst.Call) and _callee(node) in _OWNING_CALLS and any(_is(a.value, local) for a in node.args):
+        if isinstance(node, cst.Call) and _takes_ownership(_callee(node)) and any(_is(a.value, local) for a in node.args):
             return True
     return False
 
@@ -311,11 +344,14 @@ def _varies_per_iteration(name: str, loop: cst.For) -> bool:
     return False
 
 
-_ENDING_WORDS = frozenset({"cancel", "abort", "close", "stop", "shutdown", "finish", "terminate"})
+# Cancel and abort announce an intent other tasks must see at once. A close or stop
+# often sets its flag last on purpose: "closed" means done, and the awaited flush
+# before it still needs the object open.
+_ENDING_WORDS = frozenset({"cancel", "abort"})
 
 
 class StateFlagSetAfterAwait:
-    """``await ...`` then ``self.cancelled = True`` in an async cancel/close: consumers race the flag."""
+    """``await ...`` then ``self.cancelled = True`` in an async cancel/abort: consumers race the flag."""
 
     OPTIONS: dict[str, Option] = {}
 
