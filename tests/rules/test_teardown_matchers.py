@@ -178,3 +178,45 @@ def test_state_flag_after_await_only_in_async_cancel_and_close():
         "        self.count = 0\n"
     )
     assert lines(m, code) == [4]
+
+
+def test_cancel_past_its_owner_needs_two_hops_and_a_cancel_function():
+    m = matcher("cancel-past-its-owner")
+    code = (
+        "class Handle:\n"
+        "    async def cancel(self):\n"
+        "        self.wrapper.inner.cancel(self.job)\n"          # 3
+        "        self.wrapper.cancel(self.job)\n"
+        "        self.a.b.c.abort_request(self.job)\n"           # 5
+        "    def abort(self):\n"
+        "        self.engine.core.abort_requests([self.rid])\n"   # 7
+        "    def step(self):\n"
+        "        self.wrapper.inner.cancel(self.job)\n"
+        "    def cancel_all(self):\n"
+        "        self.wrapper.inner.flush()\n"
+    )
+    assert lines(m, code) == [3, 5, 7]
+
+
+def test_chunk_kept_alive_only_for_generators_of_large_items():
+    m = matcher("chunk-kept-alive-by-loop-variable")
+    code = (
+        "def sync(self, model):\n"
+        "    for chunk in self.weight_chunks(model):\n"
+        "        refs, handles = self.send(chunk)\n"
+        "        wait(refs)\n"
+        "        del handles\n"                                 # 5
+        "    for batch in loader():\n"
+        "        out = model(batch)\n"
+        "        del out, batch\n"
+        "    for name in self.names():\n"
+        "        tmp = self.lookup(name)\n"
+        "        del tmp\n"
+        "    for tensor in self.tensors:\n"
+        "        copy = clone(tensor)\n"
+        "        del copy\n"
+        "    for shard in iter_shards():\n"
+        "        other = load()\n"
+        "        del other\n"
+    )
+    assert lines(m, code) == [5]

@@ -50,6 +50,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "resource-without-close": _factory(teardown.ResourceWithoutClose),
     "awaited-delivery-in-fan-out-loop": _factory(teardown.AwaitedDeliveryInFanOutLoop),
     "state-flag-set-after-await": _factory(teardown.StateFlagSetAfterAwait),
+    "cancel-past-its-owner": _factory(teardown.CancelPastItsOwner),
+    "chunk-kept-alive-by-loop-variable": _factory(teardown.ChunkKeptAliveByLoopVariable),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),

@@ -385,3 +385,77 @@ def _flag_assignment(statement: cst.CSTNode) -> str | None:
                 if isinstance(small.value, cst.Name) and small.value.value in ("True", "False"):
                     return f"self.{target.attr.value}"
     return None
+
+
+_CANCEL_WORDS = frozenset({"cancel", "abort"})
+
+
+class CancelPastItsOwner:
+    """``self.wrapper.inner.cancel(x)`` inside ``cancel()``: the wrapper's own
+    bookkeeping for ``x`` is skipped."""
+
+    OPTIONS: dict[str, Option] = {}
+    reads = "statement"
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = (re.compile(r"self(?:\s*\.\s*\w+){2,}\s*\.\s*\w*(?:cancel|abort)", re.IGNORECASE),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            chain = dotted_name(call.func) or ""
+            parts = chain.split(".")
+            if len(parts) < 4 or parts[0] != "self" or not name_words(parts[-1]) & _CANCEL_WORDS:
+                continue
+            function = ctx.enclosing_function(call)
+            if function is None or not name_words(function.name.value) & _CANCEL_WORDS:
+                continue
+            owner = ".".join(parts[:2])
+            yield Match(call, {"CALL": chain, "OWNER": owner, "FUNCTION": function.name.value})
+
+
+# Names of items large enough that holding two at once matters.
+_BULKY = re.compile(r"chunk|bucket|batch|shard|tensor|weight|param|buffer|layer|state_dict", re.IGNORECASE)
+
+
+class ChunkKeptAliveByLoopVariable:
+    """``for chunk in make_chunks(): out = send(chunk); del out``: the loop variable still
+    holds the chunk while the next one is built."""
+
+    OPTIONS: dict[str, Option] = {}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = (re.compile(r"\bdel\b"),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for statement in ctx.nodes(cst.Del):
+            line = ctx.parent(statement)
+            block = ctx.parent(line) if line is not None else None
+            loop = ctx.parent(block) if block is not None else None
+            if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and isinstance(loop.target, cst.Name)):
+                continue
+            chunk = loop.target.value
+            if not _BULKY.search(f"{chunk} {ctx.code(loop.iter.func)}"):
+                continue  # nothing says an item is large enough for two to matter
+            deleted = {t.value for t in _del_targets(statement.target) if isinstance(t, cst.Name)}
+            if not deleted or chunk in deleted or _deletes(loop.body, chunk):
+                continue
+            derived = _derived_from(loop.body, chunk)
+            if deleted & derived:
+                yield Match(statement, {"CHUNK": chunk, "DELETED": ", ".join(sorted(deleted)), "SOURCE": ctx.code(loop.iter.func)})
+
+
+def _deletes(body: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Del) and any(_is(t, name) for t in _del_targets(n.target)) for n in subtree(body))
+
+
+def _derived_from(body: cst.CSTNode, chunk: str) -> set[str]:
+    """Names the loop body assigns from a call that is given ``chunk``."""
+    names: set[str] = set()
+    for node in subtree(body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
+            if any(_is(n, chunk) for a in node.value.args for n in subtree(a.value)):
+                for target in node.targets:
+                    names.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
+    return names
