@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import capability, device, interfaces, lifecycle, readability, state, teardown
+from . import async_lifecycle, capability, device, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -47,11 +47,11 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "release-not-on-failure-path": _factory(lifecycle.ReleaseNotOnFailurePath),
     "swallowed-error-in-cleanup": _factory(lifecycle.SwallowedErrorInCleanup),
     "unchecked-removal-on-release-path": _factory(teardown.UncheckedRemovalOnReleasePath),
-    "resource-without-close": _factory(teardown.ResourceWithoutClose),
-    "awaited-delivery-in-fan-out-loop": _factory(teardown.AwaitedDeliveryInFanOutLoop),
-    "state-flag-set-after-await": _factory(teardown.StateFlagSetAfterAwait),
+    "resource-without-close": _factory(resources.ResourceWithoutClose),
+    "awaited-delivery-in-fan-out-loop": _factory(async_lifecycle.AwaitedDeliveryInFanOutLoop),
+    "state-flag-set-after-await": _factory(async_lifecycle.StateFlagSetAfterAwait),
     "cancel-past-its-owner": _factory(teardown.CancelPastItsOwner),
-    "chunk-kept-alive-by-loop-variable": _factory(teardown.ChunkKeptAliveByLoopVariable),
+    "chunk-kept-alive-by-loop-variable": _factory(resources.ChunkKeptAliveByLoopVariable),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),

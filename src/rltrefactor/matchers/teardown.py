@@ -1,9 +1,9 @@
-"""Lifecycle matchers for the paths that end things: cancel, abort, finish, free, close.
+"""Lifecycle matchers for the paths that end a request or job: cancel, abort, finish.
 
 These paths run for ids that may already be gone (a late cancel, a request that was
-never scheduled, a second abort), concurrently with consumers of the state they
-change, and they must give back everything the function took. The matchers read the
-evidence a reviewer reads: the function's name, the loop it is in, the operations.
+never scheduled, a second abort), and past the components that keep their own
+registry of the id. The matchers read the evidence a reviewer reads: the function's
+name, the loop it is in, the operations.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class UncheckedRemovalOnReleasePath:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
         for statement in ctx.nodes(cst.Del):
-            for target in _del_targets(statement.target):
+            for target in del_targets(statement.target):
                 if isinstance(target, cst.Subscript) and len(target.slice) == 1:
                     key = target.slice[0].slice
                     if isinstance(key, cst.Index) and not isinstance(key.value, (cst.SimpleString, cst.Integer)):
@@ -87,7 +87,8 @@ class UncheckedRemovalOnReleasePath:
         return None
 
 
-def _del_targets(target: cst.BaseDelTargetExpression) -> Iterator[cst.BaseExpression]:
+def del_targets(target: cst.BaseDelTargetExpression) -> Iterator[cst.BaseExpression]:
+    """The single targets of ``del a, b[k]``."""
     if isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
             yield element.value
@@ -178,215 +179,6 @@ def _catches_lookup(handler: cst.ExceptHandler) -> bool:
     return any((dotted_name(t) or "").rpartition(".")[2] in _KEY_ERRORS for t in types)
 
 
-# Constructors of resources that hold an OS handle or threads until closed.
-RESOURCES = (
-    "open", "io.open", "asyncio.new_event_loop", "concurrent.futures.ThreadPoolExecutor",
-    "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool", "socket.socket",
-    "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile",
-)  # fmt: skip
-# Calls that take ownership of what they are given and close it.
-_OWNING_CALLS = frozenset({
-    "closing", "enter_context", "enter_async_context", "callback", "finalize", "register",
-    "append", "add", "setdefault", "set_event_loop", "__init__",
-})  # fmt: skip
-_CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "aclose", "join"})
-
-
-class ResourceWithoutClose:
-    """A file, event loop or executor created in a function and never closed there."""
-
-    OPTIONS = {"constructors": Option("strings", RESOURCES, "qualified names of calls that create a resource to close")}
-
-    def __init__(self, rule_id: str, options: dict) -> None:
-        self.rule_id = rule_id
-        self.constructors = frozenset(options["constructors"])
-        tails = sorted({name.rpartition(".")[2] for name in self.constructors})
-        self.prefilter = tuple(re.compile(rf"\b{re.escape(tail)}\s*\(") for tail in tails)
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for call in ctx.nodes(cst.Call):
-            name = ctx.qualified_name(call.func)
-            if name not in self.constructors:
-                continue
-            function = ctx.enclosing_function(call)
-            if function is None:
-                continue  # module-level handles live as long as the process
-            parent = ctx.parent(call)
-            if isinstance(parent, cst.WithItem) or isinstance(parent, cst.Await):
-                continue
-            if _borrows_descriptor(call):
-                continue
-            if isinstance(parent, cst.Arg):
-                outer = ctx.parent(parent)
-                callee = _callee(outer) if isinstance(outer, cst.Call) else ""
-                if _takes_ownership(callee):
-                    continue
-                yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": "is passed on unnamed, so nothing can close it"})
-            elif isinstance(parent, cst.Attribute) and parent.attr.value not in _CLOSERS:
-                yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": f"is used once (`.{parent.attr.value}`) and never closed"})
-            elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-                local = parent.targets[0].target.value
-                if not _handed_over_or_closed(local, function, call) and not _rebinds(local, function, parent, ctx):
-                    yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": f"is bound to `{local}`, which is never closed"})
-
-
-def _takes_ownership(callee: str) -> bool:
-    """An owner (``enter_context``, a base ``__init__``), or a wrapper class that closes
-    what it wraps (``io.TextIOWrapper(f)``, ``Reader(f, close_handle=True)``)."""
-    return callee in _OWNING_CALLS or callee.lstrip("_")[:1].isupper()
-
-
-def _rebinds(local: str, function: cst.FunctionDef, creation: cst.Assign, ctx: FileContext) -> bool:
-    """``local`` is a parameter or also holds other values (``err = sys.stderr`` and,
-    when debugging, a file): whoever reads it cannot tell whether to close it."""
-    params = function.params
-    if any(p.name.value == local for p in [*params.params, *params.posonly_params, *params.kwonly_params]):
-        return True
-    for node in subtree(function.body):
-        if isinstance(node, (cst.Assign, cst.AnnAssign)) and node is not creation and node.value is not None:
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(_is(t, local) for t in targets) and not isinstance(node.value, cst.Call):
-                return True
-    return False
-
-
-def _borrows_descriptor(call: cst.Call) -> bool:
-    """``open(fd, closefd=False)`` wraps a descriptor someone else owns."""
-    return any(a.keyword is not None and a.keyword.value == "closefd" for a in call.args)
-
-
-def _callee(call: cst.Call) -> str:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-
-
-def _handed_over_or_closed(local: str, function: cst.FunctionDef, creation: cst.Call) -> bool:
-    """Whether ``local`` is closed (``local.close``, even passed as a callback), used
-    as a context manager, returned, yielded, stored elsewhere or given to an owner."""
-    for node in subtree(function.body):
-        if isinstance(node, cst.Attribute) and _is(node.value, local) and node.attr.value in _CLOSERS:
-            return True
-        if isinstance(node, cst.WithItem) and _is(node.item, local):
-            return True
-        if isinstance(node, (cst.Return, cst.Yield)) and node.value is not None and any(_is(n, local) for n in _unpacked(node.value)):
-            return True
-        if isinstance(node, cst.Assign) and _is(node.value, local):
-            return True  # ``self.loop = loop``: its owner closes it
-        if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == local for n in node.names):
-            return True
-        if isinstance(node, cst.Call) and _takes_ownership(_callee(node)) and any(_is(a.value, local) for a in node.args):
-            return True
-    return False
-
-
-def _unpacked(value: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """The value itself, or the elements of a returned tuple/list."""
-    if isinstance(value, (cst.Tuple, cst.List)):
-        yield from (element.value for element in value.elements)
-    else:
-        yield value
-
-
-def _is(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, cst.Name) and node.value == name
-
-
-_DELIVERY = re.compile(r"^(?:put|send)(?:_\w+)?$")
-
-
-class AwaitedDeliveryInFanOutLoop:
-    """``await consumer.put(...)`` for each consumer in a loop: one slow consumer stalls all."""
-
-    OPTIONS: dict[str, Option] = {}
-
-    def __init__(self, rule_id: str, options: dict) -> None:
-        self.rule_id = rule_id
-        self.prefilter = (re.compile(r"\.(?:put|send)\w*\s*\("),)
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for awaited in ctx.nodes(cst.Await):
-            call = awaited.expression
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and _DELIVERY.match(call.func.attr.value)):
-                continue
-            receiver = _root_name(call.func.value)
-            loop = _enclosing_loop(awaited, ctx)
-            if receiver is None or loop is None or not _varies_per_iteration(receiver, loop):
-                continue
-            yield Match(awaited, {"CALL": ctx.code(call.func), "LOOP": ctx.code(loop.iter)})
-
-
-def _root_name(node: cst.BaseExpression) -> str | None:
-    while isinstance(node, (cst.Attribute, cst.Subscript)):
-        node = node.value
-    return node.value if isinstance(node, cst.Name) and node.value != "self" else None
-
-
-def _enclosing_loop(node: cst.CSTNode, ctx: FileContext) -> cst.For | None:
-    """The innermost ``for`` around ``node`` within an ``async def``."""
-    loop = None
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, cst.For) and loop is None:
-            loop = ancestor
-        if isinstance(ancestor, (cst.Lambda, cst.FunctionDef)):
-            return loop if isinstance(ancestor, cst.FunctionDef) and ancestor.asynchronous is not None else None
-    return None
-
-
-def _varies_per_iteration(name: str, loop: cst.For) -> bool:
-    """``name`` is the loop's target or is bound in its body: a different consumer each time."""
-    if any(_is(n, name) for n in subtree(loop.target)):
-        return True
-    for node in subtree(loop.body):
-        if isinstance(node, cst.AssignTarget) and _is(node.target, name):
-            return True
-        if isinstance(node, cst.NamedExpr) and _is(node.target, name):
-            return True
-    return False
-
-
-# Cancel and abort announce an intent other tasks must see at once. A close or stop
-# often sets its flag last on purpose: "closed" means done, and the awaited flush
-# before it still needs the object open.
-_ENDING_WORDS = frozenset({"cancel", "abort"})
-
-
-class StateFlagSetAfterAwait:
-    """``await ...`` then ``self.cancelled = True`` in an async cancel/abort: consumers race the flag."""
-
-    OPTIONS: dict[str, Option] = {}
-
-    def __init__(self, rule_id: str, options: dict) -> None:
-        self.rule_id = rule_id
-        words = "|".join(sorted(_ENDING_WORDS))
-        self.prefilter = (re.compile(rf"async\s+def\s+\w*(?:{words})", re.IGNORECASE),)
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for function in ctx.nodes(cst.FunctionDef):
-            if function.asynchronous is None or not name_words(function.name.value) & _ENDING_WORDS:
-                continue
-            if not isinstance(function.body, cst.IndentedBlock):
-                continue
-            awaited = None
-            for statement in function.body.body:
-                flag = _flag_assignment(statement)
-                if flag is not None and awaited is not None:
-                    yield Match(statement, {"FLAG": flag, "AWAIT": awaited, "FUNCTION": function.name.value})
-                elif awaited is None and any(isinstance(n, cst.Await) for n in subtree(statement)):
-                    awaited = ctx.code(next(n for n in subtree(statement) if isinstance(n, cst.Await)))
-
-
-def _flag_assignment(statement: cst.CSTNode) -> str | None:
-    """``self.x = True/False`` as a statement of its own."""
-    if isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1:
-        small = statement.body[0]
-        if isinstance(small, cst.Assign) and len(small.targets) == 1:
-            target = small.targets[0].target
-            if isinstance(target, cst.Attribute) and dotted_name(target.value) == "self":
-                if isinstance(small.value, cst.Name) and small.value.value in ("True", "False"):
-                    return f"self.{target.attr.value}"
-    return None
-
-
 _CANCEL_WORDS = frozenset({"cancel", "abort"})
 
 
@@ -414,48 +206,6 @@ class CancelPastItsOwner:
             yield Match(call, {"CALL": chain, "OWNER": owner, "FUNCTION": function.name.value})
 
 
-# Names of items large enough that holding two at once matters.
-_BULKY = re.compile(r"chunk|bucket|batch|shard|tensor|weight|param|buffer|layer|state_dict", re.IGNORECASE)
-
-
-class ChunkKeptAliveByLoopVariable:
-    """``for chunk in make_chunks(): out = send(chunk); del out``: the loop variable still
-    holds the chunk while the next one is built."""
-
-    OPTIONS: dict[str, Option] = {}
-
-    def __init__(self, rule_id: str, options: dict) -> None:
-        self.rule_id = rule_id
-        self.prefilter = (re.compile(r"\bdel\b"),)
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for statement in ctx.nodes(cst.Del):
-            line = ctx.parent(statement)
-            block = ctx.parent(line) if line is not None else None
-            loop = ctx.parent(block) if block is not None else None
-            if not (isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and isinstance(loop.target, cst.Name)):
-                continue
-            chunk = loop.target.value
-            if not _BULKY.search(f"{chunk} {ctx.code(loop.iter.func)}"):
-                continue  # nothing says an item is large enough for two to matter
-            deleted = {t.value for t in _del_targets(statement.target) if isinstance(t, cst.Name)}
-            if not deleted or chunk in deleted or _deletes(loop.body, chunk):
-                continue
-            derived = _derived_from(loop.body, chunk)
-            if deleted & derived:
-                yield Match(statement, {"CHUNK": chunk, "DELETED": ", ".join(sorted(deleted)), "SOURCE": ctx.code(loop.iter.func)})
-
-
-def _deletes(body: cst.CSTNode, name: str) -> bool:
-    return any(isinstance(n, cst.Del) and any(_is(t, name) for t in _del_targets(n.target)) for n in subtree(body))
-
-
-def _derived_from(body: cst.CSTNode, chunk: str) -> set[str]:
-    """Names the loop body assigns from a call that is given ``chunk``."""
-    names: set[str] = set()
-    for node in subtree(body):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
-            if any(_is(n, chunk) for a in node.value.args for n in subtree(a.value)):
-                for target in node.targets:
-                    names.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
-    return names
+def is_name(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``node`` is the plain name ``name``."""
+    return isinstance(node, cst.Name) and node.value == name
