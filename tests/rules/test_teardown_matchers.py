@@ -220,3 +220,69 @@ def test_chunk_kept_alive_only_for_generators_of_large_items():
         "        del other\n"
     )
     assert lines(m, code) == [5]
+
+
+def test_cleanup_after_try_only_when_a_handler_leaves_without_it():
+    m = matcher("cleanup-after-try-not-in-finally")
+    code = (
+        "def send(self, req):\n"
+        "    blocks = self.pool.allocate(req.n)\n"
+        "    try:\n"
+        "        self.channel.push(req, blocks)\n"
+        "    except TimeoutError:\n"
+        "        raise\n"
+        "    self.pool.free(blocks)\n"                 # 7
+        "def create(fd, data):\n"
+        "    try:\n"
+        "        write(fd, data)\n"
+        "    except BaseException:\n"
+        "        os.close(fd)\n"
+        "        raise\n"
+        "    os.close(fd)\n"                           # the handler closes on its way out
+        "def run(cmd):\n"
+        "    with Pty() as pty:\n"
+        "        try:\n"
+        "            proc = spawn(cmd, pty)\n"
+        "        except OSError:\n"
+        "            return None\n"
+        "        pty.close_w()\n"                      # the with closes it anyway
+        "def stop(self):\n"
+        "    try:\n"
+        "        self.flush()\n"
+        "    except OSError:\n"
+        "        return\n"
+        "    self.close()\n"
+        "def parse(reader):\n"
+        "    try:\n"
+        "        header = reader.header()\n"
+        "    except ValueError:\n"
+        "        header = None\n"
+        "    reader.close()\n"
+    )
+    assert lines(m, code) == [7]
+
+
+def test_unshielded_await_in_handler_reads_verbs_of_async_handlers():
+    m = matcher("unshielded-await-in-handler")
+    code = (
+        "import asyncio\n"
+        "async def gen(self, rid):\n"
+        "    try:\n"
+        "        await self.engine.run(rid)\n"
+        "    except asyncio.CancelledError:\n"
+        "        await self.engine.abort(rid)\n"                  # 6
+        "        await asyncio.shield(self.engine.abort(rid))\n"
+        "        await self._rollback_cancelled_acquire(rid)\n"
+        "        raise\n"
+        "    except Exception:\n"
+        "        await self.producer.stop()\n"                   # 11
+        "        async def later():\n"
+        "            await self.engine.abort(rid)\n"
+        "        raise\n"
+        "def sync(self, rid):\n"
+        "    try:\n"
+        "        self.engine.run(rid)\n"
+        "    except Exception:\n"
+        "        self.engine.abort(rid)\n"
+    )
+    assert lines(m, code) == [6, 11]

@@ -113,3 +113,36 @@ def _flag_assignment(statement: cst.CSTNode) -> str | None:
                 if isinstance(small.value, cst.Name) and small.value.value in ("True", "False"):
                     return f"self.{target.attr.value}"
     return None
+
+
+# Verbs of the calls a failure or cancellation handler awaits to clean up.
+CLEANUP_VERBS = (
+    "abort", "cancel", "close", "aclose", "release", "free", "cleanup", "shutdown", "stop",
+    "teardown", "destroy", "unregister", "disconnect", "terminate", "deallocate", "finish",
+)  # fmt: skip
+
+
+class UnshieldedAwaitInHandler:
+    """``except ...: await self.abort(rid)`` unshielded: a further cancel stops the cleanup half-way."""
+
+    OPTIONS = {"cleanup-verbs": Option("strings", CLEANUP_VERBS, "words of awaited calls that clean up")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.verbs = frozenset(options["cleanup-verbs"])
+        self.prefilter = (re.compile(r"\bexcept\b"),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for handler in ctx.nodes(cst.ExceptHandler):
+            function = ctx.enclosing_function(handler)
+            if function is None or function.asynchronous is None:
+                continue
+            for awaited in subtree(handler.body):
+                call = awaited.expression if isinstance(awaited, cst.Await) else None
+                if not isinstance(call, cst.Call) or ctx.enclosing_function(awaited) is not function:
+                    continue  # awaited in a function defined inside the handler
+                func = call.func
+                verb = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+                if set(verb.lower().split("_")) & self.verbs:  # verbs, not "cancelled_acquire"
+                    caught = ctx.code(handler.type) if handler.type is not None else "everything"
+                    yield Match(awaited, {"CALL": ctx.code(func), "CAUGHT": caught})

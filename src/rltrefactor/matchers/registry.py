@@ -52,6 +52,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "state-flag-set-after-await": _factory(async_lifecycle.StateFlagSetAfterAwait),
     "cancel-past-its-owner": _factory(teardown.CancelPastItsOwner),
     "chunk-kept-alive-by-loop-variable": _factory(resources.ChunkKeptAliveByLoopVariable),
+    "cleanup-after-try-not-in-finally": _factory(resources.CleanupAfterTryNotInFinally),
+    "unshielded-await-in-handler": _factory(async_lifecycle.UnshieldedAwaitInHandler),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),

@@ -171,3 +171,83 @@ def _derived_from(body: cst.CSTNode, chunk: str) -> set[str]:
                 for target in node.targets:
                     names.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
     return names
+
+
+# Verbs of calls that give back what a region used.
+RELEASE_VERBS = (
+    "close", "release", "free", "cleanup", "shutdown", "unlock", "unpin", "deallocate",
+    "destroy", "teardown", "terminate", "disconnect", "unregister",
+)  # fmt: skip
+
+
+class CleanupAfterTryNotInFinally:
+    """``try: use(x) except E: ...; raise`` then ``x.close()``: the exit path skips the cleanup."""
+
+    OPTIONS = {"release-verbs": Option("strings", RELEASE_VERBS, "words of method names that release")}
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.verbs = frozenset(options["release-verbs"])
+        self.prefilter = (re.compile(r"\btry\s*:"),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for statement in ctx.nodes(cst.Try):
+            if statement.finalbody is not None:
+                continue
+            exit_kind = _handler_exit(statement)
+            block = ctx.parent(statement)
+            if exit_kind is None or not isinstance(block, (cst.IndentedBlock, cst.Module)):
+                continue
+            siblings = list(block.body)
+            index = siblings.index(statement)
+            before = siblings[index - 1] if index > 0 else None
+            for later in siblings[index + 1 : index + 4]:
+                if not isinstance(later, cst.SimpleStatementLine):
+                    break
+                call = self._release_of_region(later, statement, before, ctx)
+                if call is not None:
+                    yield Match(call, {"CALL": ctx.code(call.func), "EXIT": exit_kind})
+                    break
+
+    def _release_of_region(self, line, region: cst.Try, before, ctx: FileContext) -> cst.Call | None:
+        for node in subtree(line):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+                if not set(node.func.attr.value.lower().split("_")) & self.verbs:
+                    continue
+                owner = ctx.code(node.func.value)
+                if owner in ("self", "cls") or _managed(owner, region, ctx):
+                    continue  # ``self`` is no evidence of a region; a ``with`` releases anyway
+                if any(_calls_on(h.body, owner, node.func.attr.value, ctx) for h in region.handlers):
+                    continue  # the handler releases on its own way out
+                used = [region.body] + ([before] if before is not None else [])
+                if any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.code(n) == owner for part in used for n in subtree(part)):
+                    return node
+        return None
+
+
+def _managed(owner: str, node: cst.CSTNode, ctx: FileContext) -> bool:
+    """Whether ``owner`` is bound by an enclosing ``with ... as owner``."""
+    return any(
+        isinstance(a, cst.With) and any(i.asname is not None and ctx.code(i.asname.name) == owner for i in a.items)
+        for a in ctx.ancestors(node)
+    )
+
+
+def _calls_on(body: cst.CSTNode, owner: str, method: str, ctx: FileContext) -> bool:
+    return any(
+        isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == method and ctx.code(n.func.value) == owner
+        for n in subtree(body)
+    )
+
+
+def _handler_exit(region: cst.Try) -> str | None:
+    """How a handler leaves without reaching the code after the ``try``."""
+    for handler in region.handlers:
+        for node in subtree(handler.body):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                break
+            if isinstance(node, cst.Raise):
+                return "re-raises"
+            if isinstance(node, cst.Return):
+                return "returns"
+    return None
