@@ -286,3 +286,31 @@ def test_unshielded_await_in_handler_reads_verbs_of_async_handlers():
         "        self.engine.abort(rid)\n"
     )
     assert lines(m, code) == [6, 11]
+
+
+def test_del_reports_attributes_a_failed_init_may_lack():
+    m = matcher("del-assumes-full-construction")
+    code = (
+        "class Pool:\n"
+        "    size = 0\n"
+        "    def __init__(self, cfg):\n"
+        "        self.handle = None\n"
+        "        self.cfg = cfg\n"
+        "        self.shm = allocate(cfg)\n"
+        "        self.procs = spawn(cfg)\n"
+        "    def __del__(self):\n"
+        "        self.handle.close()\n"                 # assigned before any call
+        "        self.cfg.size\n"
+        "        if self.shm is not None:\n"
+        "            self.shm.unlink()\n"
+        "        try:\n"
+        "            self.procs.kill()\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "        self.procs.clear()\n"                 # 17
+        "        self.shm.close()\n"                    # only the first is reported
+        "class NoInit(Pool):\n"
+        "    def __del__(self):\n"
+        "        self.other.close()\n"
+    )
+    assert lines(m, code) == [17]

@@ -51,6 +51,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "awaited-delivery-in-fan-out-loop": _factory(async_lifecycle.AwaitedDeliveryInFanOutLoop),
     "state-flag-set-after-await": _factory(async_lifecycle.StateFlagSetAfterAwait),
     "cancel-past-its-owner": _factory(teardown.CancelPastItsOwner),
+    "del-assumes-full-construction": _factory(teardown.DelAssumesFullConstruction),
     "chunk-kept-alive-by-loop-variable": _factory(resources.ChunkKeptAliveByLoopVariable),
     "cleanup-after-try-not-in-finally": _factory(resources.CleanupAfterTryNotInFinally),
     "unshielded-await-in-handler": _factory(async_lifecycle.UnshieldedAwaitInHandler),

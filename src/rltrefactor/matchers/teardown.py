@@ -209,3 +209,61 @@ class CancelPastItsOwner:
 def is_name(node: cst.CSTNode, name: str) -> bool:
     """Whether ``node`` is the plain name ``name``."""
     return isinstance(node, cst.Name) and node.value == name
+
+
+class DelAssumesFullConstruction:
+    """``__del__`` that uses ``self.x`` which a failed ``__init__`` may never have set."""
+
+    OPTIONS: dict[str, Option] = {}
+    whole_class = True  # reads ``__init__`` and the class body besides ``__del__``
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        self.prefilter = (re.compile(r"def\s+__del__\s*\("),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for function in ctx.nodes(cst.FunctionDef):
+            cls = ctx.enclosing_class(function)
+            if function.name.value != "__del__" or cls is None or not isinstance(function.body, cst.IndentedBlock):
+                continue
+            init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+            if init is None:
+                continue  # constructed elsewhere: nothing to compare with
+            safe = _set_before_any_call(cls, init)
+            for statement in function.body.body:
+                read = statement.iter if isinstance(statement, cst.For) else statement
+                if not isinstance(statement, (cst.For, cst.SimpleStatementLine)):
+                    continue  # ``try``/``if``/``with`` around the cleanup decide for themselves
+                attribute = _unsafe_use(read, safe)
+                if attribute is not None:
+                    yield Match(statement, {"NAME": attribute, "CLASS": cls.name.value})
+                    break
+
+
+def _set_before_any_call(cls: cst.ClassDef, init: cst.FunctionDef) -> set[str]:
+    """Class-level names, and what ``__init__`` assigns before anything it calls can raise."""
+    names = {t.target.value for s in cls.body.body if isinstance(s, cst.SimpleStatementLine) for small in s.body
+             if isinstance(small, (cst.Assign, cst.AnnAssign)) for t in _assign_targets(small) if isinstance(t.target, cst.Name)}
+    for statement in init.body.body if isinstance(init.body, cst.IndentedBlock) else ():
+        if any(isinstance(n, cst.Call) for n in subtree(statement)) or not isinstance(statement, cst.SimpleStatementLine):
+            break
+        for small in statement.body:
+            if isinstance(small, (cst.Assign, cst.AnnAssign)):
+                names.update(t.target.attr.value for t in _assign_targets(small) if isinstance(t.target, cst.Attribute))
+    return names
+
+
+def _assign_targets(small: cst.Assign | cst.AnnAssign) -> list[cst.AssignTarget]:
+    return list(small.targets) if isinstance(small, cst.Assign) else [cst.AssignTarget(small.target)]
+
+
+def _unsafe_use(node: cst.CSTNode, safe: set[str]) -> str | None:
+    """``x`` of ``self.x.close()`` or ``for p in self.x`` read here, with ``x`` not safe."""
+    iterated = node if not isinstance(node, cst.SimpleStatementLine) else None
+    for part in subtree(node):
+        owner = part.value if isinstance(part, cst.Attribute) else None
+        used = isinstance(owner, cst.Attribute) or part is iterated and isinstance(part, cst.Attribute)
+        target = owner if isinstance(owner, cst.Attribute) else part
+        if used and isinstance(target, cst.Attribute) and dotted_name(target.value) == "self" and target.attr.value not in safe:
+            return target.attr.value
+    return None
