@@ -314,3 +314,20 @@ def test_del_reports_attributes_a_failed_init_may_lack():
         "        self.other.close()\n"
     )
     assert lines(m, code) == [17]
+
+
+def test_resource_prefilter_follows_import_aliases():
+    from rltrefactor.config import Config
+    from rltrefactor.engine import Engine, select_rules
+    from rltrefactor.library.loader import load_library
+
+    library = load_library()
+    engine = Engine(select_rules(library, Config()), Config(), frozenset(r.id for r in library.rules))
+    code = (
+        "from concurrent.futures import ThreadPoolExecutor as Workers\n"
+        "def digest_all(items, digest):\n"
+        "    pool = Workers(4)\n"
+        "    return list(pool.map(digest, items))\n"
+    )
+    found = [(f.rule_id, f.span.line) for f in engine.review_file("engine/hashing.py", code).findings]
+    assert ("resource-without-close", 3) in found

@@ -40,7 +40,9 @@ class ResourceWithoutClose:
         self.rule_id = rule_id
         self.constructors = frozenset(options["constructors"])
         tails = sorted({name.rpartition(".")[2] for name in self.constructors})
-        self.prefilter = tuple(re.compile(rf"\b{re.escape(tail)}\s*\(") for tail in tails)
+        # Distinctive names as plain strings, so that import aliases of them
+        # (``ThreadPoolExecutor as Pool``) become tokens too; short ones as calls.
+        self.prefilter = tuple(tail if len(tail) >= 8 else re.compile(rf"\b{re.escape(tail)}\s*\(") for tail in tails)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
