@@ -63,6 +63,9 @@ def test_unchecked_removal_leaves_allocators_own_keys_and_handled_misses():
         "            del self.pinned[req_id]\n"
         "        except KeyError:\n"
         "            pass\n"
+        "    def flush(self):\n"
+        "        for rid in list(self.aborted_ids):\n"
+        "            self.aborted_ids.pop(rid)\n"
         "    def step(self, ids):\n"
         "        for rid in ids:\n"
         "            del self.pending[rid]\n"              # not an ending path

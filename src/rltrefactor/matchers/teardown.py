@@ -133,6 +133,8 @@ def _checked(node: cst.CSTNode, container: str, key: str | None, ctx: FileContex
             return True
         if isinstance(ancestor, cst.With) and any("suppress" in ctx.code(item.item) for item in ancestor.items):
             return True
+        if isinstance(ancestor, cst.For) and container in ctx.code(ancestor.iter):
+            return True  # ``for k in list(d): ... del d[k]``: the key came from the container
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
             function = ancestor
             break
