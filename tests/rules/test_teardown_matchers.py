@@ -334,3 +334,26 @@ def test_resource_prefilter_follows_import_aliases():
     )
     found = [(f.rule_id, f.span.line) for f in engine.review_file("engine/hashing.py", code).findings]
     assert ("resource-without-close", 3) in found
+
+
+def test_registration_undone_only_on_success_for_registries_on_self():
+    m = matcher("registration-not-undone-on-failure")
+    code = (
+        "class T:\n"
+        "    async def run(self, rid, req):\n"
+        "        self.inflight[rid] = req\n"
+        "        out = await self.engine.run(req)\n"
+        "        del self.inflight[rid]\n"              # 5
+        "        self.waiting[req.id] = req\n"
+        "        self.waiting.pop(req.id)\n"            # nothing in between can fail
+        "        kwargs = {}\n"
+        "        kwargs[rid] = req\n"
+        "        self.engine.call(**kwargs)\n"
+        "        kwargs.pop(rid)\n"                     # a local dict
+        "        self.seen[rid] = 1\n"
+        "        try:\n"
+        "            self.engine.step()\n"
+        "        finally:\n"
+        "            self.seen.pop(rid)\n"
+    )
+    assert lines(m, code) == [5]

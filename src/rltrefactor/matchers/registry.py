@@ -46,6 +46,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "guard-for-constructed-attribute": _factory(lifecycle.GuardForConstructedAttribute),
     "release-not-on-failure-path": _factory(lifecycle.ReleaseNotOnFailurePath),
     "swallowed-error-in-cleanup": _factory(lifecycle.SwallowedErrorInCleanup),
+    "registration-not-undone-on-failure": _factory(lifecycle.RegistrationNotUndoneOnFailure),
     "unchecked-removal-on-release-path": _factory(teardown.UncheckedRemovalOnReleasePath),
     "resource-without-close": _factory(resources.ResourceWithoutClose),
     "awaited-delivery-in-fan-out-loop": _factory(async_lifecycle.AwaitedDeliveryInFanOutLoop),
