@@ -18,12 +18,12 @@ from .context import subtree
 from .imports import dotted_name
 from .options import Option
 
-# Words of a function name that make it a path ending a request or job for an id the
-# caller hands in, at any time and possibly twice. Allocator internals (free, release,
-# evict) are left out: a double free there is a bug that an assertion rightly stops.
-# Generic removers (``remove_hook``, ``unregister``) keep internal registries whose
-# invariants a KeyError rightly defends, so they are left out too.
-RELEASE_WORDS = ("cancel", "abort", "finish", "cleanup")
+# Words of a function name that make it a path ending a request or job for an id a
+# client hands in, at any time and possibly twice (a disconnect, a retried abort).
+# The engine's own finish/free/release/remove calls follow its own bookkeeping, where a
+# KeyError or an assertion against a double finish defends an invariant, so they are
+# read only through a loop over ids another component reports as ended.
+RELEASE_WORDS = ("cancel", "abort")
 # A loop over ids that have just ended: ``for req_id in finished_req_ids:``.
 _ENDED_ITERABLE = re.compile(r"finish|abort|cancel|stopped", re.IGNORECASE)
 _INT = re.compile(r"^-?\d+$")
