@@ -74,7 +74,8 @@ class UncheckedRemovalOnReleasePath:
                 continue
             if key is not None and not _from_caller(node, key, ctx):
                 continue  # a key the function derived itself follows its own bookkeeping
-            yield Match(node, {"OP": what, "WHERE": where, "CONTAINER": container or "the registry"})
+            registry = f"`{container}`" if container else "any of the containers tested before it"
+            yield Match(node, {"OP": what, "WHERE": where, "CONTAINER": registry})
 
     def _release_path(self, node: cst.CSTNode, ctx: FileContext) -> str | None:
         for ancestor in ctx.ancestors(node):
