@@ -357,3 +357,80 @@ def test_registration_undone_only_on_success_for_registries_on_self():
         "            self.seen.pop(rid)\n"
     )
     assert lines(m, code) == [5]
+
+
+LIFECYCLE_QUIET = """
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+
+
+class OutputProcessor:
+    def abort_requests(self, request_ids):
+        for request_id in request_ids:
+            state = self.request_states.pop(request_id, None)
+            if state is not None:
+                self.parent_requests.pop(state.parent_id, None)
+
+    def update_from_output(self, outputs):
+        for out in outputs:
+            queue = self.queues.get(out.request_id)
+            if queue is not None:
+                queue.put_nowait(out)
+
+
+class AsyncFrontend:
+    def __init__(self, engine):
+        self.engine = engine
+        self.executor = ThreadPoolExecutor(1)
+
+    async def generate(self, request_id, prompt):
+        queue = asyncio.Queue()
+        self.queues[request_id] = queue
+        try:
+            await self.engine.add_request(request_id, prompt)
+            while True:
+                out = await queue.get()
+                yield out
+                if out.finished:
+                    break
+        except asyncio.CancelledError:
+            await asyncio.shield(self.abort(request_id))
+            raise
+        finally:
+            self.queues.pop(request_id, None)
+
+    async def abort(self, request_id):
+        self.aborted = True
+        if request_id not in self.queues:
+            return
+        del self.queues[request_id]
+        await self.engine.abort_requests([request_id])
+
+    def shutdown(self):
+        self.executor.shutdown(wait=False)
+
+
+class Runner:
+    def _update_states(self, scheduler_output):
+        for req_id in scheduler_output.finished_req_ids:
+            self.requests.pop(req_id, None)
+            index = self.input_batch.remove_request(req_id)
+            if index is not None:
+                self.free_slots.append(index)
+
+    def load_config(self, path):
+        with open(path) as f:
+            return f.read()
+"""
+
+
+def test_engine_shaped_look_alikes_stay_quiet_under_the_lifecycle_rules():
+    from rltrefactor.config import Config
+    from rltrefactor.engine import Engine, select_rules
+    from rltrefactor.library.loader import load_library
+
+    library = load_library()
+    lifecycle = [r for r in library.rules if r.area == "lifecycle"]
+    engine = Engine(select_rules(library, Config()), Config(), frozenset(r.id for r in lifecycle))
+    outcome = engine.review_file("engine/async_llm.py", LIFECYCLE_QUIET)
+    assert [(f.rule_id, f.span.line) for f in outcome.findings if f.rule_id in {r.id for r in lifecycle}] == []
