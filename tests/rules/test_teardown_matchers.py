@@ -434,3 +434,34 @@ def test_engine_shaped_look_alikes_stay_quiet_under_the_lifecycle_rules():
     engine = Engine(select_rules(library, Config()), Config(), frozenset(r.id for r in lifecycle))
     outcome = engine.review_file("engine/async_llm.py", LIFECYCLE_QUIET)
     assert [(f.rule_id, f.span.line) for f in outcome.findings if f.rule_id in {r.id for r in lifecycle}] == []
+
+
+def test_resource_without_close_covers_shared_memory_and_zmq_contexts():
+    m = matcher("resource-without-close")
+    code = (
+        "import zmq\n"
+        "from multiprocessing import shared_memory\n"
+        "def attach(name):\n"
+        "    shm = shared_memory.SharedMemory(name=name)\n"   # 4
+        "    return bytes(shm.buf[:8])\n"
+        "def ping(addr):\n"
+        "    ctx = zmq.Context()\n"                         # 7
+        "    sock = ctx.socket(zmq.REQ)\n"
+        "    sock.send(b'x')\n"
+        "def attach_ok(name):\n"
+        "    shm = shared_memory.SharedMemory(name=name)\n"
+        "    try:\n"
+        "        return bytes(shm.buf[:8])\n"
+        "    finally:\n"
+        "        shm.close()\n"
+        "def bind(self, addr):\n"
+        "    context = zmq.Context()\n"
+        "    self.socket = context.socket(zmq.REP)\n"
+        "def ping_ok(addr):\n"
+        "    ctx = zmq.Context()\n"
+        "    try:\n"
+        "        ctx.socket(zmq.REQ).send(b'x')\n"
+        "    finally:\n"
+        "        ctx.destroy(linger=0)\n"
+    )
+    assert lines(m, code) == [4, 7]

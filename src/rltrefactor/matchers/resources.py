@@ -22,13 +22,14 @@ RESOURCES = (
     "open", "io.open", "asyncio.new_event_loop", "concurrent.futures.ThreadPoolExecutor",
     "concurrent.futures.ProcessPoolExecutor", "multiprocessing.Pool", "socket.socket",
     "tempfile.NamedTemporaryFile", "tempfile.TemporaryFile",
+    "multiprocessing.shared_memory.SharedMemory", "zmq.Context", "zmq.asyncio.Context",
 )  # fmt: skip
 # Calls that take ownership of what they are given and close it.
 _OWNING_CALLS = frozenset({
     "closing", "enter_context", "enter_async_context", "callback", "finalize", "register",
     "append", "add", "setdefault", "set_event_loop", "__init__",
 })  # fmt: skip
-_CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "aclose", "join"})
+_CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "aclose", "join", "unlink", "term", "destroy"})
 
 
 class ResourceWithoutClose:
@@ -113,6 +114,9 @@ def _handed_over_or_closed(local: str, function: cst.FunctionDef, creation: cst.
             return True
         if isinstance(node, cst.Assign) and is_name(node.value, local):
             return True  # ``self.loop = loop``: its owner closes it
+        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Attribute) for t in node.targets):
+            if any(is_name(n, local) for n in subtree(node.value)):
+                return True  # ``self.sock = ctx.socket()``: it lives on in what it made
         if isinstance(node, (cst.Global, cst.Nonlocal)) and any(n.name.value == local for n in node.names):
             return True
         if isinstance(node, cst.Call) and _takes_ownership(_callee(node)) and any(is_name(a.value, local) for a in node.args):
