@@ -9,11 +9,27 @@ from .helpers import hits
 
 
 def matcher(matcher_id: str, **options):
-    return PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, options)
+    built = PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, options)
+    built.rule_id_source = matcher_id
+    return built
 
 
 def lines(m, code: str) -> list[int]:
-    return [line for line, _ in hits(m, code)]
+    """The matcher's lines, checked to be the same through the engine with its
+    prefilter: a prefilter that drops a hit is a silent false negative."""
+    found = [line for line, _ in hits(m, code)]
+    assert _through_engine(m, code) == sorted(set(found))
+    return found
+
+
+def _through_engine(m, code: str) -> list[int]:
+    from rltrefactor.config import Config
+    from rltrefactor.engine import Engine
+    from rltrefactor.library.loader import load_library
+
+    rule = next(r for r in load_library().rules if r.matcher is not None and r.matcher.python == m.rule_id_source)
+    engine = Engine((rule,), Config(), frozenset({rule.id}), matcher_factory=lambda _: m)
+    return sorted({f.span.line for f in engine.review_file("engine/module.py", code).findings})
 
 
 def test_name_words_match_inflected_verbs():
@@ -465,3 +481,21 @@ def test_resource_without_close_covers_shared_memory_and_zmq_contexts():
         "        ctx.destroy(linger=0)\n"
     )
     assert lines(m, code) == [4, 7]
+
+
+def test_resource_prefilter_skips_only_with_open_lines():
+    m = matcher("resource-without-close")
+    code = (
+        "def a(p):\n"
+        "    with open(p) as f:\n"
+        "        return f.read()\n"
+        "def b(p):\n"
+        "    with lock:\n"
+        "        f = open(p)\n"                                # 6
+        "    return f\n"
+        "def c(p):\n"
+        "    data = json.load(\n"
+        "        open(p))\n"                                   # 10
+        "    return data\n"
+    )
+    assert lines(m, code) == [10]

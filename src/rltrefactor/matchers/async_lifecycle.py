@@ -16,7 +16,7 @@ from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
-from .teardown import is_name, name_words
+from .teardown import cased, is_name, name_words
 
 
 _DELIVERY = re.compile(r"^(?:put|send)(?:_\w+)?$")
@@ -29,7 +29,7 @@ class AwaitedDeliveryInFanOutLoop:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"\.(?:put|send)\w*\s*\("),)
+        self.prefilter = (re.compile(r"await\b[^\n]*\.(?:put|send)\w*\s*\("),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for awaited in ctx.nodes(cst.Await):
@@ -85,8 +85,7 @@ class StateFlagSetAfterAwait:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        words = "|".join(sorted(_ENDING_WORDS))
-        self.prefilter = (re.compile(rf"async\s+def\s+\w*(?:{words})", re.IGNORECASE),)
+        self.prefilter = (re.compile(rf"async\s+def\s+\w*(?:{cased(_ENDING_WORDS)})"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
@@ -130,7 +129,9 @@ class UnshieldedAwaitInHandler:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.verbs = frozenset(options["cleanup-verbs"])
-        self.prefilter = (re.compile(r"\bexcept\b"),)
+        # The awaited cleanup call on the ``await`` line (``except`` alone is everywhere);
+        # the whole function is read.
+        self.prefilter = (re.compile(rf"await\b[^\n]*?(?:{cased(self.verbs)})"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for handler in ctx.nodes(cst.ExceptHandler):

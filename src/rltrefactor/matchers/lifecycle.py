@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import is_setup_name, subtree
 from .imports import dotted_name
@@ -237,7 +238,10 @@ class RegistrationNotUndoneOnFailure:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"\bdel\b"), ".pop(", ".remove(", ".discard(")
+        # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
+        # ``d[k] = v`` alone are everywhere); the whole function is read.
+        removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
+        self.prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):

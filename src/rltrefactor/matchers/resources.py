@@ -11,6 +11,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import subtree
 from .options import Option
@@ -43,7 +44,7 @@ class ResourceWithoutClose:
         tails = sorted({name.rpartition(".")[2] for name in self.constructors})
         # Distinctive names as plain strings, so that import aliases of them
         # (``ThreadPoolExecutor as Pool``) become tokens too; short ones as calls.
-        self.prefilter = tuple(tail if len(tail) >= 8 else re.compile(rf"\b{re.escape(tail)}\s*\(") for tail in tails)
+        self.prefilter = tuple(_token(tail) for tail in tails)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -70,6 +71,16 @@ class ResourceWithoutClose:
                 local = parent.targets[0].target.value
                 if not _handed_over_or_closed(local, function, call) and not _rebinds(local, function, parent, ctx):
                     yield Match(call, {"RESOURCE": ctx.code(call.func), "HOW": f"is bound to `{local}`, which is never closed"})
+
+
+# ``open(`` on a line that is not ``with open(...)``: most files open only in ``with``.
+_BARE_OPEN = GuardedRegex(re.compile(r"^(?![ \t]*(?:async[ \t]+)?with[ \t]+open\b)[^\n]*?open\s*\(", re.MULTILINE), ("open",))
+
+
+def _token(tail: str) -> "str | re.Pattern[str] | GuardedRegex":
+    if tail == "open":
+        return _BARE_OPEN
+    return tail if len(tail) >= 8 else re.compile(rf"{re.escape(tail)}\s*\(")
 
 
 def _takes_ownership(callee: str) -> bool:
@@ -144,7 +155,8 @@ class ChunkKeptAliveByLoopVariable:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"\bdel\b"),)
+        # ``del`` of plain names only: far rarer than loops over tensors or ``del d[k]``.
+        self.prefilter = (re.compile(r"del\s+\w+\s*(?:,\s*\w+\s*)*(?:#[^\n]*)?$", re.MULTILINE),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Del):
@@ -179,6 +191,8 @@ def _derived_from(body: cst.CSTNode, chunk: str) -> set[str]:
     return names
 
 
+# How far after the last ``except`` line a release is read (the prefilter's window).
+_NEAR_HANDLER = 20
 # Verbs of calls that give back what a region used.
 RELEASE_VERBS = (
     "close", "release", "free", "cleanup", "shutdown", "unlock", "unpin", "deallocate",
@@ -194,7 +208,11 @@ class CleanupAfterTryNotInFinally:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.verbs = frozenset(options["release-verbs"])
-        self.prefilter = (re.compile(r"\btry\s*:"),)
+        verbs = "|".join(sorted(self.verbs))
+        # A release call near an ``except`` line (each alone is everywhere); the matcher
+        # reads releases that close to the last handler only, so nothing is hidden.
+        release = re.compile(rf"\.(?:\w*_)?(?:{verbs})(?:_\w*)?\s*\(", re.IGNORECASE)
+        self.prefilter = (GuardedRegex(release, ("except",), context=_NEAR_HANDLER),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Try):
@@ -207,8 +225,9 @@ class CleanupAfterTryNotInFinally:
             siblings = list(block.body)
             index = siblings.index(statement)
             before = siblings[index - 1] if index > 0 else None
+            last_handler = ctx.span(statement.handlers[-1]).line
             for later in siblings[index + 1 : index + 4]:
-                if not isinstance(later, cst.SimpleStatementLine):
+                if not isinstance(later, cst.SimpleStatementLine) or ctx.span(later).line - last_handler > _NEAR_HANDLER:
                     break
                 call = self._release_of_region(later, statement, before, ctx)
                 if call is not None:

@@ -13,6 +13,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
@@ -28,6 +29,13 @@ RELEASE_WORDS = ("cancel", "abort")
 _ENDED_ITERABLE = re.compile(r"finish|abort|cancel|stopped", re.IGNORECASE)
 _INT = re.compile(r"^-?\d+$")
 _KEY_ERRORS = frozenset({"KeyError", "LookupError", "ValueError", "Exception", "BaseException"})
+
+
+def cased(words) -> str:
+    """``cancel|Cancel|CANCEL|...``: each word as snake_case, CamelCase and UPPER_CASE
+    code spells it. Prefilter regexes then start with a literal and need no IGNORECASE,
+    so ``re`` skips ahead instead of trying every position."""
+    return "|".join(sorted({v for w in words for v in (w, w.capitalize(), w.upper())}))
 
 
 def name_words(name: str) -> set[str]:
@@ -46,7 +54,10 @@ class UncheckedRemovalOnReleasePath:
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["release-words"])
-        self.prefilter = (re.compile(r"\bdel\b"), ".pop(", re.compile(r"\bassert\b"))
+        # The evidence sits in headers: the function's name or the loop over ended ids
+        # (whole functions are read around them). Removals alone are everywhere.
+        names, ended = cased(self.words), cased(_ENDED_ITERABLE.pattern.split("|"))
+        self.prefilter = (re.compile(rf"def\s+\w*(?:{names})"), re.compile(rf"for\b[^:]*?(?:{ended})"))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
@@ -194,7 +205,9 @@ class CancelPastItsOwner:
 
     def __init__(self, rule_id: str, options: dict) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"self(?:\s*\.\s*\w+){2,}\s*\.\s*\w*(?:cancel|abort)", re.IGNORECASE),)
+        words = cased(_CANCEL_WORDS)
+        chain = re.compile(rf"self(?:\s*\.\s*\w+){{2,}}\s*\.\s*\w*(?:{words})")
+        self.prefilter = (GuardedRegex(chain, tuple(words.split("|"))),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
