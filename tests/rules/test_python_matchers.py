@@ -137,6 +137,20 @@ def test_container_mutation_needs_a_component_owner():
     assert lines(m, code) == [3, 6, 8]
 
 
+def test_container_mutation_in_reset_is_run_time_not_setup():
+    m = matcher("collaborator-container-mutation")
+    code = (
+        "class Runner:\n"
+        "    def __init__(self, scheduler):\n"
+        "        scheduler.waiting.clear()\n"
+        "    def reset_state(self):\n"
+        "        self.scheduler.waiting.clear()\n"
+        "    def _init_cache(self):\n"
+        "        self.kv_cache_manager.req_to_blocks.clear()\n"
+    )
+    assert lines(m, code) == [5]
+
+
 def test_container_mutation_owner_regex_is_configurable():
     code = "def f(self):\n    self.batch.rows.append(1)\n"
     assert lines(matcher("collaborator-container-mutation"), code) == []

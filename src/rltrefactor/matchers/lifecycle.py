@@ -7,6 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from ..tokens import GuardedRegex
 from .base import FileContext, Match
 from .context import is_setup_name, subtree
 from .imports import dotted_name
@@ -227,3 +228,53 @@ def _is_silent(handler: cst.ExceptHandler) -> bool:
 def _uses_name(handler: cst.ExceptHandler) -> bool:
     bound = handler.name.name.value if isinstance(handler.name.name, cst.Name) else None  # type: ignore[union-attr]
     return any(isinstance(n, cst.Name) and n.value == bound for n in subtree(handler.body))
+
+
+class RegistrationNotUndoneOnFailure:
+    """``d[k] = v``, a call that can raise, then ``del d[k]``: a failure leaves ``k`` registered."""
+
+    OPTIONS: dict[str, Option] = {}
+    _REMOVERS = frozenset({"pop", "remove", "discard"})
+
+    def __init__(self, rule_id: str, options: dict) -> None:
+        self.rule_id = rule_id
+        # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
+        # ``d[k] = v`` alone are everywhere); the whole function is read.
+        removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
+        self.prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for assign in ctx.nodes(cst.Assign):
+            if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Subscript):
+                continue
+            target = assign.targets[0].target
+            container, key = ctx.code(target.value), ctx.code(target.slice[0]) if len(target.slice) == 1 else None
+            if not container.startswith("self.") or key is None or _literal_key(target):
+                continue  # a local dict dies with the exception; literal keys are flags, not ids
+            line, block = _statement_and_block(assign, ctx)
+            if line is None:
+                continue
+            following = list(block)[list(block).index(line) + 1 :]
+            for index, later in enumerate(following):
+                if isinstance(later, (cst.Try, cst.With)):
+                    break  # a guarded region decides for itself
+                removal = self._removal(later, container, key, ctx)
+                if removal is not None:
+                    if any(_may_raise(n) or isinstance(n, cst.Await) for s in following[:index] for n in subtree(s)):
+                        yield Match(removal, {"CONTAINER": container, "KEY": key})
+                    break
+
+    def _removal(self, statement: cst.CSTNode, container: str, key: str, ctx: FileContext) -> cst.CSTNode | None:
+        for node in subtree(statement):
+            if isinstance(node, cst.Del) and isinstance(node.target, cst.Subscript):
+                if ctx.code(node.target.value) == container and len(node.target.slice) == 1 and ctx.code(node.target.slice[0]) == key:
+                    return node
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in self._REMOVERS:
+                if ctx.code(node.func.value) == container and node.args and ctx.code(node.args[0].value) == key:
+                    return node
+        return None
+
+
+def _literal_key(target: cst.Subscript) -> bool:
+    index = target.slice[0].slice
+    return isinstance(index, cst.Index) and isinstance(index.value, (cst.BaseString, cst.Integer))

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import capability, device, interfaces, lifecycle, readability, state
+from . import async_lifecycle, capability, device, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -49,6 +49,16 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "guard-for-constructed-attribute": _factory(lifecycle.GuardForConstructedAttribute),
     "release-not-on-failure-path": _factory(lifecycle.ReleaseNotOnFailurePath),
     "swallowed-error-in-cleanup": _factory(lifecycle.SwallowedErrorInCleanup),
+    "registration-not-undone-on-failure": _factory(lifecycle.RegistrationNotUndoneOnFailure),
+    "unchecked-removal-on-release-path": _factory(teardown.UncheckedRemovalOnReleasePath),
+    "resource-without-close": _factory(resources.ResourceWithoutClose),
+    "awaited-delivery-in-fan-out-loop": _factory(async_lifecycle.AwaitedDeliveryInFanOutLoop),
+    "state-flag-set-after-await": _factory(async_lifecycle.StateFlagSetAfterAwait),
+    "cancel-past-its-owner": _factory(teardown.CancelPastItsOwner),
+    "del-assumes-full-construction": _factory(teardown.DelAssumesFullConstruction),
+    "chunk-kept-alive-by-loop-variable": _factory(resources.ChunkKeptAliveByLoopVariable),
+    "cleanup-after-try-not-in-finally": _factory(resources.CleanupAfterTryNotInFinally),
+    "unshielded-await-in-handler": _factory(async_lifecycle.UnshieldedAwaitInHandler),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),

@@ -9,7 +9,7 @@ import libcst as cst
 
 from ..tokens import GuardedRegex
 from .base import FileContext, Match
-from .context import in_setup_function, is_setup_name, is_target
+from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
 from .options import Option
 
@@ -173,12 +173,12 @@ class CollaboratorContainerMutation:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in self.mutators:
                 owner = self._foreign_owner(func.value, ctx)
-                if owner is not None and not in_setup_function(call, ctx):
+                if owner is not None and not _in_construction(call, ctx):
                     yield Match(call, {"CONTAINER": ctx.code(func.value), "OWNER": owner, "OP": func.attr.value})
         for sub in ctx.nodes(cst.Subscript):
             if is_target(sub, ctx):
                 owner = self._foreign_owner(sub.value, ctx)
-                if owner is not None and not in_setup_function(sub, ctx):
+                if owner is not None and not _in_construction(sub, ctx):
                     yield Match(sub, {"CONTAINER": ctx.code(sub.value), "OWNER": owner, "OP": "item assignment"})
 
     def _foreign_owner(self, container: cst.BaseExpression, ctx: FileContext) -> str | None:
@@ -193,6 +193,15 @@ class CollaboratorContainerMutation:
         else:
             return None
         return name if self.owner.search(name) else None
+
+
+def _in_construction(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """Setup code other than ``reset*``: a reset runs at run time, between requests or
+    steps, so changing a collaborator's containers there is the same hazard as in a step."""
+    return any(
+        is_setup_name(f.name.value) and "reset" not in f.name.value.lower().split("_")
+        for f in enclosing_functions(node, ctx)
+    )
 
 
 def _owner_prefilter(owner_regex: str) -> "tuple[re.Pattern[str], ...]":
