@@ -11,6 +11,7 @@ from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
+from .findings import normalise_code
 from .execution import execution_map
 from .globs import matches
 from .library.loader import load_library
@@ -190,24 +191,29 @@ def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet,
 
 
 def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
-    """One new finding per rule per function: the first, naming the lines of the others.
+    """One new finding per rule per function, and per rule per line of code repeated in a
+    file: the first, naming the lines of the others.
 
-    A reviewer acts once on a function that repeats one mistake; the repeats go to
-    ``drops``. Module-level findings, suppressed and pre-existing ones stay as they are."""
+    A reviewer acts once on a function that repeats one mistake, or on one line of code
+    written again elsewhere in the file; the repeats go to ``drops``. Suppressed and
+    pre-existing findings stay as they are."""
     ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
     first: dict[tuple[str, str, str], int] = {}
     kept: list[Finding] = []
     repeats: list[Drop] = []
     for finding in ordered:
-        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":
+        if finding.status != "new" or finding.suppressed:
             kept.append(finding)
             continue
-        key = (finding.path, finding.rule_id, finding.definition)
-        if key not in first:
-            first[key] = len(kept)
+        keys = [(finding.path, finding.rule_id, "code:" + normalise_code(finding.snippet))] if finding.snippet.strip() else []
+        if finding.definition != "<module>":
+            keys.append((finding.path, finding.rule_id, "in:" + finding.definition))
+        index = next((first[key] for key in keys if key in first), None)
+        if index is None:
+            for key in keys:
+                first[key] = len(kept)
             kept.append(finding)
             continue
-        index = first[key]
         if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
             kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
         repeats.append(Drop(finding, "repeat-in-function"))
@@ -219,7 +225,7 @@ def _name_repeats(finding: Finding) -> Finding:
         return finding
     lines = ", ".join(str(line) for line in finding.also_at)
     where = "line" if len(finding.also_at) == 1 else "lines"
-    return replace(finding, impact=f"{finding.impact} The same at {where} {lines} of `{finding.definition}`.")
+    return replace(finding, impact=f"{finding.impact} The same at {where} {lines}.")
 
 
 @dataclass(frozen=True)

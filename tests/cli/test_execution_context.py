@@ -75,7 +75,29 @@ def test_a_rule_repeated_in_one_function_is_one_finding_naming_the_other_lines(r
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
     (finding,) = [f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"]
     assert finding["line"] == 9 and finding["also_at"] == [10]
-    assert "The same at line 10 of `Runner.execute_model`." in finding["impact"]
+    assert "The same at line 10." in finding["impact"]
+
+
+def test_one_line_of_code_repeated_across_functions_is_one_finding(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE + """
+
+class Worker:
+    def begin(self):
+        if self._state not in ("stopped", "draining"):
+            self._state = "ready"
+
+    def fail(self):
+        if self._state not in ("stopped", "draining"):
+            self._state = "unhealthy"
+
+    def other(self):
+        if self._state == "ready":
+            return True
+""")
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    found = [(f["line"], f.get("also_at")) for f in document["findings"] if f["rule"] == "string-state-comparison"]
+    assert found == [(21, [25]), (29, None)]
 
 
 def test_configured_hot_functions_make_code_per_step(repo, cli):
