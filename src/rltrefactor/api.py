@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
@@ -14,8 +13,9 @@ from .engine import Engine, select_rules
 from .errors import ConfigError
 from .globs import matches
 from .library.loader import load_library
+from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
-from .source import definitions, read_base_sources, read_sources
+from .source import definitions, read_sources
 from .types import ChangedFile, ChangeSet, Drop, FileError, Finding, ReviewResult
 
 Scope = Literal["lines", "changed-functions", "files"]
@@ -55,7 +55,7 @@ def review(request: ReviewRequest) -> ReviewResult:
 
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
-    kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
+    kept = mark_preexisting(kept, outcomes, by_path, change, engine, sources)
     return ReviewResult(
         change=change,
         library_version=library.version,
@@ -122,37 +122,6 @@ def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple
             else:
                 drops.append(Drop(finding, "outside-change"))
     return kept, drops
-
-
-def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet, engine: Engine) -> list[Finding]:
-    """A kept finding whose identity also exists at the base is moved code, not new code.
-
-    Identities are counted: if the head has more findings with one fingerprint than the
-    base had, that many of the kept ones are new.
-    """
-    if change.base is None or change.full_scan:
-        return kept
-    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})
-    if not paths:
-        return kept
-    base_sources = read_base_sources(change, [by_path[p].old_path or p for p in paths])
-    base_counts: Counter[str] = Counter()
-    for path in paths:
-        text = base_sources.get(by_path[path].old_path or path)
-        if isinstance(text, str):
-            base_counts.update(f.fingerprint for f in engine.review_file(path, text).findings)
-    head_counts: Counter[str] = Counter()
-    for outcome in outcomes:
-        head_counts.update(f.fingerprint for f in outcome.findings)
-    kept_by_print: dict[str, list[int]] = defaultdict(list)
-    for index, finding in enumerate(kept):
-        kept_by_print[finding.fingerprint].append(index)
-    result = list(kept)
-    for print_, indexes in kept_by_print.items():
-        new_allowed = max(0, head_counts[print_] - base_counts[print_])
-        for index in indexes[new_allowed:]:
-            result[index] = replace(result[index], status="pre-existing")
-    return result
 
 
 def _check_names(config: Config, library) -> None:
