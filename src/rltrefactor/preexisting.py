@@ -77,12 +77,15 @@ def mark_preexisting(
 def base_lines(base_text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:
     """Base lines on which a finding with one of these fingerprints can start; None
     when that cannot be narrowed (the whole base file is then reviewed)."""
+    head_lines = head_text.split("\n") if head_text is not None else None
+    words = [(finding, _first_word(finding, head_lines)) for finding in findings]
+    words = [(finding, word) for finding, word in words if word is None or word in base_text]
+    if not words:
+        return frozenset()  # no matched text occurs at the base: nothing to parse there
     defs = definitions(base_text, parse_tree(base_text))
     index = LineIndex(base_text)
-    head_lines = head_text.split("\n") if head_text is not None else None
     found: set[int] = set()
-    for finding in findings:
-        word = _first_word(finding, head_lines)
+    for finding, word in words:
         ranges = _ranges_named(defs, finding.definition)
         if word is None:
             if finding.definition == "<module>":
