@@ -7,7 +7,10 @@ registry packages only (no other network).
 - PR ranges: real consecutive libcst releases, one range touching one file and one
   touching about thirty;
 - the size-independence pair: one small real change committed into a 20-file and a
-  1,500-file repository.
+  1,500-file repository;
+- a PR that costs little in files that cost much: one function appended to each of two
+  of torch's largest files (``_inductor/scheduler.py`` and ``_inductor/utils.py``);
+- a one-line change in a small repository (``examples/demo_engine``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,24 @@ QUICK_SUBTREES = ("fx", "export")
 LIBCST_VERSIONS = ("1.4.0", "1.5.1", "1.6.0", "1.7.0")
 SMALL_RANGE, THIRTY_RANGE = ("v1.6.0", "v1.7.0"), ("v1.4.0", "v1.5.1")
 SIZES = (20, 1500)
+LARGE_FILES = ("torch/_inductor/scheduler.py", "torch/_inductor/utils.py")
+# Appended to each large file: a new function with findings, so that telling new
+# findings from pre-existing ones has work to do.
+APPENDED = """
+
+
+def _bench_step_until_nan(model, batch, steps):
+    total = 0.0
+    for step in range(steps):
+        out = model(batch)
+        total += out.sum().item()
+        if out.isnan().any():
+            break
+    return total
+"""
+# Every path is hot, so every rule applies to the large files.
+HOT_EVERYWHERE = '[tool.rltrefactor]\nhot-paths = ["**"]\n'
+ONE_LINE_FILE = "loopy/worker/model_runner.py"
 
 
 @dataclass(frozen=True)
@@ -146,3 +167,47 @@ def _build_size_repo(repo: str, filler: list[tuple[str, str]], changed: list[str
         for rel in changed:
             _write(os.path.join(repo, "libcst", rel), git(libcst_repo, "show", f"{tag}:{rel}"))
         _commit_tree(repo, message)
+
+
+def large_file_pr() -> PrRange:
+    """Base: two large torch files; head: one function appended to each."""
+    import importlib.metadata as md
+
+    version = md.version("torch")
+    repo = os.path.join(WORK, "pr-large-files")
+    marker = os.path.join(repo, ".git", "bench-complete")
+    stamp = f"torch {version}: {' '.join(LARGE_FILES)}"
+    if not (os.path.exists(marker) and open(marker).read() == stamp):
+        shutil.rmtree(repo, ignore_errors=True)
+        _copy_python(SITE, list(LARGE_FILES), repo)
+        _write(os.path.join(repo, "pyproject.toml"), HOT_EVERYWHERE)
+        _commit_tree(repo, "base: " + stamp)
+        for rel in LARGE_FILES:
+            with open(os.path.join(repo, rel), "a", encoding="utf-8") as handle:
+                handle.write(APPENDED)
+        _commit_tree(repo, "head: one function appended to each file")
+        with open(marker, "w") as handle:
+            handle.write(stamp)
+    lines = sum(git(repo, "show", f"HEAD~1:{rel}").count("\n") for rel in LARGE_FILES)
+    names = " and ".join(rel.split("/", 1)[1] for rel in LARGE_FILES)
+    return PrRange("PR 2 large files", repo, "HEAD~1..HEAD", len(LARGE_FILES),
+                   f"torch {version} {names} ({lines:,} lines at the base), one function appended to each; hot-paths everywhere")
+
+
+def one_line_change() -> PrRange | None:
+    """examples/demo_engine with one line added to a function of its model runner."""
+    source = os.path.join(ROOT, "examples", "demo_engine")
+    target = os.path.join(source, ONE_LINE_FILE)
+    if not os.path.exists(target):
+        return None
+    repo = os.path.join(WORK, "pr-one-line")
+    shutil.rmtree(repo, ignore_errors=True)  # cheap, and the demo changes as it is written
+    shutil.copytree(source, repo, ignore=shutil.ignore_patterns("__pycache__", ".git"))
+    _commit_tree(repo, "base: demo engine")
+    text = open(target, encoding="utf-8").read()
+    at = text.index("\n        return ") if "\n        return " in text else text.index("\n    return ")
+    indent = text[at + 1 : text.index("return", at)]
+    _write(os.path.join(repo, ONE_LINE_FILE), text[:at] + f"\n{indent}steps_done = 1" + text[at:])
+    _commit_tree(repo, "head: one line")
+    files = len(_python_files(repo))
+    return PrRange(f"1-line change, {files}-file repo", repo, "HEAD~1..HEAD", 1, f"examples/demo_engine: one line added to {ONE_LINE_FILE}")

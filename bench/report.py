@@ -63,7 +63,9 @@ def table(rows: list[Measurement], reference: Measurement | None, info: dict[str
     return lines
 
 
-def check_targets(full: dict[str, Measurement], pr: dict[str, Measurement], cold: str, warm: str, sizes: list[str]) -> list[Target]:
+def check_targets(
+    full: dict[str, Measurement], pr: dict[str, Measurement], cold: str, warm: str, sizes: list[str], large_pr: str
+) -> list[Target]:
     targets: list[Target] = []
     ok = {k: m for k, m in {**full, **pr}.items() if not m.crashed and set(m.returncodes) <= {0, 1}}
     full = {k: m for k, m in full.items() if k in ok}
@@ -73,8 +75,8 @@ def check_targets(full: dict[str, Measurement], pr: dict[str, Measurement], cold
     def add(what: str, have: bool, met: bool, numbers: str) -> None:
         targets.append(Target(what, met if have else None, numbers if have else "not measured (missing or failed run)"))
 
-    add("full scan wall <= Semgrep's", bool(rlt and sem), bool(rlt and sem and rlt.wall_s <= sem.wall_s),
-        f"{rlt.wall_s:.2f} s vs {sem.wall_s:.2f} s" if rlt and sem else "")
+    add("full scan wall <= 0.6x Semgrep's", bool(rlt and sem), bool(rlt and sem and rlt.wall_s <= 0.6 * sem.wall_s),
+        f"{rlt.wall_s:.2f} s vs {sem.wall_s:.2f} s = {rlt.wall_s / sem.wall_s:.2f}x" if rlt and sem else "")
     add(">= 10x faster than Fixit", bool(rlt and fix), bool(rlt and fix and fix.wall_s >= 10 * rlt.wall_s),
         f"Fixit {fix.wall_s:.2f} s / rltrefactor {rlt.wall_s:.2f} s = {fix.wall_s / rlt.wall_s:.1f}x" if rlt and fix else "")
     add("peak memory <= Semgrep's (tree RSS)", bool(rlt and sem), bool(rlt and sem and rlt.tree_rss_mib <= sem.tree_rss_mib),
@@ -85,6 +87,14 @@ def check_targets(full: dict[str, Measurement], pr: dict[str, Measurement], cold
     for name, limit in (("PR 1-3 files", 0.6), ("PR 30 files", 2.0)):
         m = pr.get(name)
         add(f"{name} review <= {limit} s", bool(m), bool(m and m.wall_s <= limit), f"{m.wall_s:.2f} s" if m else "")
+    one_line = next((m for name, m in pr.items() if name.startswith("1-line change")), None)
+    add("1-line change in a small repository <= 0.3 s", bool(one_line), bool(one_line and one_line.wall_s <= 0.3),
+        f"{one_line.wall_s:.2f} s" if one_line else "")
+    big, sem_diff = pr.get(large_pr), pr.get(f"{large_pr}: Semgrep diff mode")
+    add(f"{large_pr} review <= 0.8 s", bool(big), bool(big and big.wall_s <= 0.8), f"{big.wall_s:.2f} s" if big else "")
+    add(f"{large_pr} review <= 0.3x Semgrep's diff mode", bool(big and sem_diff),
+        bool(big and sem_diff and big.wall_s <= 0.3 * sem_diff.wall_s),
+        f"{big.wall_s:.2f} s vs {sem_diff.wall_s:.2f} s = {big.wall_s / sem_diff.wall_s:.2f}x" if big and sem_diff else "")
     small, large = (pr.get(s) for s in sizes) if len(sizes) == 2 else (None, None)
     add("small diff cost independent of repo size (within 20 %)", bool(small and large),
         bool(small and large and abs(large.wall_s - small.wall_s) <= 0.2 * small.wall_s),

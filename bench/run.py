@@ -31,6 +31,7 @@ CORES = 2
 # A tool whose first run takes longer than SLOW_S gets at most 3 runs (median of 3);
 # longer than VERY_SLOW_S, that one run (its run-to-run spread is small next to its size).
 SLOW_S, VERY_SLOW_S = 60.0, 180.0
+LARGE_PR = "PR 2 large files"  # also measured with Semgrep's diff mode
 
 
 def log(message: str) -> None:
@@ -86,6 +87,9 @@ def pr_reviews(ranges: list[corpora.PrRange], runs: int, info: dict[str, str]) -
                           rltcli.env(RLTREFACTOR_CACHE_DIR=cache), tools._fresh_dir(cache),
                           note=f"{r.source}: {r.files} Python files touched; fresh cache dir each run")
         results.append(run_tool(tool, r.repo, runs, info))
+        anchor = tools.semgrep_diff(r.span.split("..")[0], f"{r.name}: Semgrep diff mode") if r.name == LARGE_PR else None
+        if anchor is not None:
+            results.append(run_tool(anchor, r.repo, runs, info))
     return results
 
 
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     except RegistryUnavailable as exc:
         ranges, sizes = [], []
         notes.append(f"PR ranges skipped: {exc}")
+    one_line = corpora.one_line_change()
+    ranges += [corpora.large_file_pr(), *([one_line] if one_line else [])]
     # One notes table per section: the same tool names recur in every section.
     info: dict[str, dict[str, str]] = {"full": {}, "demo": {}, "pr": {}}
     full = full_scans(corpus, runs, info["full"], with_anchors=True)
@@ -131,7 +137,7 @@ def render(args, runs, corpus, demo, full, demo_rows, pr_rows, info, notes, size
     warm = cold.replace("cold", "warm")
     reference = by_name.get(cold)
     pr = {m.name: m for m in pr_rows}
-    targets = report.check_targets(by_name, pr, cold, warm, size_names)
+    targets = report.check_targets(by_name, pr, cold, warm, size_names, LARGE_PR)
     lines = [
         "# rltrefactor benchmark results",
         "",

@@ -79,6 +79,18 @@ def anchors() -> list[Tool]:
     return [t for t in tools if os.access(t.argv[0], os.X_OK)]
 
 
+def semgrep_diff(base: str, label: str) -> Tool | None:
+    """Semgrep's diff mode: findings in the files changed since ``base``, new ones only
+    (it scans the changed files at the head and again at ``base``)."""
+    semgrep = os.path.join(ABIN, "semgrep")
+    if not os.access(semgrep, os.X_OK):
+        return None
+    return Tool(label, (semgrep, "scan", "--config", os.path.join(HERE, "semgrep-rules.yaml"), "--baseline-commit", base,
+                        "--metrics=off", "--disable-version-check", "-j", "2", "--no-git-ignore",
+                        "--max-target-bytes", "0", "--json", "--quiet", "."),
+                env=QUIET_ENV, note="4 host-sync pattern rules, --baseline-commit diff mode")
+
+
 def rltrefactor_variants(label: str) -> list[Tool]:
     """Cold (fresh cache dir) and warm cache, 1 and 2 processes where --jobs exists."""
     base = (*rltcli.command(), "review", ".", "--format", "json")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Literal, Mapping
 
@@ -11,12 +10,13 @@ from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
-from .findings import normalise_code
 from .execution import execution_map
+from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
+from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
-from .source import definitions, parse_tree, read_base_sources, read_sources
+from .source import definitions, parse_tree, read_sources
 from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, ReviewResult
 
 Scope = Literal["lines", "changed-functions", "files"]
@@ -56,7 +56,7 @@ def review(request: ReviewRequest) -> ReviewResult:
 
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
-    kept = _mark_preexisting(kept, outcomes, by_path, change, engine)
+    kept = mark_preexisting(kept, outcomes, by_path, change, engine, sources)
     kept, repeats = group_repeats(kept)
     drops.extend(repeats)
     # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
@@ -157,37 +157,6 @@ def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple
             else:
                 drops.append(Drop(finding, "outside-change"))
     return kept, drops
-
-
-def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet, engine: Engine) -> list[Finding]:
-    """A kept finding whose identity also exists at the base is moved code, not new code.
-
-    Identities are counted: if the head has more findings with one fingerprint than the
-    base had, that many of the kept ones are new.
-    """
-    if change.base is None or change.full_scan:
-        return kept
-    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})
-    if not paths:
-        return kept
-    base_sources = read_base_sources(change, [by_path[p].old_path or p for p in paths])
-    base_counts: Counter[str] = Counter()
-    for path in paths:
-        text = base_sources.get(by_path[path].old_path or path)
-        if isinstance(text, str):
-            base_counts.update(f.fingerprint for f in engine.review_file(path, text).findings)
-    head_counts: Counter[str] = Counter()
-    for outcome in outcomes:
-        head_counts.update(f.fingerprint for f in outcome.findings)
-    kept_by_print: dict[str, list[int]] = defaultdict(list)
-    for index, finding in enumerate(kept):
-        kept_by_print[finding.fingerprint].append(index)
-    result = list(kept)
-    for print_, indexes in kept_by_print.items():
-        new_allowed = max(0, head_counts[print_] - base_counts[print_])
-        for index in indexes[new_allowed:]:
-            result[index] = replace(result[index], status="pre-existing")
-    return result
 
 
 def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:

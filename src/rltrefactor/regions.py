@@ -113,14 +113,25 @@ class _Lines:
         return low < len(self.sorted) and self.sorted[low] <= last
 
 
-def token_lines(text: str, tokens: Iterable["str | re.Pattern[str]"], index: LineIndex) -> set[int]:
+def token_lines(
+    text: str, tokens: Iterable["str | re.Pattern[str]"], index: LineIndex, window: tuple[int, int] | None = None
+) -> set[int]:
+    """Lines holding a token; with ``window`` (offsets, from a line start), only the
+    lines that start inside it."""
+    first, stop = window or (0, len(text))
     lines: set[int] = set()
     for token in tokens:
         if not isinstance(token, str):
-            lines.update(index.line_of(match.start()) for match in token.finditer(text))
+            # A compiled regex starts at the window; a guarded one finds its own few spots.
+            matches = token.finditer(text, first) if isinstance(token, re.Pattern) else token.finditer(text)
+            for match in matches:  # in order of their starts
+                if match.start() >= stop:
+                    break
+                if match.start() >= first:
+                    lines.add(index.line_of(match.start()))
             continue
-        start = text.find(token)
-        while start != -1:
+        start = text.find(token, first)
+        while start != -1 and start < stop:
             line = index.line_of(start)
             lines.add(line)
             # Skip to the next line: one occurrence per line is enough.
@@ -186,6 +197,12 @@ def plan_regions(
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
+    touched = set(_statements_for(set(lines), statements, starts)) if lines is not None else None
+    if touched is not None and not touched:
+        return []
+    # Tokens outside the touched statements select nothing: a change to a large file
+    # searches only the stretch it touches. Companions may come from anywhere.
+    window = _window(touched, statements, index) if touched is not None else None
     wanted: dict[int, set[str]] = {}
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
@@ -193,7 +210,8 @@ def plan_regions(
     functions: list[tuple[int, int]] | None = None  # (first, last) line of every function, by first line
     assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
-        hit_lines = token_lines(text, rule.tokens, index) if rule.tokens else None
+        search = window if rule.companions is None else None
+        hit_lines = token_lines(text, rule.tokens, index, search) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
                 setup_lines = _setup_method_lines(nodes, keep_method)
@@ -213,8 +231,7 @@ def plan_regions(
         elif hit_lines and rule.companions is not None:
             hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
         hits[rule.reads].update(hit_lines or ())
-    if lines is not None:
-        touched = set(_statements_for(set(lines), statements, starts))
+    if touched is not None:
         wanted = {k: v for k, v in wanted.items() if k in touched}
     blank: dict[int, str] = {}
     if not tree.root_node.has_error:
@@ -224,6 +241,13 @@ def plan_regions(
         for position in wanted.keys() - open_statements:
             blank.update(_unread_lines(nodes[position], reads, index, keep_method))
     return _merge(sorted(wanted.items()), statements, index, blank)
+
+
+def _window(touched: set[int], statements, index: LineIndex) -> tuple[int, int]:
+    """Offsets from the first touched statement's first line to the last one's end."""
+    first = statements[min(touched)][0]
+    last = max(statements[position][1] for position in touched)
+    return index.starts[first - 1], index.starts[last] if last < len(index.starts) else len(index.text)
 
 
 def _companion_lines(

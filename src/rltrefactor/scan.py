@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_all_start_methods, get_context
 from typing import Callable
 
 from .cache import ResultCache
@@ -58,6 +56,10 @@ def review_files(
 
 
 def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None]) -> dict[str, FileOutcome]:
+    # Imported here: a review of a few files never starts a pool.
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_all_start_methods, get_context
+
     # Largest files first, in many small chunks handed out as workers free up, so that
     # no worker is left with a big file while the other idles.
     items.sort(key=lambda item: -len(item[1]))

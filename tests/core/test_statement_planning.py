@@ -3,7 +3,9 @@
 Unit tests pin the region texts. The equivalence tests run each rule alone, and then
 the whole library, over torch's own sources twice, once with every rule treated as
 reading whole functions, and demand the same findings: emptied statements must never
-change what a rule reports.
+change what a rule reports. Each directory's files, by size, alternate between the two
+checks (the rule-by-rule one runs once per rule): every file of the class-heavy corpora is
+checked once, and every other file of dynamo's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from rltrefactor.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.regions import RuleReach, plan_regions
+from rltrefactor.regions import RuleReach, plan_regions, top_level_statements
 from rltrefactor.source import parse_tree
 
 
@@ -160,17 +162,18 @@ CORPORA = ("nn/modules", "optim", "distributed/fsdp", "utils/data")
 LARGE_CORPORA = CORPORA + ("_dynamo/variables",)
 
 
-def _read(directories) -> list[tuple[str, str]]:
-    return [
-        (os.path.relpath(path, TORCH.parent), path.read_text())
-        for directory in directories
-        for path in sorted((TORCH / directory).glob("*.py"))
-    ]
+def _read(directories, half: int) -> list[tuple[str, str]]:
+    """Alternate files of each directory, largest first: ``half`` 0 or 1 picks which."""
+    picked = []
+    for directory in directories:
+        paths = sorted((TORCH / directory).glob("*.py"), key=lambda path: (-path.stat().st_size, path.name))
+        picked += [(os.path.relpath(path, TORCH.parent), path.read_text()) for path in paths[half::2]]
+    return picked
 
 
 @pytest.fixture(scope="module")
 def corpus() -> list[tuple[str, str]]:
-    return _read(CORPORA)
+    return _read(CORPORA, 1)
 
 
 def _findings(engine: Engine, corpus) -> tuple[set, int]:
@@ -200,7 +203,7 @@ def test_statement_planning_changes_no_finding_of_any_rule_on_real_code(rule, co
 
 
 def test_the_whole_library_at_once_has_findings_and_savings_to_compare():
-    corpus = _read(LARGE_CORPORA)
+    corpus = _read(LARGE_CORPORA, 0)
     config = Config(hot_paths=("**",))
     rules = tuple(AUTOMATED)
     known = frozenset(r.id for r in LIBRARY.rules)
@@ -208,3 +211,23 @@ def test_the_whole_library_at_once_has_findings_and_savings_to_compare():
     whole, whole_lines = _findings(Engine(rules, config, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r))), corpus)
     assert planned == whole and len(planned) > 100
     assert planned_lines < 0.9 * whole_lines
+
+
+def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there(corpus):
+    """A diff review searches tokens only in the stretch of the file it touches."""
+    config = Config(hot_paths=("**",))
+    engine = Engine(tuple(AUTOMATED), config, frozenset(r.id for r in LIBRARY.rules))
+    compared = 0
+    for path, text in sorted(corpus, key=lambda item: -len(item[1]))[:5]:
+        statements = top_level_statements(parse_tree(text))
+        whole = engine.review_file(path, text).findings
+        # Three statements holding findings, spread over the file, one by one and then at once.
+        holding = sorted({s for f in whole for s in statements if s[0] <= f.span.line <= s[1]})
+        picks = sorted({holding[0], holding[len(holding) // 2], holding[-1]}) if holding else []
+        for chosen in [[pick] for pick in picks] + [picks]:
+            lines = frozenset(first for first, _ in chosen)
+            inside = lambda f: any(first <= f.span.line <= last for first, last in chosen)  # noqa: E731
+            limited = engine.review_file(path, text, lines).findings
+            assert sorted(map(repr, filter(inside, limited))) == sorted(map(repr, filter(inside, whole)))
+            compared += sum(map(inside, whole))
+    assert compared > 0

@@ -1,0 +1,122 @@
+"""Moved code or new code: which kept findings already existed at the base revision.
+
+A finding's fingerprint is its rule, the qualified name of its enclosing definition and
+its matched text with whitespace collapsed, so it survives line shifts, re-indentation
+and moves within a file (or with the file, on a rename). A base finding with the same
+fingerprint starts on a base line that
+
+- lies in a definition of the same qualified name (``<module>``: in none), and
+- holds the matched text's first word (its first run of non-whitespace, which
+  collapsing whitespace leaves as it is).
+
+Only the statements holding such lines are reviewed at the base: a one-function change
+in a large file costs what that function costs, not what the file costs.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import replace
+from typing import TYPE_CHECKING, Iterable, Mapping
+
+from .regions import LineIndex, token_lines
+from .source import DefinitionMap, definitions, parse_tree, read_base_sources
+from .types import ChangedFile, ChangeSet, Finding
+
+if TYPE_CHECKING:
+    from .engine import Engine, FileOutcome
+
+
+def mark_preexisting(
+    kept: list[Finding],
+    outcomes: Iterable["FileOutcome"],
+    by_path: Mapping[str, ChangedFile],
+    change: ChangeSet,
+    engine: "Engine",
+    head_texts: Mapping[str, object],
+) -> list[Finding]:
+    """``kept`` with the findings whose identity also exists at the base marked ``pre-existing``.
+
+    Identities are counted: if the head has more findings with one fingerprint than the
+    base had, that many of the kept ones are new.
+    """
+    if change.base is None or change.full_scan:
+        return kept
+    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})
+    if not paths:
+        return kept
+    old = {path: by_path[path].old_path or path for path in paths}
+    base_sources = read_base_sources(change, [old[p] for p in paths])
+    kept_in: dict[str, list[Finding]] = defaultdict(list)
+    for finding in kept:
+        kept_in[finding.path].append(finding)
+    base_counts: Counter[str] = Counter()
+    for path in paths:
+        text = base_sources.get(old[path])
+        if not isinstance(text, str):
+            continue
+        head = head_texts.get(path)
+        lines = base_lines(text, kept_in[path], head if isinstance(head, str) else None)
+        if lines is None or lines:
+            outcome = engine.review_file(path, text, lines)
+            base_counts.update(f.fingerprint for f in outcome.findings)
+    head_counts: Counter[str] = Counter()
+    for outcome in outcomes:
+        head_counts.update(f.fingerprint for f in outcome.findings)
+    kept_by_print: dict[str, list[int]] = defaultdict(list)
+    for index, finding in enumerate(kept):
+        kept_by_print[finding.fingerprint].append(index)
+    result = list(kept)
+    for print_, indexes in kept_by_print.items():
+        new_allowed = max(0, head_counts[print_] - base_counts[print_])
+        for index in indexes[new_allowed:]:
+            result[index] = replace(result[index], status="pre-existing")
+    return result
+
+
+def base_lines(base_text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:
+    """Base lines on which a finding with one of these fingerprints can start; None
+    when that cannot be narrowed (the whole base file is then reviewed)."""
+    head_lines = head_text.split("\n") if head_text is not None else None
+    words = [(finding, _first_word(finding, head_lines)) for finding in findings]
+    words = [(finding, word) for finding, word in words if word is None or word in base_text]
+    if not words:
+        return frozenset()  # no matched text occurs at the base: nothing to parse there
+    defs = definitions(base_text, parse_tree(base_text))
+    index = LineIndex(base_text)
+    found: set[int] = set()
+    for finding, word in words:
+        ranges = _ranges_named(defs, finding.definition)
+        if word is None:
+            if finding.definition == "<module>":
+                return None
+            found.update(line for first, last in ranges for line in range(first, last + 1))
+            continue
+        for line in token_lines(base_text, (word,), index):
+            if _encloses(defs, ranges, finding.definition, line):
+                found.add(line)
+    return frozenset(found)
+
+
+def _first_word(finding: Finding, head_lines: list[str] | None) -> str | None:
+    """The first run of non-whitespace where the finding starts in the head text, or
+    None when the head's line there is not the finding's own (unusual line breaks)."""
+    if head_lines is None or not 0 < finding.span.line <= len(head_lines):
+        return None
+    line = head_lines[finding.span.line - 1].rstrip("\r")
+    if line != finding.snippet:
+        return None
+    rest = line[finding.span.column - 1 :]
+    words = rest.split(None, 1)
+    return words[0] if words and not rest[:1].isspace() else None
+
+
+def _ranges_named(defs: DefinitionMap, qualname: str) -> list[tuple[int, int]]:
+    return [(d.start_line, d.end_line) for d in defs.all() if d.qualname == qualname]
+
+
+def _encloses(defs: DefinitionMap, ranges: list[tuple[int, int]], qualname: str, line: int) -> bool:
+    """``line``'s innermost definition is named ``qualname``."""
+    if qualname != "<module>" and not any(first <= line <= last for first, last in ranges):
+        return False
+    return defs.enclosing(line).qualname == qualname
