@@ -75,7 +75,7 @@ def review(request: ReviewRequest) -> ReviewResult:
             "total": time.perf_counter() - started,
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
-        fail_on=config.fail_on,  # type: ignore[arg-type]
+        fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
     )
 

@@ -14,6 +14,7 @@ from typing import Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
+from .types import SEVERITIES, at_least
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "markdown")
@@ -60,7 +61,7 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=("lines", "changed-functions", "files"), default="lines",
                         help="which findings count as part of the change (default: lines the change adds)")
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
-    parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
+    parser.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
     parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
@@ -114,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_change_source(perf)
     perf.add_argument("--format", choices=("text", "json"), default="text")
     perf.add_argument("--output", "-o", metavar="FILE")
-    perf.add_argument("--fail-on", choices=("error", "warning", "info"))
+    perf.add_argument("--fail-on", choices=SEVERITIES)
     _add_perf_options(perf)
     perf.set_defaults(handler=_run_perf, command_parser=perf)
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
@@ -254,7 +255,7 @@ def _run_perf(args: argparse.Namespace) -> int:
     from .api import perf_hooks_dir
     from .report.json import finding_record
     from .changes import collect_changes
-    from .config import SEVERITY_NAMES, load_config
+    from .config import load_config
     from .library.loader import load_library
     from .perf import perf_findings, plan, run_perf
     from .perf.report import perf_to_dict, plan_text, render_perf_text
@@ -277,8 +278,7 @@ def _run_perf(args: argparse.Namespace) -> int:
     write_report(text, args.output)
     if summary.all_failed:
         return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
-    threshold = SEVERITY_NAMES.index(args.fail_on or config.fail_on)
-    failing = [f for f in findings if SEVERITY_NAMES.index(f.severity) <= threshold]
+    failing = [f for f in findings if at_least(f.severity, args.fail_on or config.fail_on)]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 

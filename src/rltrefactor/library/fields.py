@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 from ..errors import RuleLibraryError
 from .yamlsafe import LineList, LineMap
 
+_Choice = TypeVar("_Choice", bound=str)
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list", dict: "a mapping"}
 
 
@@ -83,7 +84,7 @@ class Reader:
             raise self.error(self.line_of(key), f"{key}: must not be empty; write the text")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], *, default: str | None = None) -> str:
+    def choice(self, key: str, choices: tuple[_Choice, ...], *, default: _Choice | None = None) -> _Choice:
         value = self.get(key, str, required=default is None, default=default)
         if value not in choices:
             raise self.error(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from ..types import Severity
+
 AREAS = (
     "responsibilities-state",
     "capability-selection",
@@ -16,7 +18,6 @@ AREAS = (
     "loop-semantics",
 )
 STATUSES = ("active", "experimental", "retired")
-SEVERITIES = ("error", "warning", "info")
 CONFIDENCES = ("high", "medium", "low")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 
@@ -70,7 +71,7 @@ class Rule:
     area: str
     status: str
     since: str
-    severity: str
+    severity: Severity
     confidence: str
     applicability: Applicability
     problem: str

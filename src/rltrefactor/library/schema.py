@@ -12,12 +12,12 @@ import re
 import tokenize
 
 from ..globs import GlobError, compile_glob
+from ..types import SEVERITIES
 from .fields import Reader, _kind, _short
 from .model import (
     AREAS,
     CONFIDENCES,
     FIX_SAFETY,
-    SEVERITIES,
     STATUSES,
     Applicability,
     Example,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
 from .attribution import normalize_source
 from .deltas import detail, site_label
 
@@ -25,7 +25,7 @@ AREA = "device-residency"
 @dataclass(frozen=True)
 class RuleText:
     title: str
-    severity: str
+    severity: Severity
     impact: str
     fix: str
 
@@ -116,7 +116,7 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
         rule_id=rule_id,
         area=AREA,
         title=text.title,
-        severity=text.severity,  # type: ignore[arg-type]
+        severity=text.severity,
         path=delta.path,
         span=Span(delta.line, column, delta.line, len(snippet) + 1),
         impact=impact,
