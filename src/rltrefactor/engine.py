@@ -119,7 +119,7 @@ class Engine:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
-            errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
+            errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(path, text, defs, execution, hits)
         if has_directive:
@@ -142,7 +142,7 @@ class Engine:
             module = parse_module(region.text)
         except cst.ParserSyntaxError as exc:
             line = exc.raw_line + region.start_line - 1
-            errors.append(FileError(path, f"syntax error: {exc.message}", line))
+            errors.append(FileError(path, f"syntax error: {exc.message}", line, syntax=True))
             return None
         except RecursionError:
             errors.append(FileError(path, "nesting too deep to parse; not reviewed", region.start_line))

@@ -35,7 +35,7 @@ def syntax_error(path: str, text: str, tree) -> list[FileError]:
     try:
         parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
+        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line, syntax=True)]
     except RecursionError:
         return [FileError(path, "nesting too deep to parse; not reviewed")]
     return []
@@ -46,7 +46,7 @@ def python_syntax_error(path: str, text: str) -> FileError | None:
     try:
         compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
     except SyntaxError as exc:
-        return FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+        return FileError(path, f"syntax error: {exc.msg}", exc.lineno, syntax=True)
     except (ValueError, RecursionError, MemoryError):
         return None
     return None

@@ -133,11 +133,6 @@ def _statement_nodes(tree) -> list:
     return [child for child in tree.root_node.children if child.type != "comment"]
 
 
-def top_level_statements(tree) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges of the module's statements (comments excluded)."""
-    return [_line_range(node) for node in _statement_nodes(tree)]
-
-
 def _definition(statement):
     """The function or class a (decorated) definition statement defines."""
     return statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement

@@ -112,9 +112,6 @@ class DefinitionMap:
                 best = definition  # later starts are nested deeper
         return best or Definition("<module>", "module", 1, max(line, 1))
 
-    def all(self) -> tuple[Definition, ...]:
-        return self.definitions
-
 
 @lru_cache(maxsize=1)
 def _parser():

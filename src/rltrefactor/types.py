@@ -156,6 +156,7 @@ class FileError:
     path: str
     message: str
     line: int | None = None
+    syntax: bool = False  # the file does not parse (one such error per file is reported)
 
 
 @dataclass(frozen=True)

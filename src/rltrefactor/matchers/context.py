@@ -163,13 +163,6 @@ def unpacked(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield target
 
 
-def branch_tests(ctx: FileContext) -> Iterator[cst.BaseExpression]:
-    """The condition of every ``if``/``elif``/``while``/conditional expression."""
-    for kind in (cst.If, cst.While, cst.IfExp):
-        for node in ctx.nodes(kind):
-            yield node.test
-
-
 def subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node`` and its descendants, for small subtrees (a condition, a handler body);
     whole files are read through ``FileContext.nodes``, never walked again.

@@ -72,13 +72,6 @@ class ImportTable:
         dotted = dotted_name(node)
         return self.qualify(dotted) if dotted is not None else None
 
-    def imports_any(self, prefixes: tuple[str, ...]) -> bool:
-        return any(
-            target == p or target.startswith(p + ".")
-            for target in self.aliases.values()
-            for p in prefixes
-        )
-
 
 def _walk_statements(module: cst.Module):
     """Small statements of the module, nested blocks included (no expression walk)."""
