@@ -178,11 +178,24 @@ def _request(args: argparse.Namespace):
 
 def _progress_printer():
     """Progress for long full scans, on an interactive stderr only; erased when done."""
+    import atexit
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("rltrefactor: reviewed"), MofNCompleteColumn(), TextColumn("files"), BarColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("review")
 
     def show(done: int, total: int) -> None:
-        if total >= 50:
-            end = "\r\033[K" if done == total else ""
-            print(f"\rrltrefactor: reviewed {done}/{total} files{end}", end="", file=sys.stderr, flush=True)
+        if total < 50:
+            return
+        bar.update(task, completed=done, total=total)
+        if not bar.live.is_started:
+            bar.start()
+            atexit.register(bar.stop)  # a run that stops early still gives the cursor back
+        if done == total:
+            bar.stop()
 
     return show
 
