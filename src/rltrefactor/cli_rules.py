@@ -188,7 +188,8 @@ def _new(args: argparse.Namespace) -> int:
     else:
         area = args.area or os.path.splitext(os.path.basename(args.output))[0]
         text = f"area: {area}\nrules:\n" + entry.split("\n", 1)[1]
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    from .fileio import write_atomic
+
+    write_atomic(args.output, text)
     out.write(f"{args.output}: added rule entry; fill in the TODO fields, then run 'rltrefactor rules check'\n")
     return 0

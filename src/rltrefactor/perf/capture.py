@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from ..fileio import write_atomic
 from .attribution import RepoFrames
 from .loading import LoadedCheck
 from .protocol import Capture
@@ -64,8 +65,8 @@ def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) 
         meta["export_error"] = exported.export_error
     else:
         meta.update(export_seconds=exported.export_seconds, trace_bytes=exported.trace_bytes, events=exported.events)
-        (out / "ops.json").write_text(json.dumps(operator_summary(prof, device), indent=1))
-    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        write_atomic(str(out / "ops.json"), json.dumps(operator_summary(prof, device), indent=1))
+    write_atomic(str(out / "meta.json"), json.dumps(meta, indent=1, sort_keys=True))
     return exported
 
 
@@ -75,16 +76,18 @@ def _sync(device: torch.device) -> None:
 
 
 def _export(prof, out: Path) -> Capture:
-    raw = out / "trace.json"
+    raw, part = out / "trace.json", out / "trace.json.gz.part"
     started = time.perf_counter()
     try:
         prof.export_chrome_trace(str(raw))
-        with open(raw, "rb") as source, gzip.open(out / "trace.json.gz", "wb") as target:
+        with open(raw, "rb") as source, gzip.open(part, "wb") as target:
             shutil.copyfileobj(source, target)
+        part.replace(out / "trace.json.gz")  # never a half-written trace
     except Exception as exc:  # noqa: BLE001 - kept as evidence, reported by the parent
         return Capture(export_error=f"{type(exc).__name__}: {exc}".splitlines()[0])
     finally:
         raw.unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
     return Capture(
         export_seconds=round(time.perf_counter() - started, 4),
         trace_bytes=(out / "trace.json.gz").stat().st_size,
