@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
@@ -15,7 +15,11 @@ from .globs import matches
 from .library.loader import load_library
 from .scan import default_jobs, review_files
 from .source import definitions, read_base_sources, read_sources
+from .engine import FileOutcome
 from .types import ChangedFile, ChangeSet, Drop, FileError, Finding, ReviewResult
+
+if TYPE_CHECKING:
+    from .perf.hook import Profile
 
 Scope = Literal["lines", "changed-functions", "files"]
 
@@ -80,8 +84,10 @@ def review(request: ReviewRequest) -> ReviewResult:
     )
 
 
-def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache):
-    """Outcomes of the files to review, their texts, and every per-file error."""
+def _review_targets(
+    request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache: ResultCache | None
+) -> tuple[list[FileOutcome], dict[str, str], list[FileError]]:
+    """Outcomes of the files to review, the texts read, and every per-file error."""
     sources = read_sources(change, [f.path for f in targets])
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
@@ -95,7 +101,7 @@ def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[Cha
     outcomes = [by_file[f.path] for f in targets if f.path in by_file]
     for outcome in outcomes:
         errors.extend(outcome.errors)
-    return outcomes, sources, errors
+    return outcomes, texts, errors
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
@@ -106,7 +112,10 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
     return change.full_scan or scope == "files" or bool(changed.added_lines)
 
 
-def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple[list[Finding], list[Drop]]:
+def _scope(
+    outcomes: list[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, scope: Scope,
+    sources: Mapping[str, str],
+) -> tuple[list[Finding], list[Drop]]:
     kept: list[Finding] = []
     drops: list[Drop] = []
     for outcome in outcomes:
@@ -130,7 +139,9 @@ def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple
     return kept, drops
 
 
-def _mark_preexisting(kept: list[Finding], outcomes, by_path, change: ChangeSet, engine: Engine) -> list[Finding]:
+def _mark_preexisting(
+    kept: list[Finding], outcomes: list[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, engine: Engine
+) -> list[Finding]:
     """A kept finding whose identity also exists at the base is moved code, not new code.
 
     Identities are counted: if the head has more findings with one fingerprint than the
@@ -197,7 +208,7 @@ def _name_repeats(finding: Finding) -> Finding:
 @dataclass(frozen=True)
 class PerfRequest:
     timeout: float = 60.0
-    profile: str | None = None  # "ops-only" | "full" | "both"
+    profile: Profile | None = None
     out_dir: str | None = None
     window: int = 1
     device: str = "auto"
@@ -218,7 +229,7 @@ def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
     change = result.change
     config = load_config(change.repo_root or ".")
     summary = run_perf(
-        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,  # type: ignore[arg-type]
+        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
     )
     library = load_library(config.rule_dirs)

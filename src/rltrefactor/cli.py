@@ -10,11 +10,15 @@ import argparse
 import gc
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
-from .types import SEVERITIES, at_least
+from .types import SEVERITIES, ChangeSet, ReviewResult, at_least
+
+if TYPE_CHECKING:
+    from .api import PerfRequest, ReviewRequest
+    from .baseline import BaselineReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "markdown")
@@ -25,10 +29,12 @@ EXIT_CODES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(  # type: ignore[override]  # one signature for argparse's overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
         """Unknown arguments are blamed on the (sub)command that was given them."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
@@ -155,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _request(args: argparse.Namespace):
+def _request(args: argparse.Namespace) -> ReviewRequest:
     from .api import ReviewRequest
 
     if args.jobs is not None and args.jobs < 1:
@@ -176,7 +182,7 @@ def _request(args: argparse.Namespace):
     )
 
 
-def _progress_printer():
+def _progress_printer() -> Callable[[int, int], None]:
     """Progress for long full scans, on an interactive stderr only; erased when done."""
     import atexit
 
@@ -200,7 +206,7 @@ def _progress_printer():
     return show
 
 
-def _print_rule_profile(result) -> None:
+def _print_rule_profile(result: ReviewResult) -> None:
     spent = sorted(((v, k[5:]) for k, v in result.timings.items() if k.startswith("rule:")), reverse=True)
     print(f"{'seconds':>9}  rule   (time in each matcher; reading, parsing and matching took {result.timings.get('match', 0):.2f} s)", file=sys.stderr)
     for seconds, rule_id in spent:
@@ -239,7 +245,7 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _perf_request(args: argparse.Namespace):
+def _perf_request(args: argparse.Namespace) -> PerfRequest:
     from .api import PerfRequest
 
     if args.window < 1 or args.timeout <= 0 or args.memory_limit < 1:
@@ -251,7 +257,7 @@ def _perf_request(args: argparse.Namespace):
                        device=args.device, memory_mb=args.memory_limit)
 
 
-def _add_perf(result, args: argparse.Namespace):
+def _add_perf(result: ReviewResult, args: argparse.Namespace) -> ReviewResult:
     from .api import perf_hooks_dir, with_perf
     from .perf import plan
     from .perf.report import plan_text
@@ -306,7 +312,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _render_markdown(result, args: argparse.Namespace) -> str:
+def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
     from .report.links import DEFAULT_DOCS_URL, remote_url
     from .report.markdown import render_markdown
 
@@ -327,7 +333,7 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
     )
 
 
-def _changes_looped_code(change) -> bool:
+def _changes_looped_code(change: ChangeSet) -> bool:
     """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
     from .report.markdown import looks_looped
     from .source import read_sources
@@ -337,7 +343,7 @@ def _changes_looped_code(change) -> bool:
     return looks_looped(text for text in texts if isinstance(text, str))
 
 
-def render(result, args: argparse.Namespace, baseline=None) -> str:
+def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:
     if args.format == "json":
         from .report.json import render_json
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import sys
+from typing import Callable, TypeVar
 
 from .errors import ChangeInputError, ConfigError
 from .library.model import AREAS, Library, Rule
@@ -18,7 +19,10 @@ from .library.model import AREAS, Library, Rule
 # building the command-line parser stays cheap for every other command.
 
 
-def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_rules_parser(subparsers: argparse._SubParsersAction[_P]) -> None:
     rules = subparsers.add_parser("rules", help="list, check, test and document the rule library")
     actions = rules.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
 
@@ -43,7 +47,10 @@ def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
     new.add_argument("--output", "-o", metavar="FILE", help="append the entry to this rules/<area>.yaml")
 
 
-def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentParser:
+def _action(
+    actions: argparse._SubParsersAction[_P], name: str, help_text: str,
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
     parser = actions.add_parser(name, help=help_text)
     parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
     parser.set_defaults(handler=handler, command_parser=parser)

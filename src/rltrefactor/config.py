@@ -7,7 +7,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
 from .execution import DEFAULT_HOT_FUNCTIONS
@@ -106,7 +106,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
                 f"{_where(path, text, key)}: [tool.rltrefactor]: unknown key '{key}'{hint}; "
                 f"valid keys: {', '.join(_KEYS)}"
             )
-    get = lambda key: _typed(table, key, path, text)  # noqa: E731
+    get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
         _check_glob(glob, path, text, "per-path-ignores")
@@ -120,7 +120,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
             _check_glob(glob, path, text, key)
-    fail_on = get("fail-on") or "warning"
+    fail_on: Severity = get("fail-on") or "warning"  # checked on the next line
     _check_choice(fail_on, SEVERITIES, "fail-on", _where(path, text, "fail-on"))
     return Config(
         select=tuple(get("select") or ()),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import libcst as cst
 
@@ -21,7 +21,11 @@ from .parsing import parse_module, syntax_error
 from .regions import Region, RuleReach, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .types import FileError, Finding, Hit
+from .tokens import Prefilter
+from .types import Definition, FileError, Finding, Hit
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 
 @dataclass(frozen=True)
@@ -129,7 +133,7 @@ class Engine:
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
 
-    def _execution(self, path: str, tree, candidates) -> ExecutionMap:
+    def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
         if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
             return EMPTY
@@ -137,7 +141,9 @@ class Engine:
             tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
         )
 
-    def _context(self, path, region: Region, defs, imports, execution: ExecutionMap, errors: list[FileError]) -> FileContext | None:
+    def _context(
+        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]
+    ) -> FileContext | None:
         try:
             module = parse_module(region.text)
         except cst.ParserSyntaxError as exc:
@@ -158,7 +164,7 @@ class Engine:
             execution=execution,
         )
 
-    def _run_matchers(self, ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
+    def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
         hits: list[Hit] = []
         for rule, matcher in candidates:
             started = time.perf_counter()
@@ -203,18 +209,18 @@ class Engine:
 class _LazyDefinitions:
     """Builds the definition map from the file's tree only when a hit needs it."""
 
-    def __init__(self, text: str, tree) -> None:
+    def __init__(self, text: str, tree: Tree) -> None:
         self._text = text
         self._tree = tree
         self._map: DefinitionMap | None = None
 
-    def enclosing(self, line: int):
+    def enclosing(self, line: int) -> Definition:
         if self._map is None:
             self._map = definitions(self._text, self._tree)
         return self._map.enclosing(line)
 
 
-def _module_imports(tree, text: str) -> ImportTable:
+def _module_imports(tree: Tree, text: str) -> ImportTable:
     try:
         return ImportTable.from_module(parse_module(module_imports_text(tree, text)))
     except (cst.ParserSyntaxError, RecursionError):
@@ -231,14 +237,14 @@ def _reach(matcher: Matcher, imports: ImportTable) -> RuleReach:
     )
 
 
-def may_match(tokens, text: str) -> bool:
+def may_match(tokens: Prefilter, text: str) -> bool:
     """The cheap test: no tokens, or one of them (a substring or a compiled regex) occurs."""
     if not tokens:
         return True
     return any(token in text if isinstance(token, str) else token.search(text) for token in tokens)
 
 
-def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, ...]:
+def _with_aliases(tokens: Prefilter, imports: ImportTable) -> Prefilter:
     """Tokens plus the local names that import aliases give to names containing them.
 
     ``from torch.cuda import synchronize as sync`` puts "synchronize" only on the import

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .source import first_syntax_error
 from .types import FileError
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 # LibCST's native parser overflows its stack (a crash, not an exception) somewhere
 # above 800 nested brackets; Python itself refuses more than 200.
@@ -28,7 +32,7 @@ def parse_module(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-def syntax_error(path: str, text: str, tree) -> list[FileError]:
+def syntax_error(path: str, text: str, tree: tree_sitter.Tree) -> list[FileError]:
     """The parser's own message for a file tree-sitter flags, if LibCST agrees."""
     if first_syntax_error(tree) is None:
         return []

@@ -57,7 +57,9 @@ def review_files(
     return outcomes
 
 
-def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None]) -> dict[str, FileOutcome]:
+def _in_pool(
+    engine: Engine, items: list[tuple[str, str, frozenset[int] | None]], jobs: int, report: Callable[[int, int], None]
+) -> dict[str, FileOutcome]:
     # Largest files first, in many small chunks handed out as workers free up, so that
     # no worker is left with a big file while the other idles.
     items.sort(key=lambda item: -len(item[1]))

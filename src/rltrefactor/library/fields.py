@@ -42,7 +42,7 @@ class Reader:
         self.where = where
         if not isinstance(data, dict):
             raise self.error(line, f"expected a mapping (got {_kind(data)}); write `key: value` lines")
-        self.data: dict = data
+        self.data: dict[str, Any] = data
         self.line = getattr(data, "line", line)
 
     def error(self, line: int, message: str) -> RuleLibraryError:
@@ -80,12 +80,12 @@ class Reader:
                 self.line_of(key),
                 f"{key}: expected {_TYPE_NAMES.get(kind, kind.__name__)} (got {_kind(value)} {_short(value)}); fix the value",
             )
-        if kind is str and not value.strip():
+        if kind is str and isinstance(value, str) and not value.strip():
             raise self.error(self.line_of(key), f"{key}: must not be empty; write the text")
         return value
 
     def choice(self, key: str, choices: tuple[_Choice, ...], *, default: _Choice | None = None) -> _Choice:
-        value = self.get(key, str, required=default is None, default=default)
+        value: _Choice = self.get(key, str, required=default is None, default=default)
         if value not in choices:
             raise self.error(
                 self.line_of(key),

@@ -17,7 +17,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from ..execution import COLD_KINDS, is_setup_name
+from ..execution import COLD_KINDS
+from ..execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import FileContext
 
 _COLD_NAME = re.compile(r"TYPE_CHECKING|is_compiling|isEnabledFor|debug|^__name__$", re.IGNORECASE)

@@ -10,7 +10,7 @@ objects (``self.cache.blocks``) still have a name to match against.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -73,7 +73,7 @@ class ImportTable:
         return self.qualify(dotted) if dotted is not None else None
 
 
-def _walk_statements(module: cst.Module):
+def _walk_statements(module: cst.Module) -> Iterator[cst.BaseSmallStatement]:
     """Small statements of the module, nested blocks included (no expression walk)."""
     stack: list[cst.CSTNode] = list(reversed(module.body))
     while stack:

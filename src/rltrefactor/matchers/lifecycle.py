@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
+from ..tokens import Prefilter
 from .base import FileContext, Match
 from .context import is_setup_name, subtree
 from .imports import dotted_name
@@ -25,12 +26,12 @@ _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "ex
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     reads = "header"
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = (_GUARD,)
+        self.prefilter: Prefilter = (_GUARD,)
 
     def companions(self, text: str) -> Iterator[str]:
         """Where the guarded attribute is set: ``__init__`` and the class body."""
@@ -116,10 +117,10 @@ class ReleaseNotOnFailurePath:
         ),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.pairs = dict(options["pairs"])
-        self.prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
+        self.prefilter: Prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -150,7 +151,9 @@ def _may_raise(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and (dotted_name(node.func) or "") not in _SAFE_CALLS
 
 
-def _statement_and_block(node: cst.CSTNode, ctx: FileContext):
+def _statement_and_block(
+    node: cst.CSTNode, ctx: FileContext
+) -> tuple[cst.SimpleStatementLine | None, Sequence[cst.BaseStatement]]:
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
@@ -178,11 +181,11 @@ class SwallowedErrorInCleanup:
 
     OPTIONS = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["cleanup-words"])
         # A bare ``except:``, a tuple of types, or Exception/BaseException named first.
-        self.prefilter = (re.compile(r"except\s*(?::|\(|(?:builtins\s*\.\s*)?(?:Base)?Exception\b)"),)
+        self.prefilter: Prefilter = (re.compile(r"except\s*(?::|\(|(?:builtins\s*\.\s*)?(?:Base)?Exception\b)"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for handler in ctx.nodes(cst.ExceptHandler):
