@@ -10,10 +10,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from .errors import ChangeInputError, ConfigError
 from .library.model import AREAS, Library, Rule
+
+if TYPE_CHECKING:
+    from .library.examples import Status
 
 # The handlers import the library machinery (and with it libcst) when they run, so that
 # building the command-line parser stays cheap for every other command.
@@ -143,7 +146,7 @@ def _test(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
     library = _library(args)
     rules = [_find(library, rule_id) for rule_id in args.rule_ids] if args.rule_ids else list(library.rules)
-    counts = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
+    counts: dict[Status, int] = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
     checklist = 0
     for rule in rules:
         from .library.examples import run_examples

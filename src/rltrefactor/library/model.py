@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, get_args
 
 from ..types import Severity
 
@@ -17,7 +17,9 @@ AREAS = (
     "device-residency",
     "loop-semantics",
 )
-STATUSES = ("active", "experimental", "retired")
+RuleStatus = Literal["active", "experimental", "retired"]
+STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
+ExampleKind = Literal["bad", "good"]
 CONFIDENCES = ("high", "medium", "low")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 
@@ -43,7 +45,7 @@ class Applicability:
 
 @dataclass(frozen=True)
 class Example:
-    kind: Literal["bad", "good"]
+    kind: ExampleKind
     code: str
     path: str  # virtual repo-relative path the example is reviewed as
     origin: Origin
@@ -69,7 +71,7 @@ class Rule:
     id: str
     title: str
     area: str
-    status: str
+    status: RuleStatus
     since: str
     severity: Severity
     confidence: str

@@ -39,7 +39,7 @@ class _DuplicateKey(Exception):
 
 
 # libyaml's parser when present (several times faster); constructors stay the safe ones.
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # a base picked at import time
     pass
 
 

@@ -228,5 +228,5 @@ def _is_silent(handler: cst.ExceptHandler) -> bool:
 
 
 def _uses_name(handler: cst.ExceptHandler) -> bool:
-    bound = handler.name.name.value if isinstance(handler.name.name, cst.Name) else None  # type: ignore[union-attr]
+    bound = handler.name.name.value if handler.name is not None and isinstance(handler.name.name, cst.Name) else None
     return any(isinstance(n, cst.Name) and n.value == bound for n in subtree(handler.body))

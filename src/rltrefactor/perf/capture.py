@@ -15,12 +15,14 @@ evidence for attribution, not performance results.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import platform
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -30,24 +32,37 @@ from .attribution import RepoFrames
 from .loading import LoadedCheck
 from .protocol import Capture
 
+if TYPE_CHECKING:
+    from torch.autograd.profiler_util import FunctionEventAvg
+
 _LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 _RUNTIME_SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 _ATEN_COPIES = ("aten::copy_", "aten::_to_copy", "aten::clone")
 _ATEN_SYNCS = ("aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::_unique2")
 
 
-def settings_for(mode: str, device: torch.device, flops: bool) -> dict[str, object]:
+class Settings(TypedDict):
+    activities: list[str]
+    record_shapes: bool
+    profile_memory: bool
+    with_stack: bool
+    with_flops: bool
+
+
+def settings_for(mode: str, device: torch.device, flops: bool) -> Settings:
     full = mode == "full"
     activities = ["cpu"] + (["cuda"] if device.type == "cuda" else [])
     return {"activities": activities, "record_shapes": full, "profile_memory": full,
             "with_stack": full, "with_flops": flops}
 
 
-def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) -> Capture:
+def capture(check: LoadedCheck, device: torch.device, args: argparse.Namespace, frames: RepoFrames) -> Capture:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=False)  # a fresh directory per capture, never reused
     settings = settings_for(args.profile, device, args.flops)
     body = check.start(device)
+    if not callable(body):
+        raise TypeError(f"the micro-check must return a zero-argument callable (got {type(body).__name__})")
     body()  # warm-up: shapes, caches and lazy initialisation stay out of the window
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
@@ -75,7 +90,7 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _export(prof, out: Path) -> Capture:
+def _export(prof: profile, out: Path) -> Capture:
     raw, part = out / "trace.json", out / "trace.json.gz.part"
     started = time.perf_counter()
     try:
@@ -91,11 +106,13 @@ def _export(prof, out: Path) -> Capture:
     return Capture(
         export_seconds=round(time.perf_counter() - started, 4),
         trace_bytes=(out / "trace.json.gz").stat().st_size,
-        events=len(prof.events()),
+        events=len(prof.events()),  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     )
 
 
-def _metadata(check, device, args, settings, capture_s: float) -> dict[str, object]:
+def _metadata(
+    check: LoadedCheck, device: torch.device, args: argparse.Namespace, settings: Settings, capture_s: float
+) -> dict[str, object]:
     on_device = device.type == "cuda"
     return {
         "kind": "profiled capture: not a performance result",
@@ -114,15 +131,15 @@ def _metadata(check, device, args, settings, capture_s: float) -> dict[str, obje
     }
 
 
-def _self_device_us(avg) -> float:
+def _self_device_us(avg: FunctionEventAvg) -> float:
     return float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
 
 
-def operator_summary(prof, device: torch.device) -> dict[str, object]:
+def operator_summary(prof: profile, device: torch.device) -> dict[str, object]:
     averages = list(prof.key_averages())
     by_key = {a.key: a for a in averages}
 
-    def count(names) -> int:
+    def count(names: tuple[str, ...]) -> int:
         return sum(by_key[n].count for n in by_key if n.startswith(names))
 
     # Every operator, busiest first: a truncated list would show an operator as absent

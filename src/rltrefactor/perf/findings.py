@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
 from .attribution import normalize_source
@@ -97,7 +97,9 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
     return tuple(sorted(findings, key=lambda f: (f.path, f.span.line, f.rule_id)))
 
 
-def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
+def _finding(
+    group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
+) -> Finding:
     from ..findings import fill_template, fingerprint
 
     delta, also = group[0], group[1:]
