@@ -28,6 +28,7 @@ demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
 test: setup
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 bench: setup

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
@@ -14,10 +14,15 @@ from .execution import execution_map
 from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
+from .library.model import Rule
 from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
+from .engine import FileOutcome
 from .source import definitions, parse_tree, read_sources
 from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, ReviewResult
+
+if TYPE_CHECKING:
+    from .perf.hook import Profile
 
 Scope = Literal["lines", "changed-functions", "files"]
 
@@ -77,14 +82,18 @@ def review(request: ReviewRequest) -> ReviewResult:
             "total": time.perf_counter() - started,
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
-        fail_on=config.fail_on,  # type: ignore[arg-type]
+        fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
         changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
 
 
 def _changed_functions(
-    change: ChangeSet, targets: list[ChangedFile], sources: Mapping[str, str | FileError], rules, config: Config
+    change: ChangeSet,
+    targets: list[ChangedFile],
+    sources: Mapping[str, str | FileError],
+    rules: tuple[Rule, ...],
+    config: Config,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
     if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
@@ -109,8 +118,10 @@ def _changed_functions(
     return tuple(found.values())
 
 
-def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache):
-    """Outcomes of the files to review, their texts, and every per-file error."""
+def _review_targets(
+    request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache: ResultCache | None
+) -> tuple[list[FileOutcome], dict[str, str], list[FileError]]:
+    """Outcomes of the files to review, the texts read, and every per-file error."""
     sources = read_sources(change, [f.path for f in targets])
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
@@ -124,7 +135,7 @@ def _review_targets(request: ReviewRequest, change: ChangeSet, targets: list[Cha
     outcomes = [by_file[f.path] for f in targets if f.path in by_file]
     for outcome in outcomes:
         errors.extend(outcome.errors)
-    return outcomes, sources, errors
+    return outcomes, texts, errors
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
@@ -135,7 +146,10 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
     return change.full_scan or scope == "files" or bool(changed.added_lines)
 
 
-def _scope(outcomes, by_path, change: ChangeSet, scope: Scope, sources) -> tuple[list[Finding], list[Drop]]:
+def _scope(
+    outcomes: list[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, scope: Scope,
+    sources: Mapping[str, str],
+) -> tuple[list[Finding], list[Drop]]:
     kept: list[Finding] = []
     drops: list[Drop] = []
     for outcome in outcomes:
@@ -200,7 +214,7 @@ def _name_repeats(finding: Finding) -> Finding:
 @dataclass(frozen=True)
 class PerfRequest:
     timeout: float = 60.0
-    profile: str | None = None  # "ops-only" | "full" | "both"
+    profile: Profile | None = None
     out_dir: str | None = None
     window: int = 1
     device: str = "auto"
@@ -221,7 +235,7 @@ def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
     change = result.change
     config = load_config(change.repo_root or ".")
     summary = run_perf(
-        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,  # type: ignore[arg-type]
+        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
     )
     library = load_library(config.rule_dirs)

@@ -40,7 +40,7 @@ class BaselineReport:
     matched: int  # findings the baseline absorbed
     stale: tuple[BaselineEntry, ...]  # entries no finding matched any more
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {
             "path": self.path,
             "matched": self.matched,

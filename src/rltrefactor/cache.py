@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .engine import FileOutcome
@@ -64,7 +65,7 @@ class ResultCache:
             return  # a cache that cannot be written only costs speed
 
 
-def _decode(data: dict) -> FileOutcome:
+def _decode(data: dict[str, Any]) -> FileOutcome:  # a JSON document, checked by the record types
     findings = tuple(
         Finding(**{**item, "span": Span(**item["span"]), "perf": None, "also_at": tuple(item.get("also_at", ()))})
         for item in data["findings"]

@@ -5,10 +5,14 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING, Iterator
 
 from . import gitio
 from .errors import ChangeInputError
-from .types import ChangedFile, ChangeSet, Hunk, Revision
+from .types import ChangedFile, ChangeSet, FileStatus, Hunk, Revision
+
+if TYPE_CHECKING:
+    import unidiff
 
 _DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "-U0", "--src-prefix=a/", "--dst-prefix=b/")
 _SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"}
@@ -120,7 +124,7 @@ def _from_paths(repo: str, paths: tuple[str, ...]) -> ChangeSet:
     return ChangeSet(root, Revision("worktree"), files, full_scan=True, description="full scan")
 
 
-def _walk(path: str):
+def _walk(path: str) -> Iterator[str]:
     if os.path.isfile(path):
         yield path
         return
@@ -145,7 +149,7 @@ def parse_unified_diff(text: str, *, source: str = "diff") -> tuple[ChangedFile,
     return tuple(files)
 
 
-def _changed_file(patched, source: str) -> ChangedFile:
+def _changed_file(patched: unidiff.PatchedFile, source: str) -> ChangedFile:
     target = _clean_path(patched.target_file, source)
     origin = _clean_path(patched.source_file, source)
     if patched.is_removed_file:
@@ -156,12 +160,12 @@ def _changed_file(patched, source: str) -> ChangedFile:
     _check_inside(path, source)
     if patched.is_added_file:
         return ChangedFile(path=path, status="added", added_lines=added, binary=patched.is_binary_file, hunks=hunks)
-    status = "renamed" if getattr(patched, "is_rename", False) else "modified"
+    status: FileStatus = "renamed" if getattr(patched, "is_rename", False) else "modified"
     return ChangedFile(path=path, status=status, old_path=origin or path, added_lines=added,
                        binary=patched.is_binary_file, hunks=hunks)
 
 
-def _blocks(hunk) -> list[Hunk]:
+def _blocks(hunk: unidiff.Hunk) -> list[Hunk]:
     """The runs of removed/added lines of a unidiff hunk, numbered as -U0 would number
     them: the same hunks whatever context the diff was made with."""
     blocks: list[Hunk] = []
@@ -179,9 +183,9 @@ def _blocks(hunk) -> list[Hunk]:
             added.clear()
 
     for line in hunk:
-        if line.is_removed:
+        if line.is_removed and line.source_line_no is not None:  # always numbered on its side
             removed.append(line.source_line_no)
-        elif line.is_added:
+        elif line.is_added and line.target_line_no is not None:
             added.append(line.target_line_no)
         elif line.is_context:
             close()

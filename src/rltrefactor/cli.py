@@ -10,10 +10,15 @@ import argparse
 import gc
 import os
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
+from .types import SEVERITIES, ChangeSet, ReviewResult, at_least
+
+if TYPE_CHECKING:
+    from .api import PerfRequest, ReviewRequest
+    from .baseline import BaselineReport
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ("text", "json", "sarif", "github", "markdown")
@@ -24,10 +29,12 @@ EXIT_CODES = (
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one line, exit 2
+    def error(self, message: str) -> NoReturn:  # one line, exit 2
         self.exit(EXIT_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(  # type: ignore[override]  # one signature for argparse's overloads
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
         """Unknown arguments are blamed on the (sub)command that was given them."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
@@ -60,7 +67,7 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=("lines", "changed-functions", "files"), default="lines",
                         help="which findings count as part of the change (default: lines the change adds)")
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
-    parser.add_argument("--fail-on", choices=("error", "warning", "info"), help="lowest severity that fails the run")
+    parser.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
     parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
@@ -114,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_change_source(perf)
     perf.add_argument("--format", choices=("text", "json"), default="text")
     perf.add_argument("--output", "-o", metavar="FILE")
-    perf.add_argument("--fail-on", choices=("error", "warning", "info"))
+    perf.add_argument("--fail-on", choices=SEVERITIES)
     _add_perf_options(perf)
     perf.set_defaults(handler=_run_perf, command_parser=perf)
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
@@ -154,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
 
 
-def _request(args: argparse.Namespace):
+def _request(args: argparse.Namespace) -> ReviewRequest:
     from .api import ReviewRequest
 
     if args.jobs is not None and args.jobs < 1:
@@ -175,18 +182,31 @@ def _request(args: argparse.Namespace):
     )
 
 
-def _progress_printer():
+def _progress_printer() -> Callable[[int, int], None]:
     """Progress for long full scans, on an interactive stderr only; erased when done."""
+    import atexit
+
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("rltrefactor: reviewed"), MofNCompleteColumn(), TextColumn("files"), BarColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = bar.add_task("review")
 
     def show(done: int, total: int) -> None:
-        if total >= 50:
-            end = "\r\033[K" if done == total else ""
-            print(f"\rrltrefactor: reviewed {done}/{total} files{end}", end="", file=sys.stderr, flush=True)
+        if total < 50:
+            return
+        bar.update(task, completed=done, total=total)
+        if not bar.live.is_started:
+            bar.start()
+            atexit.register(bar.stop)  # a run that stops early still gives the cursor back
+        if done == total:
+            bar.stop()
 
     return show
 
 
-def _print_rule_profile(result) -> None:
+def _print_rule_profile(result: ReviewResult) -> None:
     spent = sorted(((v, k[5:]) for k, v in result.timings.items() if k.startswith("rule:")), reverse=True)
     print(f"{'seconds':>9}  rule   (time in each matcher; reading, parsing and matching took {result.timings.get('match', 0):.2f} s)", file=sys.stderr)
     for seconds, rule_id in spent:
@@ -225,7 +245,7 @@ def _count(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
 
 
-def _perf_request(args: argparse.Namespace):
+def _perf_request(args: argparse.Namespace) -> PerfRequest:
     from .api import PerfRequest
 
     if args.window < 1 or args.timeout <= 0 or args.memory_limit < 1:
@@ -237,7 +257,7 @@ def _perf_request(args: argparse.Namespace):
                        device=args.device, memory_mb=args.memory_limit)
 
 
-def _add_perf(result, args: argparse.Namespace):
+def _add_perf(result: ReviewResult, args: argparse.Namespace) -> ReviewResult:
     from .api import perf_hooks_dir, with_perf
     from .perf import plan
     from .perf.report import plan_text
@@ -254,7 +274,7 @@ def _run_perf(args: argparse.Namespace) -> int:
     from .api import perf_hooks_dir
     from .report.json import finding_record
     from .changes import collect_changes
-    from .config import SEVERITY_NAMES, load_config
+    from .config import load_config
     from .library.loader import load_library
     from .perf import perf_findings, plan, run_perf
     from .perf.report import perf_to_dict, plan_text, render_perf_text
@@ -277,8 +297,7 @@ def _run_perf(args: argparse.Namespace) -> int:
     write_report(text, args.output)
     if summary.all_failed:
         return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
-    threshold = SEVERITY_NAMES.index(args.fail_on or config.fail_on)
-    failing = [f for f in findings if SEVERITY_NAMES.index(f.severity) <= threshold]
+    failing = [f for f in findings if at_least(f.severity, args.fail_on or config.fail_on)]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 
@@ -293,7 +312,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
-def _render_markdown(result, args: argparse.Namespace) -> str:
+def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
     from .report.links import DEFAULT_DOCS_URL, remote_url
     from .report.markdown import render_markdown
 
@@ -314,7 +333,7 @@ def _render_markdown(result, args: argparse.Namespace) -> str:
     )
 
 
-def _changes_looped_code(change) -> bool:
+def _changes_looped_code(change: ChangeSet) -> bool:
     """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
     from .report.markdown import looks_looped
     from .source import read_sources
@@ -324,7 +343,7 @@ def _changes_looped_code(change) -> bool:
     return looks_looped(text for text in texts if isinstance(text, str))
 
 
-def render(result, args: argparse.Namespace, baseline=None) -> str:
+def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:
     if args.format == "json":
         from .report.json import render_json
 

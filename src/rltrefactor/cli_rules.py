@@ -10,15 +10,22 @@ import argparse
 import json
 import os
 import sys
+from typing import TYPE_CHECKING, Callable, TypeVar
 
 from .errors import ChangeInputError, ConfigError
 from .library.model import AREAS, Library, Rule
+
+if TYPE_CHECKING:
+    from .library.examples import Status
 
 # The handlers import the library machinery (and with it libcst) when they run, so that
 # building the command-line parser stays cheap for every other command.
 
 
-def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
+_P = TypeVar("_P", bound=argparse.ArgumentParser)
+
+
+def add_rules_parser(subparsers: argparse._SubParsersAction[_P]) -> None:
     rules = subparsers.add_parser("rules", help="list, check, test and document the rule library")
     actions = rules.add_subparsers(dest="rules_command", metavar="ACTION", required=True)
 
@@ -43,7 +50,10 @@ def add_rules_parser(subparsers: argparse._SubParsersAction) -> None:
     new.add_argument("--output", "-o", metavar="FILE", help="append the entry to this rules/<area>.yaml")
 
 
-def _action(actions, name: str, help_text: str, handler) -> argparse.ArgumentParser:
+def _action(
+    actions: argparse._SubParsersAction[_P], name: str, help_text: str,
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
     parser = actions.add_parser(name, help=help_text)
     parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
     parser.set_defaults(handler=handler, command_parser=parser)
@@ -136,7 +146,7 @@ def _test(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
     library = _library(args)
     rules = [_find(library, rule_id) for rule_id in args.rule_ids] if args.rule_ids else list(library.rules)
-    counts = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
+    counts: dict[Status, int] = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
     checklist = 0
     for rule in rules:
         from .library.examples import run_examples
@@ -188,7 +198,8 @@ def _new(args: argparse.Namespace) -> int:
     else:
         area = args.area or os.path.splitext(os.path.basename(args.output))[0]
         text = f"area: {area}\nrules:\n" + entry.split("\n", 1)[1]
-    with open(args.output, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    from .fileio import write_atomic
+
+    write_atomic(args.output, text)
     out.write(f"{args.output}: added rule entry; fill in the TODO fields, then run 'rltrefactor rules check'\n")
     return 0

@@ -7,11 +7,12 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
 from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
+from .types import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
 # Empty by default: where code runs is read from the code (``execution``); this is
@@ -24,7 +25,6 @@ DEFAULT_COLD_PATHS = (
 DEFAULT_TEST_PATHS = ("**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 # Code a repository carries but does not write: never reviewed unless configured.
 DEFAULT_EXCLUDE = ("**/third_party/**", "**/vendor/**", "**/vendors/**", "**/_vendor/**")
-SEVERITY_NAMES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Config:
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    fail_on: str = "warning"
+    fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
     source: str = "defaults"  # the file the values came from, for error messages
@@ -93,7 +93,7 @@ def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> C
 def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     changes = {key: value for key, value in overrides.items() if value not in (None, ())}
     if "fail_on" in changes:
-        _check_choice(changes["fail_on"], SEVERITY_NAMES, "--fail-on", "")
+        _check_choice(changes["fail_on"], SEVERITIES, "--fail-on", "")
     return replace(config, **changes)
 
 
@@ -106,7 +106,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
                 f"{_where(path, text, key)}: [tool.rltrefactor]: unknown key '{key}'{hint}; "
                 f"valid keys: {', '.join(_KEYS)}"
             )
-    get = lambda key: _typed(table, key, path, text)  # noqa: E731
+    get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
         _check_glob(glob, path, text, "per-path-ignores")
@@ -122,8 +122,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
             _check_glob(glob, path, text, key)
-    fail_on = get("fail-on") or "warning"
-    _check_choice(fail_on, SEVERITY_NAMES, "fail-on", _where(path, text, "fail-on"))
+    fail_on: Severity = get("fail-on") or "warning"  # checked on the next line
+    _check_choice(fail_on, SEVERITIES, "fail-on", _where(path, text, "fail-on"))
     return Config(
         select=tuple(get("select") or ()),
         ignore=tuple(get("ignore") or ()),

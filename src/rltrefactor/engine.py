@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import traceback
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import libcst as cst
 
@@ -21,7 +21,11 @@ from .parsing import parse_module, syntax_error
 from .regions import Region, RuleReach, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .types import FileError, Finding, Hit
+from .tokens import Prefilter
+from .types import Definition, FileError, Finding, Hit
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 
 @dataclass(frozen=True)
@@ -125,7 +129,7 @@ class Engine:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
-            errors = file_level + [e for e in errors if not e.message.startswith("syntax error")]
+            errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(path, text, defs, execution, hits)
         if has_directive:
@@ -135,7 +139,7 @@ class Engine:
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
 
-    def _execution(self, path: str, tree, candidates) -> ExecutionMap:
+    def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
         if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
             return EMPTY
@@ -143,12 +147,14 @@ class Engine:
             tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
         )
 
-    def _context(self, path, region: Region, defs, imports, execution: ExecutionMap, errors: list[FileError]) -> FileContext | None:
+    def _context(
+        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]
+    ) -> FileContext | None:
         try:
             module = parse_module(region.text)
         except cst.ParserSyntaxError as exc:
             line = exc.raw_line + region.start_line - 1
-            errors.append(FileError(path, f"syntax error: {exc.message}", line))
+            errors.append(FileError(path, f"syntax error: {exc.message}", line, syntax=True))
             return None
         except RecursionError:
             errors.append(FileError(path, "nesting too deep to parse; not reviewed", region.start_line))
@@ -164,7 +170,7 @@ class Engine:
             execution=execution,
         )
 
-    def _run_matchers(self, ctx: FileContext, candidates, errors: list[FileError]) -> list[Hit]:
+    def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
         hits: list[Hit] = []
         for rule, matcher in candidates:
             started = time.perf_counter()
@@ -209,18 +215,18 @@ class Engine:
 class _LazyDefinitions:
     """Builds the definition map from the file's tree only when a hit needs it."""
 
-    def __init__(self, text: str, tree) -> None:
+    def __init__(self, text: str, tree: Tree) -> None:
         self._text = text
         self._tree = tree
         self._map: DefinitionMap | None = None
 
-    def enclosing(self, line: int):
+    def enclosing(self, line: int) -> Definition:
         if self._map is None:
             self._map = definitions(self._text, self._tree)
         return self._map.enclosing(line)
 
 
-def _module_imports(tree, text: str) -> ImportTable:
+def _module_imports(tree: Tree, text: str) -> ImportTable:
     try:
         return ImportTable.from_module(parse_module(module_imports_text(tree, text)))
     except (cst.ParserSyntaxError, RecursionError):
@@ -239,14 +245,14 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
     )
 
 
-def may_match(tokens, text: str) -> bool:
+def may_match(tokens: Prefilter, text: str) -> bool:
     """The cheap test: no tokens, or one of them (a substring or a compiled regex) occurs."""
     if not tokens:
         return True
     return any(token in text if isinstance(token, str) else token.search(text) for token in tokens)
 
 
-def _with_aliases(tokens: tuple[str, ...], imports: ImportTable) -> tuple[str, ...]:
+def _with_aliases(tokens: Prefilter, imports: ImportTable) -> Prefilter:
     """Tokens plus the local names that import aliases give to names containing them.
 
     ``from torch.cuda import synchronize as sync`` puts "synchronize" only on the import

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import TYPE_CHECKING, Iterator, Literal
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 
 # A function is setup code when one of the words of its name (split at '_') is here.
@@ -116,7 +119,7 @@ class _Function:
     evidence: str = ""
 
 
-def execution_map(tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS,
+def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS,
                   offline_file: bool = False, per_step_file: bool = False) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
@@ -217,13 +220,13 @@ def _key(function: _Function) -> str:
     return f"{function.owner}.{function.name}" if function.owner else function.name
 
 
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None else ""
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
-def _functions(root) -> Iterator[_Function]:
+def _functions(root: Node) -> Iterator[_Function]:
     """Every function definition, parents before the functions nested in them."""
-    stack: list[tuple[object, str, str | None, _Function | None, str, int | None]] = [(root, "", None, None, "", None)]
+    stack: list[tuple[Node, str, str | None, _Function | None, str, int | None]] = [(root, "", None, None, "", None)]
     while stack:
         node, prefix, owner, parent, decorators, decorated_start = stack.pop()
         kind = node.type
@@ -263,7 +266,7 @@ _CONTAINERS = {
 }
 
 
-def _calls(body, owner: str | None) -> Iterator[str]:
+def _calls(body: Node, owner: str | None) -> Iterator[str]:
     """Callee keys of the calls in ``body``, nested definitions excluded."""
     stack = list(body.children)
     while stack:

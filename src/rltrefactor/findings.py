@@ -42,7 +42,7 @@ def rule_finding(
         rule_id=rule.id,
         area=rule.area,
         title=rule.title,
-        severity=rule.severity,  # type: ignore[arg-type]
+        severity=rule.severity,
         path=path,
         span=span,
         impact=impact,

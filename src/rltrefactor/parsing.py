@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .source import first_syntax_error
 from .types import FileError
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 # LibCST's native parser overflows its stack (a crash, not an exception) somewhere
 # above 800 nested brackets; Python itself refuses more than 200.
@@ -28,14 +32,14 @@ def parse_module(text: str) -> cst.Module:
     return cst.parse_module(text)
 
 
-def syntax_error(path: str, text: str, tree) -> list[FileError]:
+def syntax_error(path: str, text: str, tree: tree_sitter.Tree) -> list[FileError]:
     """The parser's own message for a file tree-sitter flags, if LibCST agrees."""
     if first_syntax_error(tree) is None:
         return []
     try:
         parse_module(text)
     except cst.ParserSyntaxError as exc:
-        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line)]
+        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line, syntax=True)]
     except RecursionError:
         return [FileError(path, "nesting too deep to parse; not reviewed")]
     return []
@@ -46,7 +50,7 @@ def python_syntax_error(path: str, text: str) -> FileError | None:
     try:
         compile(text, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
     except SyntaxError as exc:
-        return FileError(path, f"syntax error: {exc.msg}", exc.lineno)
+        return FileError(path, f"syntax error: {exc.msg}", exc.lineno, syntax=True)
     except (ValueError, RecursionError, MemoryError):
         return None
     return None

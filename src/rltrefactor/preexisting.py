@@ -112,7 +112,7 @@ def _first_word(finding: Finding, head_lines: list[str] | None) -> str | None:
 
 
 def _ranges_named(defs: DefinitionMap, qualname: str) -> list[tuple[int, int]]:
-    return [(d.start_line, d.end_line) for d in defs.all() if d.qualname == qualname]
+    return [(d.start_line, d.end_line) for d in defs.definitions if d.qualname == qualname]
 
 
 def _encloses(defs: DefinitionMap, ranges: list[tuple[int, int]], qualname: str, line: int) -> bool:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Literal, Mapping, get_args
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
-from .tokens import whole_word
+from .tokens import Prefilter, Token, whole_word
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 _NEWLINE = re.compile("\n")
 _IMPORT_TYPES = {"import_statement", "import_from_statement", "future_import_statement"}
@@ -36,7 +39,7 @@ Reads = Literal["function", "statement", "header"]
 class RuleReach:
     """How much of a file one rule reads around the places where its tokens occur."""
 
-    tokens: tuple["str | re.Pattern[str]", ...]  # () when no cheap test exists: the rule may hit anywhere
+    tokens: Prefilter  # () when no cheap test exists: the rule may hit anywhere
     # Reads every method of a class its tokens select.
     whole_class: bool = False
     # Never reports inside a setup method (``__init__``, ...): tokens there select nothing.
@@ -114,7 +117,7 @@ class _Lines:
 
 
 def token_lines(
-    text: str, tokens: Iterable["str | re.Pattern[str]"], index: LineIndex, window: tuple[int, int] | None = None
+    text: str, tokens: Iterable[Token], index: LineIndex, window: tuple[int, int] | None = None
 ) -> set[int]:
     """Lines holding a token; with ``window`` (offsets, from a line start), only the
     lines that start inside it."""
@@ -140,27 +143,22 @@ def token_lines(
     return lines
 
 
-def _line_range(node) -> tuple[int, int]:
+def _line_range(node: Node) -> tuple[int, int]:
     end_row, end_column = node.end_point
     last = end_row if end_column > 0 else end_row - 1
     return node.start_point[0] + 1, max(last, node.start_point[0]) + 1
 
 
-def _statement_nodes(tree) -> list:
+def _statement_nodes(tree: Tree) -> list[Node]:
     return [child for child in tree.root_node.children if child.type != "comment"]
 
 
-def top_level_statements(tree) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges of the module's statements (comments excluded)."""
-    return [_line_range(node) for node in _statement_nodes(tree)]
-
-
-def _definition(statement):
+def _definition(statement: Node) -> Node | None:
     """The function or class a (decorated) definition statement defines."""
     return statement.child_by_field_name("definition") if statement.type == "decorated_definition" else statement
 
 
-def _methods(statement) -> list[tuple[int, int, str]]:
+def _methods(statement: Node) -> list[tuple[int, int, str]]:
     """(first, last, name) of the methods directly in a top-level class's body."""
     node = _definition(statement)
     if node is None or node.type != "class_definition":
@@ -176,7 +174,7 @@ def _methods(statement) -> list[tuple[int, int, str]]:
 
 def plan_regions(
     text: str,
-    tree,
+    tree: Tree,
     reach: Mapping[str, RuleReach],
     *,
     lines: frozenset[int] | None,
@@ -243,7 +241,7 @@ def plan_regions(
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
-def _window(touched: set[int], statements, index: LineIndex) -> tuple[int, int]:
+def _window(touched: set[int], statements: list[tuple[int, int]], index: LineIndex) -> tuple[int, int]:
     """Offsets from the first touched statement's first line to the last one's end."""
     first = statements[min(touched)][0]
     last = max(statements[position][1] for position in touched)
@@ -251,7 +249,11 @@ def _window(touched: set[int], statements, index: LineIndex) -> tuple[int, int]:
 
 
 def _companion_lines(
-    text: str, index: LineIndex, hit_lines: set[int], companions, assigned: Mapping[str, list[int]] | None = None
+    text: str,
+    index: LineIndex,
+    hit_lines: set[int],
+    companions: Callable[[str], Iterable[str]],
+    assigned: Mapping[str, list[int]] | None = None,
 ) -> set[int]:
     """Lines holding what a rule reads besides its tokens, grown until nothing new turns up.
 
@@ -289,7 +291,7 @@ def _in_same_function(found: set[int], hit_lines: set[int], functions: list[tupl
     return {line for line in found if innermost(line) in wanted}
 
 
-def _function_ranges(root) -> Iterator[tuple[int, int]]:
+def _function_ranges(root: Node) -> Iterator[tuple[int, int]]:
     stack = [root]
     while stack:
         node = stack.pop()
@@ -320,7 +322,7 @@ def _import_lines(text: str, index: LineIndex) -> set[int]:
     return {line for line in token_lines(text, ("import ",), index) if _IMPORT_LINE.match(index.line_text(line))}
 
 
-def _setup_method_lines(nodes, keep_method) -> set[int]:
+def _setup_method_lines(nodes: list[Node], keep_method: Callable[[str], bool]) -> set[int]:
     return {
         line
         for node in nodes
@@ -340,7 +342,7 @@ class _Reads:
     imports: _Lines  # import statements, kept in whatever is kept: rules resolve names through them
 
 
-def _unread_lines(statement, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
+def _unread_lines(statement: Node, reads: _Reads, index: LineIndex, keep_method: Callable[[str], bool]) -> dict[int, str]:
     """Lines of a selected top-level statement that no rule reads, with what replaces them."""
     node = _definition(statement)
     if node is not None and node.type == "function_definition":
@@ -350,7 +352,7 @@ def _unread_lines(statement, reads: _Reads, index: LineIndex, keep_method) -> di
     return {}
 
 
-def _unread_in_class(cls, reads: _Reads, index: LineIndex, keep_method) -> dict[int, str]:
+def _unread_in_class(cls: Node, reads: _Reads, index: LineIndex, keep_method: Callable[[str], bool]) -> dict[int, str]:
     """Methods holding no token, and class-level statements holding none, are emptied.
 
     Setup methods (``keep_method``) and class-level statements describe the class:
@@ -386,12 +388,12 @@ def _unread_in_class(cls, reads: _Reads, index: LineIndex, keep_method) -> dict[
     return blank
 
 
-def _name(definition) -> str:
+def _name(definition: Node) -> str:
     name = definition.child_by_field_name("name")
-    return name.text.decode("utf-8", "replace") if name is not None else ""
+    return name.text.decode("utf-8", "replace") if name is not None and name.text is not None else ""
 
 
-def _unread_in_function(function, reads: _Reads, index: LineIndex) -> dict[int, str]:
+def _unread_in_function(function: Node, reads: _Reads, index: LineIndex) -> dict[int, str]:
     decorated = function.parent if function.parent is not None and function.parent.type == "decorated_definition" else function
     if reads.function.any_within(*_line_range(decorated)):
         return {}  # a rule that reads the whole function has a token here
@@ -399,7 +401,7 @@ def _unread_in_function(function, reads: _Reads, index: LineIndex) -> dict[int, 
     return _unread_in_block(body, reads, index) if body is not None else {}
 
 
-def _unread_in_block(block, reads: _Reads, index: LineIndex) -> dict[int, str]:
+def _unread_in_block(block: Node, reads: _Reads, index: LineIndex) -> dict[int, str]:
     """Statements of ``block`` that hold no token; statements that hold tokens only in
     their blocks, or only tokens of rules that read headers, are opened in turn. The
     block keeps at least a ``pass``."""
@@ -420,13 +422,13 @@ def _unread_in_block(block, reads: _Reads, index: LineIndex) -> dict[int, str]:
     return blank
 
 
-def _placeholder(statement, index: LineIndex) -> str:
+def _placeholder(statement: Node, index: LineIndex) -> str:
     """``pass`` where ``statement`` starts: a block must keep one statement."""
     line = statement.start_point[0] + 1
     return index.line_text(line)[: statement.start_point[1]] + "pass"
 
 
-def _owns_its_lines(statement, block) -> bool:
+def _owns_its_lines(statement: Node, block: Node) -> bool:
     """No other code shares a line with ``statement`` (``a = 1; b = 2``, ``if x: y``)."""
     before = statement.prev_sibling or block.prev_sibling
     after = statement.next_sibling
@@ -437,7 +439,7 @@ def _owns_its_lines(statement, block) -> bool:
     )
 
 
-def _blocks_to_open(statement, whole: _Lines) -> list:
+def _blocks_to_open(statement: Node, whole: _Lines) -> list[Node]:
     """The blocks of a token-holding statement worth emptying piecemeal: none when a
     token of a rule that reads whole statements sits in its header, except for a
     nested function, whose header is always kept."""
@@ -457,7 +459,7 @@ def _blocks_to_open(statement, whole: _Lines) -> list:
     return blocks
 
 
-def _statements_for(lines: set[int] | None, statements, starts) -> Iterable[int]:
+def _statements_for(lines: set[int] | None, statements: list[tuple[int, int]], starts: list[int]) -> Iterable[int]:
     if lines is None:
         return range(len(statements))
     found = set()
@@ -468,9 +470,12 @@ def _statements_for(lines: set[int] | None, statements, starts) -> Iterable[int]
     return found
 
 
-def _merge(items, statements, index: LineIndex, blank: Mapping[int, str]) -> list[Region]:
+def _merge(
+    items: list[tuple[int, set[str]]], statements: list[tuple[int, int]], index: LineIndex, blank: Mapping[int, str]
+) -> list[Region]:
     regions: list[Region] = []
-    first = last = None
+    first: int | None = None
+    last = 0  # read only once ``first`` is set
     rules: set[str] = set()
     def region(first: int, last: int, rules: set[str]) -> Region:
         blanked = sum(1 for line in blank if first <= line <= last)
@@ -490,7 +495,7 @@ def _merge(items, statements, index: LineIndex, blank: Mapping[int, str]) -> lis
     return regions
 
 
-def module_imports_text(tree, text: str) -> str:
+def module_imports_text(tree: Tree, text: str) -> str:
     """Source of the module-level import statements (also inside top-level if/try)."""
     data = text.encode("utf-8", "surrogatepass")
     pieces = []

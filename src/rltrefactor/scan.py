@@ -55,7 +55,9 @@ def review_files(
     return outcomes
 
 
-def _in_pool(engine: Engine, items, jobs: int, report: Callable[[int, int], None]) -> dict[str, FileOutcome]:
+def _in_pool(
+    engine: Engine, items: list[tuple[str, str, frozenset[int] | None]], jobs: int, report: Callable[[int, int], None]
+) -> dict[str, FileOutcome]:
     # Imported here: a review of a few files never starts a pool.
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_all_start_methods, get_context

@@ -11,13 +11,17 @@ import os
 import tokenize
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
 
 from . import gitio
 from .errors import GitError
 from .types import ChangeSet, Definition, FileError
 
+if TYPE_CHECKING:
+    import tree_sitter
+
 MAX_FILE_BYTES = 2 * 1024 * 1024
-_DEFINITION_TYPES = {"function_definition": "function", "class_definition": "class"}
+_DEFINITION_TYPES: dict[str, Literal["function", "class"]] = {"function_definition": "function", "class_definition": "class"}
 # Node types whose children can hold a definition; everything else is skipped whole.
 _CONTAINERS = {
     "module", "block", "decorated_definition", "if_statement", "elif_clause", "else_clause",
@@ -51,7 +55,7 @@ def _read_raw(change: ChangeSet, paths: list[str]) -> dict[str, bytes | FileErro
     root = change.repo_root or "."
     if change.head.kind == "worktree":
         return {path: _read_worktree(root, path) for path in paths}
-    rev = change.head.ref if change.head.kind == "git" else ""
+    rev = (change.head.ref or "") if change.head.kind == "git" else ""
     try:
         blobs = gitio.read_blobs(root, rev or "", paths)
     except GitError as exc:
@@ -112,35 +116,32 @@ class DefinitionMap:
                 best = definition  # later starts are nested deeper
         return best or Definition("<module>", "module", 1, max(line, 1))
 
-    def all(self) -> tuple[Definition, ...]:
-        return self.definitions
-
 
 @lru_cache(maxsize=1)
-def _parser():
+def _parser() -> tree_sitter.Parser:
     import tree_sitter
     import tree_sitter_python
 
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
 
 
-def parse_tree(text: str):
+def parse_tree(text: str) -> tree_sitter.Tree:
     """tree-sitter syntax tree of ``text``; error-tolerant, rows are ``\n``-separated lines."""
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
 
 
-def definitions(text: str, tree=None) -> DefinitionMap:
+def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMap:
     """Functions and classes with Python-style qualified names (``A.f.<locals>.g``)."""
     tree = tree if tree is not None else parse_tree(text)
     found: list[Definition] = []
-    stack = [(tree.root_node, "", None)]
+    stack: list[tuple[tree_sitter.Node, str, int | None]] = [(tree.root_node, "", None)]
     while stack:
         node, prefix, decorated_start = stack.pop()
         kind = _DEFINITION_TYPES.get(node.type)
         child_prefix = prefix
         if kind is not None:
             name_node = node.child_by_field_name("name")
-            name = name_node.text.decode("utf-8", "replace") if name_node is not None else "?"
+            name = name_node.text.decode("utf-8", "replace") if name_node is not None and name_node.text is not None else "?"
             qualname = prefix + name
             start = decorated_start if decorated_start is not None else node.start_point[0] + 1
             found.append(Definition(qualname, kind, start, node.end_point[0] + 1))
@@ -148,13 +149,13 @@ def definitions(text: str, tree=None) -> DefinitionMap:
         if kind is None and node.type not in _CONTAINERS:
             continue  # definitions only nest inside blocks and compound statements
         for child in reversed(node.children):
-            start = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-            stack.append((child, child_prefix, start))
+            decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
+            stack.append((child, child_prefix, decorated))
     found.sort(key=lambda d: (d.start_line, -d.end_line))
     return DefinitionMap(tuple(found))
 
 
-def first_syntax_error(tree) -> int | None:
+def first_syntax_error(tree: tree_sitter.Tree) -> int | None:
     """1-based line of the first ERROR or MISSING node, or None for a clean tree."""
     if not tree.root_node.has_error:
         return None

@@ -11,10 +11,10 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from .findings import rule_finding
-from .types import Finding, Span
+from .types import Definition, Finding, Span
 
 if TYPE_CHECKING:
     from .library.model import Rule
@@ -59,7 +59,7 @@ def _parse_directive(line: int, column: int, rest: str) -> Suppression:
     return Suppression(line, column, ids, reason)
 
 
-def _comments(text: str):
+def _comments(text: str) -> Iterator[tuple[int, int, str]]:
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
             if token.type == tokenize.COMMENT:
@@ -70,7 +70,7 @@ def _comments(text: str):
 
 
 def apply_suppressions(
-    path: str, text: str, enclosing, findings: list[Finding], known_ids: frozenset[str], report_as: "Rule | None"
+    path: str, text: str, enclosing: Callable[[int], Definition], findings: list[Finding], known_ids: frozenset[str], report_as: "Rule | None"
 ) -> list[Finding]:
     """Mark suppressed findings and report directives that cannot be honoured.
 
@@ -90,7 +90,7 @@ def apply_suppressions(
 
 
 def _invalid_suppressions(
-    path: str, text: str, enclosing, directives: Iterable[Suppression], known_ids: frozenset[str], rule: "Rule"
+    path: str, text: str, enclosing: Callable[[int], Definition], directives: Iterable[Suppression], known_ids: frozenset[str], rule: "Rule"
 ) -> list[Finding]:
     out = []
     lines = text.splitlines()

@@ -10,7 +10,19 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Protocol
+
+
+class Searcher(Protocol):
+    """A token that is not a substring: a compiled regex, or a ``GuardedRegex``."""
+
+    def search(self, text: str, /) -> re.Match[str] | None: ...
+
+    def finditer(self, text: str, /) -> Iterator[re.Match[str]]: ...
+
+
+Token = str | Searcher
+Prefilter = tuple[Token, ...]  # at least one must occur; () when no cheap test exists
 
 
 @functools.lru_cache(maxsize=4096)

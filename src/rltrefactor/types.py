@@ -9,16 +9,21 @@ returns a new record (``dataclasses.replace``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Mapping
+from typing import TYPE_CHECKING, Literal, Mapping, get_args
 
 if TYPE_CHECKING:
     from .library.model import Rule
 
 FileStatus = Literal["added", "modified", "renamed", "deleted", "copied"]
 ContentKind = Literal["git", "index", "worktree"]
-Severity = Literal["error", "warning", "info"]
+Severity = Literal["error", "warning", "info"]  # the one definition: most severe first
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 FindingStatus = Literal["new", "pre-existing"]
-SEVERITY_ORDER: Mapping[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+
+def at_least(severity: Severity, threshold: Severity) -> bool:
+    """Whether ``severity`` is ``threshold`` or more severe (the ``--fail-on`` test)."""
+    return SEVERITIES.index(severity) <= SEVERITIES.index(threshold)
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,7 @@ class FileError:
     path: str
     message: str
     line: int | None = None
+    syntax: bool = False  # the file does not parse (one such error per file is reported)
 
 
 @dataclass(frozen=True)
@@ -302,11 +308,10 @@ class ReviewResult:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
-        threshold = SEVERITY_ORDER[self.fail_on]
         return tuple(
             f
             for f in self.findings
             if not f.suppressed
             and f.status == "new"
-            and SEVERITY_ORDER[f.severity] >= threshold
+            and at_least(f.severity, self.fail_on)
         )

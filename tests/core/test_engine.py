@@ -47,7 +47,7 @@ def test_lines_outside_the_change_are_not_matched(engine):
 def test_syntax_error_elsewhere_is_reported_with_its_line(engine):
     text = "def forward(x):\n    return x.item()\n\n\ndef broken(:\n    pass\n"
     outcome = engine.review_file(HOT, text)
-    assert [(e.line, e.message.startswith("syntax error")) for e in outcome.errors] == [(5, True)]
+    assert [(e.line, e.syntax, e.message.startswith("syntax error")) for e in outcome.errors] == [(5, True, True)]
 
 
 def test_syntax_error_in_a_file_without_candidates_is_still_reported(engine):

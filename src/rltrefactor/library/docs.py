@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 from ..matchers.pattern import iter_code_patterns
 from ..matchers.registry import PYTHON_MATCHERS
-from .model import AREAS, Library, Rule
+from .model import AREAS, Example, Library, Rule
 
 AREA_QUESTIONS = {
     "responsibilities-state": "Are scheduling, computation, KV management and output handling separated? Is the same state maintained in several places?",
@@ -119,7 +120,7 @@ def _scope(rule: Rule) -> str:
     return "Applies to " + "; ".join(parts) + "."
 
 
-def _code_blocks(examples) -> list[str]:
+def _code_blocks(examples: Iterable[Example]) -> list[str]:
     out: list[str] = []
     for example in examples:
         code = "\n".join(_EXPECT.sub("", line) for line in example.code.rstrip().splitlines())

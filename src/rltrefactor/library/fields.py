@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar
 
 from ..errors import RuleLibraryError
 from .yamlsafe import LineList, LineMap
 
+_Choice = TypeVar("_Choice", bound=str)
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list", dict: "a mapping"}
 
 
@@ -41,7 +42,7 @@ class Reader:
         self.where = where
         if not isinstance(data, dict):
             raise self.error(line, f"expected a mapping (got {_kind(data)}); write `key: value` lines")
-        self.data: dict = data
+        self.data: dict[str, Any] = data
         self.line = getattr(data, "line", line)
 
     def error(self, line: int, message: str) -> RuleLibraryError:
@@ -79,12 +80,12 @@ class Reader:
                 self.line_of(key),
                 f"{key}: expected {_TYPE_NAMES.get(kind, kind.__name__)} (got {_kind(value)} {_short(value)}); fix the value",
             )
-        if kind is str and not value.strip():
+        if kind is str and isinstance(value, str) and not value.strip():
             raise self.error(self.line_of(key), f"{key}: must not be empty; write the text")
         return value
 
-    def choice(self, key: str, choices: tuple[str, ...], *, default: str | None = None) -> str:
-        value = self.get(key, str, required=default is None, default=default)
+    def choice(self, key: str, choices: tuple[_Choice, ...], *, default: _Choice | None = None) -> _Choice:
+        value: _Choice = self.get(key, str, required=default is None, default=default)
         if value not in choices:
             raise self.error(
                 self.line_of(key),

@@ -47,7 +47,7 @@ def bundled_rules_dir() -> Path:
     )
 
 
-def load_library(extra_dirs: Iterable[str] | None = (), disabled: Iterable[str] = ()) -> Library:
+def load_library(extra_dirs: Iterable[str] | None = ()) -> Library:
     """The bundled library plus ``extra_dirs`` (repo-local rules), validated."""
     bundled = read_rule_dir(bundled_rules_dir(), label="rules", bundled=True)
     locals_ = [read_rule_dir(Path(d), label=_display(d), bundled=False) for d in (extra_dirs or ())]
@@ -59,7 +59,7 @@ def load_library(extra_dirs: Iterable[str] | None = (), disabled: Iterable[str] 
         for rule in directory.rules:
             _check_unique(rule, seen, retired)
             seen[rule.id] = rule
-    drop = _disabled_ids(disabled, locals_, seen)
+    drop = _disabled_ids(locals_, seen)
     rules = tuple(rule for rule in seen.values() if rule.id not in drop)
     return Library(version=bundled.version, schema=SCHEMA_VERSION, rules=rules, retired_ids=frozenset(retired))
 
@@ -74,9 +74,8 @@ def _check_unique(rule: Rule, seen: dict[str, Rule], retired: set[str]) -> None:
         raise RuleLibraryError(f"{where}: status is retired but the id is not in retired-ids; add it to {LIBRARY_FILE}")
 
 
-def _disabled_ids(disabled: Iterable[str], locals_: list[RuleDir], seen: dict[str, Rule]) -> set[str]:
-    wanted = [(rule_id, "disabled rules") for rule_id in disabled]
-    wanted += [pair for directory in locals_ for pair in directory.disable]
+def _disabled_ids(locals_: list[RuleDir], seen: dict[str, Rule]) -> set[str]:
+    wanted = [pair for directory in locals_ for pair in directory.disable]
     for rule_id, where in wanted:
         if rule_id not in seen:
             raise RuleLibraryError(f"{where}: disable: unknown rule {rule_id!r}{suggest(rule_id, seen)}; check the id with 'rltrefactor rules list'")

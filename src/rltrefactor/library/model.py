@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, get_args
+
+from ..types import Severity
 
 AREAS = (
     "responsibilities-state",
@@ -15,8 +17,9 @@ AREAS = (
     "device-residency",
     "loop-semantics",
 )
-STATUSES = ("active", "experimental", "retired")
-SEVERITIES = ("error", "warning", "info")
+RuleStatus = Literal["active", "experimental", "retired"]
+STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
+ExampleKind = Literal["bad", "good"]
 CONFIDENCES = ("high", "medium", "low")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 
@@ -42,7 +45,7 @@ class Applicability:
 
 @dataclass(frozen=True)
 class Example:
-    kind: Literal["bad", "good"]
+    kind: ExampleKind
     code: str
     path: str  # virtual repo-relative path the example is reviewed as
     origin: Origin
@@ -68,9 +71,9 @@ class Rule:
     id: str
     title: str
     area: str
-    status: str
+    status: RuleStatus
     since: str
-    severity: str
+    severity: Severity
     confidence: str
     applicability: Applicability
     problem: str

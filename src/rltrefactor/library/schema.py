@@ -12,15 +12,16 @@ import re
 import tokenize
 
 from ..globs import GlobError, compile_glob
+from ..types import SEVERITIES
 from .fields import Reader, _kind, _short
 from .model import (
     AREAS,
     CONFIDENCES,
     FIX_SAFETY,
-    SEVERITIES,
     STATUSES,
     Applicability,
     Example,
+    ExampleKind,
     MatcherSpec,
     Origin,
     Rule,
@@ -154,6 +155,7 @@ def _examples(r: Reader, rule_id: str, *, testable: bool) -> tuple[Example, ...]
         if not (e.has("bad") or e.has("good")):
             raise e.error(e.line, "an example needs `bad:` or `good:` code (or both); add the code")
         path = e.get("path", str, default=default_example_path(rule_id))
+        kind: ExampleKind
         for kind in ("bad", "good"):
             if e.has(kind):
                 examples.append(_example(e, kind, path, testable=testable))
@@ -163,7 +165,7 @@ def _examples(r: Reader, rule_id: str, *, testable: bool) -> tuple[Example, ...]
     return tuple(examples)
 
 
-def _example(e: Reader, kind: str, path: str, *, testable: bool) -> Example:
+def _example(e: Reader, kind: ExampleKind, path: str, *, testable: bool) -> Example:
     code = e.get(kind, str)
     first_line = e.value_line(kind)
     try:
@@ -183,7 +185,7 @@ def _example(e: Reader, kind: str, path: str, *, testable: bool) -> Example:
             e.line_of("bad"),
             "bad: no line is marked `# expect`; mark each line the rule must report",
         )
-    return Example(kind=kind, code=code, path=path, origin=origin, expected_lines=expected if kind == "bad" else ())  # type: ignore[arg-type]
+    return Example(kind=kind, code=code, path=path, origin=origin, expected_lines=expected if kind == "bad" else ())
 
 
 def expect_lines(code: str) -> tuple[int, ...]:

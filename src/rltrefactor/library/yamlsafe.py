@@ -14,7 +14,7 @@ import yaml
 from ..errors import RuleLibraryError
 
 
-class LineMap(dict):
+class LineMap(dict[str, Any]):
     """A mapping with the 1-based line of itself, each key, and each value's text."""
 
     line: int = 0
@@ -25,7 +25,7 @@ class LineMap(dict):
         return self.key_lines.get(key, self.line)
 
 
-class LineList(list):
+class LineList(list[Any]):
     line: int = 0
     item_lines: list[int]
 
@@ -39,7 +39,7 @@ class _DuplicateKey(Exception):
 
 
 # libyaml's parser when present (several times faster); constructors stay the safe ones.
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]  # a base picked at import time
     pass
 
 
@@ -81,7 +81,7 @@ def _reject_aliases(text: str, path: str) -> None:
     for event in yaml.parse(text, Loader=_LineLoader):
         if isinstance(event, yaml.AliasEvent):
             raise RuleLibraryError(
-                f"{path}:{event.start_mark.line + 1}: YAML alias '*{event.anchor}': rule files may not "
+                f"{path}:{event.start_mark.line + 1 if event.start_mark else 1}: YAML alias '*{event.anchor}': rule files may not "
                 "use anchors and aliases; write the value out"
             )
 

@@ -8,10 +8,11 @@ handler that awaits its cleanup can itself be cancelled half-way.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import ClassVar, Any, Iterator
 
 import libcst as cst
 
+from ..tokens import Prefilter
 from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
@@ -25,11 +26,11 @@ _DELIVERY = re.compile(r"^(?:put|send)(?:_\w+)?$")
 class AwaitedDeliveryInFanOutLoop:
     """``await consumer.put(...)`` for each consumer in a loop: one slow consumer stalls all."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"await\b[^\n]*\.(?:put|send)\w*\s*\("),)
+        self.prefilter: Prefilter = (re.compile(r"await\b[^\n]*\.(?:put|send)\w*\s*\("),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for awaited in ctx.nodes(cst.Await):
@@ -81,11 +82,11 @@ _ENDING_WORDS = frozenset({"cancel", "abort"})
 class StateFlagSetAfterAwait:
     """``await ...`` then ``self.cancelled = True`` in an async cancel/abort: consumers race the flag."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(rf"async\s+def\s+\w*(?:{cased(_ENDING_WORDS)})"),)
+        self.prefilter: Prefilter = (re.compile(rf"async\s+def\s+\w*(?:{cased(_ENDING_WORDS)})"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
@@ -124,14 +125,14 @@ CLEANUP_VERBS = (
 class UnshieldedAwaitInHandler:
     """``except ...: await self.abort(rid)`` unshielded: a further cancel stops the cleanup half-way."""
 
-    OPTIONS = {"cleanup-verbs": Option("strings", CLEANUP_VERBS, "words of awaited calls that clean up")}
+    OPTIONS: ClassVar[dict[str, Option]] = {"cleanup-verbs": Option("strings", CLEANUP_VERBS, "words of awaited calls that clean up")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.verbs = frozenset(options["cleanup-verbs"])
         # The awaited cleanup call on the ``await`` line (``except`` alone is everywhere);
         # the whole function is read.
-        self.prefilter = (re.compile(rf"await\b[^\n]*?(?:{cased(self.verbs)})"),)
+        self.prefilter: Prefilter = (re.compile(rf"await\b[^\n]*?(?:{cased(self.verbs)})"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for handler in ctx.nodes(cst.ExceptHandler):

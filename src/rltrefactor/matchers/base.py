@@ -8,7 +8,6 @@ walking the tree again. Positions are resolved only for nodes that hit.
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..tokens import Prefilter
 from ..types import Definition, Span
 from .imports import ImportTable
 
@@ -85,13 +85,18 @@ class _PositionState(PositionProvidingCodegenState):
     wrapper, no hashing of nodes, no newline regex for tokens without a newline.
     """
 
+    _stack: list[tuple[int, int]]  # type: ignore[assignment]  # plain tuples: cheaper than CodePosition
+    provider: _PositionSink  # type: ignore[assignment]  # only ``_computed`` is read, and the sink holds it
+
     @contextmanager
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Iterator[None]:
         start_line, start_column = self.line, self.column
         try:
             yield
         finally:
-            computed = self.provider._computed  # type: ignore[attr-defined]
+            computed = self.provider._computed
             end_line, end_column = self.line, self.column
             if start_node is not None:
                 start_line, start_column = computed[id(start_node)][:2]
@@ -110,11 +115,11 @@ class _PositionState(PositionProvidingCodegenState):
             self.column += len(token)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        self._stack.append((self.line, self.column))  # type: ignore[arg-type]
+        self._stack.append((self.line, self.column))
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        start_line, start_column = self._stack.pop()  # type: ignore[misc]
-        computed = self.provider._computed  # type: ignore[attr-defined]
+        start_line, start_column = self._stack.pop()
+        computed = self.provider._computed
         computed.setdefault(id(node), (start_line, start_column, self.line, self.column))
 
 
@@ -128,7 +133,7 @@ class _PositionSink:
 def positions(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
     """``id(node) -> (line, column0, end_line, end_column0)`` for every node of ``module``."""
     sink = _PositionSink()
-    state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline, provider=sink)
+    state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline, provider=sink)  # type: ignore[arg-type]  # the sink stands in for a provider
     module._codegen(state)
     return sink._computed
 
@@ -175,7 +180,7 @@ class FileContext:
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
-        return self._by_type.get(node_type, [])  # type: ignore[return-value]
+        return self._by_type.get(node_type, [])  # type: ignore[return-value]  # keyed by exact type: all are N
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self._parent.get(id(node))
@@ -233,7 +238,7 @@ class Matcher(Protocol):
     # Substrings (or compiled regexes) of which at least one must occur in a statement's
     # text for the matcher to possibly hit there; empty means no cheap test exists and
     # every statement is parsed. Precise tokens are what keeps full scans fast.
-    prefilter: tuple["str | re.Pattern[str]", ...]
+    prefilter: Prefilter
     # Optional (see ``regions.RuleReach``), each telling planning what may stay unparsed:
     # reads: "function" (default), "statement" or "header": how much of a function
     #   around a token the matcher reads;

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import whole_word
+from ..tokens import Prefilter, whole_word
 from .base import FileContext, Match
 from .context import subtree, unpacked
 from .imports import dotted_name
@@ -34,7 +34,7 @@ class ComparedProbe:
 
     reads = "header"
 
-    OPTIONS = {
+    OPTIONS: ClassVar[dict[str, Option]] = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
         "attributes": Option("strings", (), "qualified names of probed values, such as torch.version.cuda"),
         "truthiness": Option("bool", False, "also report a probe used directly as a condition"),
@@ -42,7 +42,7 @@ class ComparedProbe:
         "skip-functions": Option("regex", "", "functions whose purpose is the probe (is_hopper, check_version); empty = none"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.calls = frozenset(options["calls"])
         self.attributes = frozenset(options["attributes"])
@@ -51,12 +51,12 @@ class ComparedProbe:
         self.attribute_names = frozenset(name.rpartition(".")[2] for name in self.attributes)
         self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
         tokens = [*(whole_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
-        self.prefilter = tuple(dict.fromkeys(tokens))
+        self.prefilter: Prefilter = tuple(dict.fromkeys(tokens))
 
     def companions(self, text: str) -> Iterator[str]:
         """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
         line = text.partition("\n")[0]
-        end = _TARGETS.match(line).end()
+        end = found.end() if (found := _TARGETS.match(line)) else 0  # a starred pattern always matches
         if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
             return
         for target in line[:end].split(","):
@@ -75,6 +75,7 @@ class ComparedProbe:
         if not self.branches_only:
             yield from self._anywhere(ctx, derived)
             return
+        kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 scope = _enclosing_scope(branch, ctx)
@@ -106,7 +107,7 @@ class ComparedProbe:
 
     def _probe(self, expr: cst.CSTNode, ctx: FileContext, names: frozenset[str]) -> bool:
         """Whether ``expr`` is a probe, or is built from one (index, attribute, wrapper call)."""
-        current = expr
+        current: cst.CSTNode | None = expr
         while True:
             if isinstance(current, (cst.Name, cst.Attribute)) and names and dotted_name(current) in names:
                 return True
@@ -172,11 +173,11 @@ class SilentImportFallback:
 
     reads = "statement"  # the try's body and the handler's
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = ("ImportError", "ModuleNotFoundError")
+        self.prefilter: Prefilter = ("ImportError", "ModuleNotFoundError")
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for attempt in ctx.nodes(cst.Try):
@@ -231,15 +232,15 @@ class AcceleratorProbe:
 
     reads = "header"
 
-    OPTIONS = {
+    OPTIONS: ClassVar[dict[str, Option]] = {
         "backends": Option("strings", ACCELERATORS, "accelerator names whose probes choose an execution path"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.backends = frozenset(options["backends"])
         names = "|".join(sorted(self.backends))
-        self.prefilter = ("hasattr(", "is_available(", ".type", "str(")
+        self.prefilter: Prefilter = ("hasattr(", "is_available(", ".type", "str(")
         self._backend = re.compile(rf"""^['"]({names})(:\d+)?['"]$""")
         self._prefix = re.compile(rf"""^['"]({names})""")
 
@@ -248,7 +249,7 @@ class AcceleratorProbe:
             for branch in ctx.nodes(kind):
                 if isinstance(branch, cst.IfExp) and _names_only(branch):
                     continue  # picks a name (``"cuda" if ... else "cpu"``), not a path
-                for node in subtree(branch.test):
+                for node in subtree(branch.test):  # type: ignore[attr-defined]  # If, While and IfExp all have a test
                     if self._probe(node, ctx):
                         yield Match(node, {"PROBE": ctx.code(node)})
                         break

@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence, TypeGuard
 
 import libcst as cst
 
@@ -107,7 +107,7 @@ def _parse(text: str, source: str, line: int | None) -> cst.CSTNode:
     return statement
 
 
-def is_metavar(node: cst.CSTNode) -> bool:
+def is_metavar(node: cst.CSTNode) -> TypeGuard[cst.Name]:
     return isinstance(node, cst.Name) and node.value.startswith(MV_PREFIX)
 
 
@@ -123,7 +123,7 @@ def _dotted(node: cst.CSTNode) -> str | None:
     return None if name is None or MV_PREFIX in name else name
 
 
-def _walk(node: cst.CSTNode):
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     yield node
     for child in node.children:
         yield from _walk(child)
@@ -192,7 +192,7 @@ def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> No
 
 def match_node(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
     if is_metavar(p):
-        name = p.value[len(MV_PREFIX):]  # type: ignore[attr-defined]
+        name = p.value[len(MV_PREFIX):]
         if name in b:
             return b if match_node(b[name], t, {}, ctx) is not None else None
         return {**b, name: t}
@@ -203,14 +203,14 @@ def match_node(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) ->
         return b if _same_name(dotted, t, ctx) else None
     if type(p) is not type(t):
         return b if _is_ellipsis_suite(p) and isinstance(t, cst.BaseSuite) else None
-    if isinstance(p, cst.Attribute):
-        if not (is_metavar(p.attr) or p.attr.value == t.attr.value):  # type: ignore[attr-defined]
+    if isinstance(p, cst.Attribute) and isinstance(t, cst.Attribute):  # t: same type as p
+        if not (is_metavar(p.attr) or p.attr.value == t.attr.value):
             return None
-        found = match_node(p.attr, t.attr, b, ctx) if is_metavar(p.attr) else b  # type: ignore[attr-defined]
-        return None if found is None else match_node(p.value, t.value, found, ctx)  # type: ignore[attr-defined]
-    if isinstance(p, cst.Call):
-        found = match_node(p.func, t.func, b, ctx)  # type: ignore[attr-defined]
-        return None if found is None else _match_args(p.args, t.args, found, ctx)  # type: ignore[attr-defined]
+        found = match_node(p.attr, t.attr, b, ctx) if is_metavar(p.attr) else b
+        return None if found is None else match_node(p.value, t.value, found, ctx)
+    if isinstance(p, cst.Call) and isinstance(t, cst.Call):
+        found = match_node(p.func, t.func, b, ctx)
+        return None if found is None else _match_args(p.args, t.args, found, ctx)
     if isinstance(p, (cst.SimpleString, cst.Integer, cst.Float)):
         return b if _literal(p) == _literal(t) else None
     if _is_ellipsis_suite(p):
@@ -232,7 +232,7 @@ def _same_name(dotted: str, t: cst.CSTNode, ctx: FileContext) -> bool:
 
 def _literal(node: cst.CSTNode) -> object:
     try:
-        return node.evaluated_value  # type: ignore[attr-defined]
+        return node.evaluated_value  # type: ignore[attr-defined]  # literal nodes have it; others fall to except
     except Exception:  # noqa: BLE001 - odd literals compare by their text instead
         return getattr(node, "value", None)
 
@@ -248,19 +248,21 @@ def _is_ellipsis_suite(p: cst.CSTNode) -> bool:
 
 
 def _match_fields(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
-    current: Bindings | None = b
+    current = b
     for name in _compared_fields(type(p)):
         pv, tv = getattr(p, name), getattr(t, name)
+        found: Bindings | None = current
         if isinstance(pv, cst.CSTNode):
-            current = match_node(pv, tv, current, ctx) if isinstance(tv, cst.CSTNode) else None
+            found = match_node(pv, tv, current, ctx) if isinstance(tv, cst.CSTNode) else None
         elif isinstance(pv, (tuple, list)):
-            current = match_sequence(pv, tv, current, ctx, _is_wild_item) if isinstance(tv, (tuple, list)) else None
+            found = match_sequence(pv, tv, current, ctx, _is_wild_item) if isinstance(tv, (tuple, list)) else None
         elif pv is None and name == "orelse":
             continue  # a pattern without ``else`` does not care whether the code has one
         elif type(pv) is not type(tv) or pv != tv:
             return None
-        if current is None:
+        if found is None:
             return None
+        current = found
     return current
 
 
@@ -309,9 +311,9 @@ def _is_wild_arg(arg: cst.CSTNode) -> bool:
 
 
 def _compare_arg(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) -> Bindings | None:
-    if p.star != t.star:  # type: ignore[attr-defined]
+    if p.star != t.star:  # type: ignore[attr-defined]  # called on two calls' arguments only
         return None
-    return match_node(p.value, t.value, b, ctx)  # type: ignore[attr-defined]
+    return match_node(p.value, t.value, b, ctx)  # type: ignore[attr-defined]  # as above: both are cst.Arg
 
 
 def _match_args(pargs: Sequence[cst.Arg], targs: Sequence[cst.Arg], b: Bindings, ctx: FileContext) -> Bindings | None:
@@ -322,14 +324,15 @@ def _match_args(pargs: Sequence[cst.Arg], targs: Sequence[cst.Arg], b: Bindings,
     """
     open_ended = any(_is_wild_arg(a) for a in pargs)
     t_keywords = {a.keyword.value: a for a in targs if a.keyword is not None}
-    current: Bindings | None = b
+    current = b
     for parg in pargs:
         if parg.keyword is None:
             continue
         targ = t_keywords.get(parg.keyword.value)
-        current = None if targ is None else match_node(parg.value, targ.value, current, ctx)
-        if current is None:
+        found = None if targ is None else match_node(parg.value, targ.value, current, ctx)
+        if found is None:
             return None
+        current = found
     p_named = sum(1 for a in pargs if a.keyword is not None)
     t_rest = [a for a in targs if a.keyword is None and a.star != "**"]
     if not open_ended and (len(t_keywords) != p_named or len(t_rest) + len(t_keywords) != len(targs)):

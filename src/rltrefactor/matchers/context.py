@@ -17,7 +17,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from ..execution import COLD_KINDS, is_setup_name
+from ..execution import COLD_KINDS
+from ..execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import FileContext
 
 _COLD_NAME = re.compile(r"TYPE_CHECKING|is_compiling|isEnabledFor|debug|^__name__$", re.IGNORECASE)
@@ -161,13 +162,6 @@ def unpacked(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield from unpacked(target.value)
     else:
         yield target
-
-
-def branch_tests(ctx: FileContext) -> Iterator[cst.BaseExpression]:
-    """The condition of every ``if``/``elif``/``while``/conditional expression."""
-    for kind in (cst.If, cst.While, cst.IfExp):
-        for node in ctx.nodes(kind):
-            yield node.test
 
 
 def subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
+from ..tokens import Prefilter
 from .base import FileContext, Match
 from .context import in_cold_code, in_per_step_function, subtree
 from .residency import on_host, residency_companions
@@ -23,7 +24,7 @@ class TensorToHostConversion:
 
     reads = "header"
 
-    OPTIONS = {
+    OPTIONS: ClassVar[dict[str, Option]] = {
         "reductions": Option(
             "strings",
             ("any", "all", "sum", "max", "min", "amax", "amin", "mean", "argmax", "argmin", "count_nonzero", "prod", "norm"),
@@ -33,13 +34,13 @@ class TensorToHostConversion:
         "host-receivers": Option("regex", HOST_NAMES, "receivers that already live on the host"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.reductions = frozenset(options["reductions"])
         self.host_returning = frozenset(options["host-returning"])
         self.host = re.compile(options["host-receivers"])
         # ``sum(`` covers both ``x.sum(`` and ``torch.sum(``.
-        self.prefilter = tuple(f"{name}(" for name in sorted(self.reductions)) + tuple(
+        self.prefilter: Prefilter = tuple(f"{name}(" for name in sorted(self.reductions)) + tuple(
             name.rpartition(".")[2] + "(" for name in sorted(self.host_returning)
         )
 
@@ -53,6 +54,7 @@ class TensorToHostConversion:
             if ctx.qualified_name(call.func) in ("int", "float", "bool") and len(call.args) == 1:
                 if self._holds_device_value(call.args[0].value, ctx) and not in_cold_code(call, ctx):
                     yield Match(call, {"X": ctx.code(call.args[0].value), "CONVERSION": ctx.code(call.func)})
+        kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 # One branch reads one value, so it is reported once.
@@ -116,12 +118,12 @@ class ZeroFilledKernelOutput:
     means the zeros may matter, and the buffer is left alone."""
 
     reads = "function"
-    prefilter = ("zeros",)
-    OPTIONS = {
+    prefilter: Prefilter = ("zeros",)
+    OPTIONS: ClassVar[dict[str, Option]] = {
         "kernel-callees": Option("regex", KERNEL_CALLEES, "callees that are kernels writing their output arguments"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.kernel = re.compile(options["kernel-callees"])
 
@@ -139,9 +141,9 @@ class ZeroFilledKernelOutput:
                             yield Match(call, {"X": name})
                     for name in used:
                         del pending[name]
-                name, call = _zeros_assignment(statement, ctx)
-                if name is not None and call is not None:
-                    pending[name] = call
+                target, zeros = _zeros_assignment(statement, ctx)
+                if target is not None and zeros is not None:
+                    pending[target] = zeros
 
     def _overwritten(self, statement: cst.CSTNode, names: set[str], ctx: FileContext) -> set[str]:
         """The names this statement passes, as plain arguments, to a kernel call and uses nowhere else."""
@@ -181,10 +183,10 @@ class PerStepHostStaging:
     an ad-hoc staging buffer in pageable memory, rebuilt every step."""
 
     reads = "function"
-    prefilter = ("zeros(", "empty(", "ones(", "full(")
-    OPTIONS: dict = {}
+    prefilter: Prefilter = ("zeros(", "empty(", "ones(", "full(")
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
@@ -212,7 +214,7 @@ class PerStepHostStaging:
                     yield Match(call, {"X": name})
 
 
-def _filled_in_loops(body: cst.CSTNode, names) -> set[str]:
+def _filled_in_loops(body: cst.CSTNode, names: Iterable[str]) -> set[str]:
     """Names written element-wise (``x[i] = v``, ``x[i].copy_(v)``) inside a loop."""
     wanted = set(names)
     found: set[str] = set()

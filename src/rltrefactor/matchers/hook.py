@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..tokens import Prefilter
 from .base import FileContext, Match
 
 # A NUL character never occurs in Python source, so the engine's text prefilter skips
@@ -16,7 +17,7 @@ class HookEmittedMatcher:
     def __init__(self, rule_id: str, emitter: str) -> None:
         self.rule_id = rule_id
         self.emitter = emitter
-        self.prefilter = (NEVER_IN_SOURCE,)
+        self.prefilter: Prefilter = (NEVER_IN_SOURCE,)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         return iter(())

@@ -10,7 +10,7 @@ objects (``self.cache.blocks``) still have a name to match against.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -72,15 +72,8 @@ class ImportTable:
         dotted = dotted_name(node)
         return self.qualify(dotted) if dotted is not None else None
 
-    def imports_any(self, prefixes: tuple[str, ...]) -> bool:
-        return any(
-            target == p or target.startswith(p + ".")
-            for target in self.aliases.values()
-            for p in prefixes
-        )
 
-
-def _walk_statements(module: cst.Module):
+def _walk_statements(module: cst.Module) -> Iterator[cst.BaseSmallStatement]:
     """Small statements of the module, nested blocks included (no expression walk)."""
     stack: list[cst.CSTNode] = list(reversed(module.body))
     while stack:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Iterator, TypeGuard
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import GuardedRegex, Prefilter
 from .base import FileContext, Match
 from .imports import dotted_name
 from .options import Option
@@ -54,7 +54,7 @@ def _flag_prefilter(regex: str) -> "tuple[re.Pattern[str], ...]":
     return (re.compile(r"(?<![\w.])(?:" + regex[1:] + r")\w*\s*(?::\s*bool\b|(?::[^=\n]*)?=\s*(?:True|False)\b)"),)
 
 
-def _is_bool(node: cst.BaseExpression | None) -> bool:
+def _is_bool(node: cst.BaseExpression | None) -> TypeGuard[cst.Name]:
     return isinstance(node, cst.Name) and node.value in BOOLS
 
 
@@ -74,12 +74,12 @@ class PositionalBooleanParameter:
         ),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.flag = re.compile(options["flag-regex"])
         self.methods_only = options["methods-only"]
         # Every reported parameter's line says bool, True or False.
-        self.prefilter = tuple(
+        self.prefilter: Prefilter = tuple(
             GuardedRegex(regex, ("bool", "True", "False")) for regex in _flag_prefilter(options["flag-regex"]) or (_BOOL_PARAMETER,)
         )
 
@@ -88,7 +88,8 @@ class PositionalBooleanParameter:
             name = function.name.value
             if name.startswith("_") or any(_SKIP_DECORATORS.search(dotted_name(d.decorator) or "") for d in function.decorators):
                 continue
-            if self.methods_only and not isinstance(ctx.parent(ctx.parent(function)), cst.ClassDef):
+            body = ctx.parent(function)
+            if self.methods_only and (body is None or not isinstance(ctx.parent(body), cst.ClassDef)):
                 continue  # not a method: the parent is the class body, whose parent is the class
             if _may_override(function, ctx):
                 continue  # the signature may belong to a base class (``FusedMoEMethodBase.apply``)
@@ -115,11 +116,11 @@ class BareBooleanArgument:
         "external-prefixes": Option("strings", EXTERNAL_CALLEES, "callee prefixes of libraries whose signatures the project does not own"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.skip = frozenset(options["value-taking"])
         self.external = tuple(options["external-prefixes"])
-        self.prefilter = (_BARE_BOOL,)
+        self.prefilter: Prefilter = (_BARE_BOOL,)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -130,7 +131,7 @@ class BareBooleanArgument:
                 continue
             for arg in call.args:
                 if arg.keyword is None and not arg.star and _is_bool(arg.value):
-                    yield Match(arg.value, {"CALL": callee or ctx.code(call.func), "VALUE": arg.value.value})  # type: ignore[union-attr]
+                    yield Match(arg.value, {"CALL": callee or ctx.code(call.func), "VALUE": arg.value.value})
 
 
 def _string(node: cst.BaseExpression) -> str | None:
@@ -170,10 +171,10 @@ class StringComparedField:
     }
     OPERATORS = (cst.Equal, cst.NotEqual, cst.In, cst.NotIn)
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.field = re.compile(options["field-regex"])
-        self.prefilter = _comparison_prefilter(options["field-regex"], tuple(options["prefilter"])) or tuple(options["prefilter"])
+        self.prefilter: Prefilter = _comparison_prefilter(options["field-regex"], tuple(options["prefilter"])) or tuple(options["prefilter"])
         self.literal_in_field = options["literal-in-field"]
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
@@ -190,7 +191,9 @@ class StringComparedField:
                     yield Match(comparison, {"FIELD": ctx.code(pair[0]), "VALUE": ctx.code(pair[1])})
                     break
 
-    def _field_and_literal(self, a: cst.BaseExpression, b: cst.BaseExpression):
+    def _field_and_literal(
+        self, a: cst.BaseExpression, b: cst.BaseExpression
+    ) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
         for field, literal in ((a, b), (b, a)):
             name = _field_name(field)
             if name is not None and _strings(literal) and self.field.search(name):
@@ -235,11 +238,11 @@ class WideTupleReturn:
         "skip-names": Option("strings", ("backward", "symbolic", "setup_context", "jvp", "vjp"), "functions whose tuple shape a framework dictates"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.min = options["min-elements"]
         self.skip = frozenset(options["skip-names"])
-        self.prefilter = ("return",)
+        self.prefilter: Prefilter = ("return",)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         reported: set[int] = set()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import GuardedRegex, Prefilter
 from .base import FileContext, Match
 from .context import is_setup_name, subtree
 from .imports import dotted_name
@@ -26,12 +26,12 @@ _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "ex
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     reads = "header"
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = (_GUARD,)
+        self.prefilter: Prefilter = (_GUARD,)
 
     def companions(self, text: str) -> Iterator[str]:
         """Where the guarded attribute is set: ``__init__`` and the class body."""
@@ -109,7 +109,7 @@ def _assigned(line: cst.SimpleStatementLine, *, self_attrs: bool) -> set[str]:
 class ReleaseNotOnFailurePath:
     """A release that only runs when nothing between it and its acquire raises."""
 
-    OPTIONS = {
+    OPTIONS: ClassVar[dict[str, Option]] = {
         "pairs": Option(
             "mapping",
             {"acquire": "release", "lock": "unlock", "allocate": "free", "alloc": "free", "pin": "unpin", "reserve": "unreserve"},
@@ -117,10 +117,10 @@ class ReleaseNotOnFailurePath:
         ),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.pairs = dict(options["pairs"])
-        self.prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
+        self.prefilter: Prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -151,7 +151,9 @@ def _may_raise(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and (dotted_name(node.func) or "") not in _SAFE_CALLS
 
 
-def _statement_and_block(node: cst.CSTNode, ctx: FileContext):
+def _statement_and_block(
+    node: cst.CSTNode, ctx: FileContext
+) -> tuple[cst.SimpleStatementLine | None, Sequence[cst.BaseStatement]]:
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
@@ -177,13 +179,13 @@ class SwallowedErrorInCleanup:
 
     reads = "statement"  # the handler's body says whether it is silent
 
-    OPTIONS = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
+    OPTIONS: ClassVar[dict[str, Option]] = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["cleanup-words"])
         # A bare ``except:``, a tuple of types, or Exception/BaseException named first.
-        self.prefilter = (re.compile(r"except\s*(?::|\(|(?:builtins\s*\.\s*)?(?:Base)?Exception\b)"),)
+        self.prefilter: Prefilter = (re.compile(r"except\s*(?::|\(|(?:builtins\s*\.\s*)?(?:Base)?Exception\b)"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for handler in ctx.nodes(cst.ExceptHandler):
@@ -226,22 +228,22 @@ def _is_silent(handler: cst.ExceptHandler) -> bool:
 
 
 def _uses_name(handler: cst.ExceptHandler) -> bool:
-    bound = handler.name.name.value if isinstance(handler.name.name, cst.Name) else None  # type: ignore[union-attr]
+    bound = handler.name.name.value if handler.name is not None and isinstance(handler.name.name, cst.Name) else None
     return any(isinstance(n, cst.Name) and n.value == bound for n in subtree(handler.body))
 
 
 class RegistrationNotUndoneOnFailure:
     """``d[k] = v``, a call that can raise, then ``del d[k]``: a failure leaves ``k`` registered."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     _REMOVERS = frozenset({"pop", "remove", "discard"})
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
         # ``d[k] = v`` alone are everywhere); the whole function is read.
         removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
-        self.prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
+        self.prefilter: Prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):

@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
+from ..tokens import Prefilter, Token
 from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
@@ -51,10 +52,10 @@ KINDS: Mapping[str, tuple[type, ...]] = {
 class Block:
     """A compiled pattern block: where matches can start, and how to test a node."""
 
-    anchors: tuple[type, ...]
+    anchors: tuple[type[cst.CSTNode], ...]
     test: Callable[[cst.CSTNode, FileContext, Bindings], Bindings | None]
     metavars: frozenset[str]
-    tokens: tuple["str | re.Pattern[str]", ...]  # any-of prefilter; () when nothing is required
+    tokens: Prefilter  # any-of prefilter; () when nothing is required
     required: frozenset[str] = frozenset()  # metavariables every match binds
     # Matches only simple statements or expressions and reads nothing around them but
     # their ancestors' headers (no ``pattern:`` context compares a whole enclosing node).
@@ -67,7 +68,7 @@ class PatternMatcher:
     ) -> None:
         self.rule_id = rule_id
         self.block = block
-        self.prefilter = block.tokens
+        self.prefilter: Prefilter = block.tokens
         self.reads = "header" if block.header_only else "function"
         # ``on-host`` constraints read how the receivers were assigned.
         self.companions = residency_companions if reads_residency else None
@@ -102,7 +103,8 @@ def _mentions(data: Any, key: str) -> bool:
 
 def _line(data: Any, key: str | int | None, default: int | None) -> int | None:
     if key is not None and hasattr(data, "line_of"):
-        return data.line_of(key)
+        line: int = data.line_of(key)
+        return line
     return getattr(data, "line", default) or default
 
 
@@ -143,7 +145,7 @@ def _code_block(code: CodePattern) -> Block:
     return Block(code.anchors, code.match, code.metavars, tokens, code.metavars, simple)
 
 
-def _selectivity(token: "str | re.Pattern[str]") -> int:
+def _selectivity(token: Token) -> int:
     return len(token) if isinstance(token, str) else 8
 
 
@@ -225,7 +227,7 @@ def _compares_enclosing_nodes(contexts: Any) -> bool:
 _CONTEXT_SENSITIVE = re.compile(r"\^|\$|\\[AZ]|\(\?[=!<]")
 
 
-def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None) -> tuple:
+def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None) -> Prefilter:
     """A prefilter for a block whose code has no literal word: an enclosing pattern's
     tokens (the enclosing node lies in the same top-level statement), else the
     ``regex`` a metavariable bound by every match must satisfy (its code is in the

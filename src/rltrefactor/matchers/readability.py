@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import GuardedRegex, Prefilter
 from .base import FileContext, Match
 from .context import in_cold_code, subtree, unpacked
 from .imports import dotted_name
@@ -40,6 +40,7 @@ def _bound_names(ctx: FileContext) -> Iterator[cst.Name]:
     for assign in ctx.nodes(cst.Assign):
         for target in assign.targets:
             yield from _names_in(target.target)
+    kind: type[cst.AnnAssign | cst.AugAssign | cst.For | cst.CompFor | cst.NamedExpr]
     for kind in (cst.AnnAssign, cst.AugAssign, cst.For, cst.CompFor, cst.NamedExpr):
         for node in ctx.nodes(kind):
             yield from _names_in(node.target)
@@ -47,7 +48,8 @@ def _bound_names(ctx: FileContext) -> Iterator[cst.Name]:
         yield from _names_in(alias.name)
     for param in ctx.nodes(cst.Param):
         yield param.name
-    for definition in (*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)):
+    definitions: list[cst.FunctionDef | cst.ClassDef] = [*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)]
+    for definition in definitions:
         yield definition.name
 
 
@@ -66,7 +68,7 @@ class AbbreviatedNewName:
 
     OPTIONS = {"abbreviations": Option("mapping", ABBREVIATIONS, "abbreviation -> the name to write instead")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.names = dict(options["abbreviations"])
         # A bound name is a whole word of the statement (underscores may pad it).
@@ -75,7 +77,7 @@ class AbbreviatedNewName:
             rf"{re.escape(name)}(?<![A-Za-z0-9]{re.escape(name)})" for name in sorted(self.names, key=len, reverse=True)
         )
         pattern = re.compile(rf"(?:{words})_*(?![A-Za-z0-9_])")
-        self.prefilter = (GuardedRegex(pattern, tuple(sorted(self.names))),) if words else ()
+        self.prefilter: Prefilter = (GuardedRegex(pattern, tuple(sorted(self.names))),) if words else ()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         seen: set[tuple[int, str]] = set()
@@ -105,13 +107,14 @@ class UnexplainedNumberInBranch:
         )
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.allowed = frozenset(options["allowed"])
         # The start of a numeric literal that is not one of the allowed ones.
-        self.prefilter = (_literal_start(self.allowed),)
+        self.prefilter: Prefilter = (_literal_start(self.allowed),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
+        kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 if ctx.enclosing_function(branch) is None or in_cold_code(branch.test, ctx):

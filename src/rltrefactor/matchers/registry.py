@@ -9,7 +9,7 @@ used by a rule and every rule's matcher resolves.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
@@ -20,11 +20,20 @@ from .options import MatcherSpecError, Option, resolve_options
 from .pattern import compile_pattern
 
 
+class MatcherClass(Protocol):
+    """A registered Python matcher class: its option schema, and built from resolved options."""
+
+    @property
+    def OPTIONS(self) -> Mapping[str, Option]: ...
+
+    def __call__(self, rule_id: str, options: dict[str, Any]) -> Matcher: ...
+
+
 @dataclass(frozen=True)
 class MatcherFactory:
     """A Python matcher class and the options it accepts."""
 
-    cls: type
+    cls: MatcherClass
     summary: str
     options: Mapping[str, Option]
 
@@ -32,7 +41,7 @@ class MatcherFactory:
         return self.cls(rule_id, resolve_options(matcher_id, self.options, given))
 
 
-def _factory(cls: type) -> MatcherFactory:
+def _factory(cls: MatcherClass) -> MatcherFactory:
     return MatcherFactory(cls, (cls.__doc__ or "").strip().splitlines()[0], cls.OPTIONS)
 
 

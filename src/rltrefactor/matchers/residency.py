@@ -35,7 +35,7 @@ _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
 _DEPTH = 4
 
 
-def on_host(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     """Whether ``expr`` is known to live in host memory."""
     if depth > _DEPTH:
         return False
@@ -127,7 +127,7 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
 def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
     """Per name, its assignments (``Assign``) and uses (``Name``) in source order; built
     once per function and file context."""
-    cache = ctx.__dict__.setdefault("_residency_events", {})
+    cache: dict[int, dict[str, list[cst.CSTNode]]] = ctx.__dict__.setdefault("_residency_events", {})
     found = cache.get(id(function))
     if found is None:
         found = {}

@@ -7,11 +7,11 @@ closes it; per-chunk memory must be dropped before the next chunk is built.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import Prefilter, GuardedRegex
 from .base import FileContext, Match
 from .context import subtree
 from .options import Option
@@ -36,15 +36,15 @@ _CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "
 class ResourceWithoutClose:
     """A file, event loop or executor created in a function and never closed there."""
 
-    OPTIONS = {"constructors": Option("strings", RESOURCES, "qualified names of calls that create a resource to close")}
+    OPTIONS: ClassVar[dict[str, Option]] = {"constructors": Option("strings", RESOURCES, "qualified names of calls that create a resource to close")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.constructors = frozenset(options["constructors"])
         tails = sorted({name.rpartition(".")[2] for name in self.constructors})
         # Distinctive names as plain strings, so that import aliases of them
         # (``ThreadPoolExecutor as Pool``) become tokens too; short ones as calls.
-        self.prefilter = tuple(_token(tail) for tail in tails)
+        self.prefilter: Prefilter = tuple(_token(tail) for tail in tails)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -151,12 +151,12 @@ class ChunkKeptAliveByLoopVariable:
     """``for chunk in make_chunks(): out = send(chunk); del out``: the loop variable still
     holds the chunk while the next one is built."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # ``del`` of plain names only: far rarer than loops over tensors or ``del d[k]``.
-        self.prefilter = (re.compile(r"del\s+\w+\s*(?:,\s*\w+\s*)*(?:#[^\n]*)?$", re.MULTILINE),)
+        self.prefilter: Prefilter = (re.compile(r"del\s+\w+\s*(?:,\s*\w+\s*)*(?:#[^\n]*)?$", re.MULTILINE),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Del):
@@ -203,16 +203,16 @@ RELEASE_VERBS = (
 class CleanupAfterTryNotInFinally:
     """``try: use(x) except E: ...; raise`` then ``x.close()``: the exit path skips the cleanup."""
 
-    OPTIONS = {"release-verbs": Option("strings", RELEASE_VERBS, "words of method names that release")}
+    OPTIONS: ClassVar[dict[str, Option]] = {"release-verbs": Option("strings", RELEASE_VERBS, "words of method names that release")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.verbs = frozenset(options["release-verbs"])
         verbs = "|".join(sorted(self.verbs))
         # A release call near an ``except`` line (each alone is everywhere); the matcher
         # reads releases that close to the last handler only, so nothing is hidden.
         release = re.compile(rf"\.(?:\w*_)?(?:{verbs})(?:_\w*)?\s*\(", re.IGNORECASE)
-        self.prefilter = (GuardedRegex(release, ("except",), context=_NEAR_HANDLER),)
+        self.prefilter: Prefilter = (GuardedRegex(release, ("except",), context=_NEAR_HANDLER),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Try):
@@ -234,7 +234,9 @@ class CleanupAfterTryNotInFinally:
                     yield Match(call, {"CALL": ctx.code(call.func), "EXIT": exit_kind})
                     break
 
-    def _release_of_region(self, line, region: cst.Try, before, ctx: FileContext) -> cst.Call | None:
+    def _release_of_region(
+        self, line: cst.CSTNode, region: cst.Try, before: cst.CSTNode | None, ctx: FileContext
+    ) -> cst.Call | None:
         for node in subtree(line):
             if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                 if not set(node.func.attr.value.lower().split("_")) & self.verbs:

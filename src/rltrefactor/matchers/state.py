@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import GuardedRegex, Prefilter
 from .base import FileContext, Match
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
@@ -71,12 +71,12 @@ class ForeignPrivateAttribute:
         "namespace-receivers": Option("regex", NAMESPACE_RECEIVERS, "last names of receivers used as namespaces (modules, parameters, tensors)"),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.report_writes, self.report_reads = options["writes"], options["reads"]
         self.allowed = frozenset(options["allowed"])
         self.namespace = re.compile(options["namespace-receivers"])
-        self.prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
+        self.prefilter: Prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
 
     def companions(self, text: str) -> Iterator[str]:
         """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
@@ -159,14 +159,14 @@ class CollaboratorContainerMutation:
         ),
     }
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.mutators = frozenset(options["mutators"])
         self.owner = re.compile(options["owner-regex"])
         calls = tuple(f".{m}(" for m in sorted(self.mutators))
         # The owner's line also calls a mutator, opens a subscript or deletes.
         owner = tuple(GuardedRegex(regex, (*calls, "[", "del ")) for regex in _owner_prefilter(options["owner-regex"]))
-        self.prefilter = owner or calls + ("] =", "del ")
+        self.prefilter: Prefilter = owner or calls + ("] =", "del ")
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -186,7 +186,7 @@ class CollaboratorContainerMutation:
         if not isinstance(container, cst.Attribute) or container.attr.value.startswith("_"):
             return None  # a private container is foreign-private-state-write's finding
         owner = container.value
-        if isinstance(owner, cst.Attribute) and isinstance(_head(owner), cst.Name) and _head(owner).value == "self":
+        if isinstance(owner, cst.Attribute) and isinstance(head := _head(owner), cst.Name) and head.value == "self":
             name = owner.attr.value
         elif isinstance(owner, cst.Name) and owner.value not in SELF_NAMES and _is_parameter(owner, ctx):
             name = owner.value
@@ -229,17 +229,17 @@ _SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b
 class PerCallTemporaryOnSelf:
     """An attribute set and read within one method call only: a local kept on ``self``."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     # A temporary is an attribute no other method touches, so every use of a written
     # name is read (``companions``); writes in setup methods are never temporaries, so
     # they select nothing.
     reads = "header"
     never_in_setup = True
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # Every finding is the plain write that starts the temporary's life.
-        self.prefilter = (_SELF_PRIVATE_WRITE,)
+        self.prefilter: Prefilter = (_SELF_PRIVATE_WRITE,)
 
     def companions(self, text: str) -> Iterator[str]:
         yield from _SELF_PRIVATE_WRITE.findall(text.partition("\n")[0])
@@ -326,7 +326,7 @@ def _declared_attributes(ctx: FileContext) -> dict[int, set[str]]:
                     names.update(t.value for t in targets if isinstance(t, cst.Name))
     for node in ctx.nodes(cst.Attribute):
         if isinstance(node.value, cst.Name) and node.value.value == "self" and is_target(node, ctx):
-            cls, method = _class_and_method(node, ctx)
-            if cls is not None and method is not None and is_setup_name(method.name.value):
-                declared.setdefault(id(cls), set()).add(node.attr.value)
+            owner, method = _class_and_method(node, ctx)
+            if owner is not None and method is not None and is_setup_name(method.name.value):
+                declared.setdefault(id(owner), set()).add(node.attr.value)
     return declared

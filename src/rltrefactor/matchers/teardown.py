@@ -9,11 +9,11 @@ name, the loop it is in, the operations.
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex
+from ..tokens import Prefilter, GuardedRegex
 from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
@@ -31,7 +31,7 @@ _INT = re.compile(r"^-?\d+$")
 _KEY_ERRORS = frozenset({"KeyError", "LookupError", "ValueError", "Exception", "BaseException"})
 
 
-def cased(words) -> str:
+def cased(words: Iterable[str]) -> str:
     """``cancel|Cancel|CANCEL|...``: each word as snake_case, CamelCase and UPPER_CASE
     code spells it. Prefilter regexes then start with a literal and need no IGNORECASE,
     so ``re`` skips ahead instead of trying every position."""
@@ -49,36 +49,36 @@ def name_words(name: str) -> set[str]:
 class UncheckedRemovalOnReleasePath:
     """``del d[k]``, ``d.pop(k)`` or ``assert k in d`` for an id on a cancel/abort/finish path."""
 
-    OPTIONS = {"release-words": Option("strings", RELEASE_WORDS, "words of function names that end a request, job or resource")}
+    OPTIONS: ClassVar[dict[str, Option]] = {"release-words": Option("strings", RELEASE_WORDS, "words of function names that end a request, job or resource")}
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["release-words"])
         # The evidence sits in headers: the function's name or the loop over ended ids
         # (whole functions are read around them). Removals alone are everywhere.
         names, ended = cased(self.words), cased(_ENDED_ITERABLE.pattern.split("|"))
-        self.prefilter = (re.compile(rf"def\s+\w*(?:{names})"), re.compile(rf"for\b[^:]*?(?:{ended})"))
+        self.prefilter: Prefilter = (re.compile(rf"def\s+\w*(?:{names})"), re.compile(rf"for\b[^:]*?(?:{ended})"))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         candidates: list[tuple[cst.CSTNode, str, str | None, str]] = []
-        for statement in ctx.nodes(cst.Del):
-            for target in del_targets(statement.target):
+        for deletion in ctx.nodes(cst.Del):
+            for target in del_targets(deletion.target):
                 if isinstance(target, cst.Subscript) and len(target.slice) == 1:
-                    key = target.slice[0].slice
-                    if isinstance(key, cst.Index) and not isinstance(key.value, (cst.SimpleString, cst.Integer)):
-                        candidates.append((statement, ctx.code(target.value), ctx.code(key.value), f"del {ctx.code(target)}"))
+                    index = target.slice[0].slice
+                    if isinstance(index, cst.Index) and not isinstance(index.value, (cst.SimpleString, cst.Integer)):
+                        candidates.append((deletion, ctx.code(target.value), ctx.code(index.value), f"del {ctx.code(target)}"))
         for call in ctx.nodes(cst.Call):
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value == "pop" and len(call.args) == 1 and not call.args[0].keyword:
-                key = ctx.code(call.args[0].value)
-                if not _INT.match(key) and not isinstance(call.args[0].value, cst.SimpleString):
-                    candidates.append((call, ctx.code(func.value), key, ctx.code(call)))
-        for statement in ctx.nodes(cst.Assert):
-            container = _membership(statement.test)
-            if container is not None:
-                candidates.append((statement, ctx.code(container[1]), ctx.code(container[0]), ctx.code(statement)))
-            elif isinstance(statement.test, cst.Name) and statement.test.value == "False":
-                candidates.append((statement, "", None, "assert False"))
+                popped = ctx.code(call.args[0].value)
+                if not _INT.match(popped) and not isinstance(call.args[0].value, cst.SimpleString):
+                    candidates.append((call, ctx.code(func.value), popped, ctx.code(call)))
+        for assertion in ctx.nodes(cst.Assert):
+            membership = _membership(assertion.test)
+            if membership is not None:
+                candidates.append((assertion, ctx.code(membership[1]), ctx.code(membership[0]), ctx.code(assertion)))
+            elif isinstance(assertion.test, cst.Name) and assertion.test.value == "False":
+                candidates.append((assertion, "", None, "assert False"))
         for node, container, key, what in candidates:
             where = self._release_path(node, ctx)
             if where is None or _checked(node, container, key, ctx):
@@ -200,14 +200,14 @@ class CancelPastItsOwner:
     """``self.wrapper.inner.cancel(x)`` inside ``cancel()``: the wrapper's own
     bookkeeping for ``x`` is skipped."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     reads = "statement"
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         words = cased(_CANCEL_WORDS)
         chain = re.compile(rf"self(?:\s*\.\s*\w+){{2,}}\s*\.\s*\w*(?:{words})")
-        self.prefilter = (GuardedRegex(chain, tuple(words.split("|"))),)
+        self.prefilter: Prefilter = (GuardedRegex(chain, tuple(words.split("|"))),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -230,12 +230,12 @@ def is_name(node: cst.CSTNode, name: str) -> bool:
 class DelAssumesFullConstruction:
     """``__del__`` that uses ``self.x`` which a failed ``__init__`` may never have set."""
 
-    OPTIONS: dict[str, Option] = {}
+    OPTIONS: ClassVar[dict[str, Option]] = {}
     whole_class = True  # reads ``__init__`` and the class body besides ``__del__``
 
-    def __init__(self, rule_id: str, options: dict) -> None:
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter = (re.compile(r"def\s+__del__\s*\("),)
+        self.prefilter: Prefilter = (re.compile(r"def\s+__del__\s*\("),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):

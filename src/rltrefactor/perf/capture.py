@@ -15,19 +15,25 @@ evidence for attribution, not performance results.
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import json
 import platform
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from ..fileio import write_atomic
 from .attribution import RepoFrames
 from .loading import LoadedCheck
 from .protocol import Capture
+
+if TYPE_CHECKING:
+    from torch.autograd.profiler_util import FunctionEventAvg
 
 _LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
 _RUNTIME_SYNCS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -35,18 +41,28 @@ _ATEN_COPIES = ("aten::copy_", "aten::_to_copy", "aten::clone")
 _ATEN_SYNCS = ("aten::_local_scalar_dense", "aten::nonzero", "aten::masked_select", "aten::_unique2")
 
 
-def settings_for(mode: str, device: torch.device, flops: bool) -> dict[str, object]:
+class Settings(TypedDict):
+    activities: list[str]
+    record_shapes: bool
+    profile_memory: bool
+    with_stack: bool
+    with_flops: bool
+
+
+def settings_for(mode: str, device: torch.device, flops: bool) -> Settings:
     full = mode == "full"
     activities = ["cpu"] + (["cuda"] if device.type == "cuda" else [])
     return {"activities": activities, "record_shapes": full, "profile_memory": full,
             "with_stack": full, "with_flops": flops}
 
 
-def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) -> Capture:
+def capture(check: LoadedCheck, device: torch.device, args: argparse.Namespace, frames: RepoFrames) -> Capture:
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=False)  # a fresh directory per capture, never reused
     settings = settings_for(args.profile, device, args.flops)
     body = check.start(device)
+    if not callable(body):
+        raise TypeError(f"the micro-check must return a zero-argument callable (got {type(body).__name__})")
     body()  # warm-up: shapes, caches and lazy initialisation stay out of the window
     _sync(device)
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
@@ -64,8 +80,8 @@ def capture(check: LoadedCheck, device: torch.device, args, frames: RepoFrames) 
         meta["export_error"] = exported.export_error
     else:
         meta.update(export_seconds=exported.export_seconds, trace_bytes=exported.trace_bytes, events=exported.events)
-        (out / "ops.json").write_text(json.dumps(operator_summary(prof, device), indent=1))
-    (out / "meta.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+        write_atomic(str(out / "ops.json"), json.dumps(operator_summary(prof, device), indent=1))
+    write_atomic(str(out / "meta.json"), json.dumps(meta, indent=1, sort_keys=True))
     return exported
 
 
@@ -74,25 +90,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def _export(prof, out: Path) -> Capture:
-    raw = out / "trace.json"
+def _export(prof: profile, out: Path) -> Capture:
+    raw, part = out / "trace.json", out / "trace.json.gz.part"
     started = time.perf_counter()
     try:
         prof.export_chrome_trace(str(raw))
-        with open(raw, "rb") as source, gzip.open(out / "trace.json.gz", "wb") as target:
+        with open(raw, "rb") as source, gzip.open(part, "wb") as target:
             shutil.copyfileobj(source, target)
+        part.replace(out / "trace.json.gz")  # never a half-written trace
     except Exception as exc:  # noqa: BLE001 - kept as evidence, reported by the parent
         return Capture(export_error=f"{type(exc).__name__}: {exc}".splitlines()[0])
     finally:
         raw.unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
     return Capture(
         export_seconds=round(time.perf_counter() - started, 4),
         trace_bytes=(out / "trace.json.gz").stat().st_size,
-        events=len(prof.events()),
+        events=len(prof.events()),  # type: ignore[no-untyped-call]  # torch leaves it unannotated
     )
 
 
-def _metadata(check, device, args, settings, capture_s: float) -> dict[str, object]:
+def _metadata(
+    check: LoadedCheck, device: torch.device, args: argparse.Namespace, settings: Settings, capture_s: float
+) -> dict[str, object]:
     on_device = device.type == "cuda"
     return {
         "kind": "profiled capture: not a performance result",
@@ -111,15 +131,15 @@ def _metadata(check, device, args, settings, capture_s: float) -> dict[str, obje
     }
 
 
-def _self_device_us(avg) -> float:
+def _self_device_us(avg: FunctionEventAvg) -> float:
     return float(getattr(avg, "self_device_time_total", 0.0) or 0.0)
 
 
-def operator_summary(prof, device: torch.device) -> dict[str, object]:
+def operator_summary(prof: profile, device: torch.device) -> dict[str, object]:
     averages = list(prof.key_averages())
     by_key = {a.key: a for a in averages}
 
-    def count(names) -> int:
+    def count(names: tuple[str, ...]) -> int:
         return sum(by_key[n].count for n in by_key if n.startswith(names))
 
     # Every operator, busiest first: a truncated list would show an operator as absent

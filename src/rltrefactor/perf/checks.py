@@ -41,7 +41,9 @@ def micro_check(
 ) -> Callable[[Setup], Setup]: ...
 
 
-def micro_check(function=None, *, device="auto", covers=()):
+def micro_check(
+    function: Setup | None = None, *, device: DeviceChoice = "auto", covers: list[str] | tuple[str, ...] = ()
+) -> Setup | Callable[[Setup], Setup]:
     """Mark ``function(device) -> body`` as a micro-check; usable bare or with options."""
     if device not in DEVICE_CHOICES:
         raise ValueError(

@@ -26,12 +26,26 @@ import sys
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+
+# The only use of torch's private APIs (the perf extra pins the torch they are tested with).
+TESTED_TORCH = "2.13"
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+except ImportError as exc:
+    raise ImportError(
+        f"torch {torch.__version__} is untested: its private dispatch API differs ({exc}); "
+        f"the perf hook is tested with torch {TESTED_TORCH}.x: install 'torch=={TESTED_TORCH}.*'"
+    ) from None
 
 from .attribution import RepoFrames, Site
+
+if TYPE_CHECKING:
+    from torch._ops import OpOverload
 
 _SYNC_OPS = frozenset({
     "_local_scalar_dense", "item", "is_nonzero", "equal", "nonzero", "argwhere",
@@ -51,7 +65,7 @@ class EventKey:
     site: Site
 
 
-def _device_type(value) -> str | None:
+def _device_type(value: object) -> str | None:
     return value.device.type if isinstance(value, torch.Tensor) else None
 
 
@@ -63,14 +77,14 @@ def _direction(src: str | None, dst: str | None) -> str:
     return "d2h" if dst == "cpu" else "d2d"
 
 
-def _has_mask(indices) -> bool:
+def _has_mask(indices: Iterable[object] | None) -> bool:
     return any(
         isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
         for i in (indices or ())
     )
 
 
-def _fresh_bytes(func, out) -> tuple[int, int]:
+def _fresh_bytes(func: OpOverload, out: object) -> tuple[int, int]:
     """(tensors, bytes) of outputs that do not alias an input, per the op schema."""
     if any(r.alias_info is not None for r in func._schema.returns):
         return 0, 0
@@ -80,24 +94,24 @@ def _fresh_bytes(func, out) -> tuple[int, int]:
     return len(sizes), sum(sizes)
 
 
-class OpCounter(TorchDispatchMode):
+class OpCounter(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves the mode unannotated
     """Counts classified events per (category, op, direction, site) during ``with``."""
 
     def __init__(self, frames: RepoFrames, device: torch.device) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]  # as above
         self.frames = frames
         self.stand_in = device.type == "cpu"
         self.counts: Counter[EventKey] = Counter()
         self.bytes: Counter[EventKey] = Counter()
         self._quiet = 0
 
-    def record(self, category: str, op: str, direction: str, nbytes: int, frame) -> None:
+    def record(self, category: str, op: str, direction: str, nbytes: int, frame: FrameType) -> None:
         key = EventKey(category, op, direction, self.frames.site(frame))
         self.counts[key] += 1
         self.bytes[key] += nbytes
 
     @contextmanager
-    def quiet(self):
+    def quiet(self) -> Iterator[None]:
         """Ops dispatched inside a wrapped API belong to that API's one event."""
         self._quiet += 1
         try:
@@ -105,7 +119,9 @@ class OpCounter(TorchDispatchMode):
         finally:
             self._quiet -= 1
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+    def __torch_dispatch__(
+        self, func: OpOverload, types: Sequence[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
+    ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
         if not self._quiet:
@@ -114,7 +130,7 @@ class OpCounter(TorchDispatchMode):
                 self.record(*event, frame=sys._getframe(1))
         return out
 
-    def _classify(self, func, args, out) -> tuple[str, str, str, int] | None:
+    def _classify(self, func: OpOverload, args: tuple[Any, ...], out: object) -> tuple[str, str, str, int] | None:
         name = func._schema.name.split("::", 1)[-1]
         op = "aten." + name
         src = _device_type(args[0]) if args else None
@@ -131,7 +147,7 @@ class OpCounter(TorchDispatchMode):
         tensors, nbytes = _fresh_bytes(func, out)
         return ("alloc", op, "", nbytes) if tensors else None
 
-    def _is_sync(self, name: str, args, src: str | None) -> bool:
+    def _is_sync(self, name: str, args: tuple[Any, ...], src: str | None) -> bool:
         on_device = self.stand_in or (src is not None and src != "cpu")
         if not on_device:
             return False
@@ -144,10 +160,12 @@ class OpCounter(TorchDispatchMode):
         return False
 
 
-def _wrap_tensor_method(counter: OpCounter, name: str, category: str, direction: str):
+def _wrap_tensor_method(
+    counter: OpCounter, name: str, category: str, direction: str
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
     original = getattr(torch.Tensor, name)
 
-    def wrapper(self, *args, **kwargs):
+    def wrapper(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
         host = self.device.type == "cpu"
         counts = counter.stand_in or not host
         if category == "copy" and not host:
@@ -161,8 +179,8 @@ def _wrap_tensor_method(counter: OpCounter, name: str, category: str, direction:
     return original, wrapper
 
 
-def _wrap_sync(counter: OpCounter, label: str, original, available: bool):
-    def wrapper(*args, **kwargs):
+def _wrap_sync(counter: OpCounter, label: str, original: Callable[..., Any], available: bool) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         counter.record("sync", label, "", 0, sys._getframe(1))
         # On a host without the device the call stands in for one and does nothing.
         return original(*args, **kwargs) if available else None
@@ -172,7 +190,7 @@ def _wrap_sync(counter: OpCounter, label: str, original, available: bool):
 
 def _sync_targets() -> list[tuple[object, str, str, bool]]:
     cuda = torch.cuda.is_available()
-    targets = [(torch.cuda, "synchronize", "torch.cuda.synchronize", cuda)]
+    targets: list[tuple[object, str, str, bool]] = [(torch.cuda, "synchronize", "torch.cuda.synchronize", cuda)]
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "synchronize"):
         present = accelerator.current_accelerator() is not None
@@ -183,10 +201,10 @@ def _sync_targets() -> list[tuple[object, str, str, bool]]:
 
 
 @contextmanager
-def counting(frames: RepoFrames, device: torch.device):
+def counting(frames: RepoFrames, device: torch.device) -> Iterator[OpCounter]:
     """Count one measured run; the Python APIs are restored even if the body raises."""
     counter = OpCounter(frames, device)
-    saved: list[tuple[object, str, object]] = []
+    saved: list[tuple[object, str, Callable[..., Any]]] = []
     for name, category, direction in (("cpu", "copy", "to-host"), ("tolist", "sync", "")):
         original, wrapper = _wrap_tensor_method(counter, name, category, direction)
         saved.append((torch.Tensor, name, original))

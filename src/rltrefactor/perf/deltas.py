@@ -82,7 +82,7 @@ def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: I
         category, path, _ = key
         delta = PerfDelta(
             check=check,
-            category=category,  # type: ignore[arg-type]
+            category=category,  # type: ignore[arg-type]  # a CountRow category: "sync", "copy" or "alloc"
             path=path,
             line=min(shown.lines) if shown.lines else 0,
             source=shown.source,
@@ -132,7 +132,7 @@ def _pair_rewritten_statements(base: dict[SiteKey, _Tally], head: dict[SiteKey, 
     before, after = _unmatched_lines(base, head), _unmatched_lines(head, base)
     for scope in sorted(set(before) & set(after)):
         old, new = before[scope], after[scope]
-        candidates: dict[frozenset, list[tuple[int, int]]] = defaultdict(list)
+        candidates: dict[frozenset[tuple[tuple[str, str], int]], list[tuple[int, int]]] = defaultdict(list)
         for start, stop in _runs(old):
             candidates[_signature(old[start:stop])].append((start, stop))
         used_old: set[int] = set()
@@ -173,7 +173,7 @@ def _runs(lines: list[_Line]) -> list[tuple[int, int]]:
             for stop in range(start + 1, min(start + _MAX_RUN, len(lines)) + 1)]
 
 
-def _signature(lines: list[_Line]) -> frozenset:
+def _signature(lines: list[_Line]) -> frozenset[tuple[tuple[str, str], int]]:
     """The ops of a run of lines, all categories together, as a hashable multiset."""
     total: Counter[tuple[str, str]] = Counter()
     for line in lines:

@@ -28,7 +28,7 @@ def cuda_evidence(body: Callable[[], object], frames: RepoFrames) -> PerfCudaEvi
     return PerfCudaEvidence(_sync_warnings(body, frames), _allocator_delta(body), _runtime_events(body))
 
 
-def _sync_warnings(body, frames: RepoFrames) -> PerfSyncWarnings:
+def _sync_warnings(body: Callable[[], object], frames: RepoFrames) -> PerfSyncWarnings:
     torch.cuda.synchronize()
     previous = torch.cuda.get_sync_debug_mode()
     with warnings.catch_warnings(record=True) as caught:
@@ -47,7 +47,7 @@ def _sync_warnings(body, frames: RepoFrames) -> PerfSyncWarnings:
     return PerfSyncWarnings(sum(sites.values()), dict(sorted(sites.items())))
 
 
-def _warning_site(warning, frames: RepoFrames) -> str:
+def _warning_site(warning: warnings.WarningMessage, frames: RepoFrames) -> str:
     root = frames.root + os.sep
     filename = os.path.realpath(warning.filename)
     if filename.startswith(root):
@@ -55,7 +55,7 @@ def _warning_site(warning, frames: RepoFrames) -> str:
     return "(outside the repository)"
 
 
-def _allocator_delta(body) -> PerfAllocatorDelta:
+def _allocator_delta(body: Callable[[], object]) -> PerfAllocatorDelta:
     torch.cuda.synchronize()
     before = torch.cuda.memory_stats()
     body()
@@ -72,7 +72,7 @@ def _allocator_delta(body) -> PerfAllocatorDelta:
     )
 
 
-def _runtime_events(body) -> dict[str, int]:
+def _runtime_events(body: Callable[[], object]) -> dict[str, int]:
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
 from .attribution import normalize_source
 from .deltas import detail, site_label
 
@@ -25,7 +25,7 @@ AREA = "device-residency"
 @dataclass(frozen=True)
 class RuleText:
     title: str
-    severity: str
+    severity: Severity
     impact: str
     fix: str
 
@@ -97,7 +97,9 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
     return tuple(sorted(findings, key=lambda f: (f.path, f.span.line, f.rule_id)))
 
 
-def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
+def _finding(
+    group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
+) -> Finding:
     from ..findings import fill_template, fingerprint
 
     delta, also = group[0], group[1:]
@@ -116,7 +118,7 @@ def _finding(group: list[PerfDelta], ops_by_site, change, library) -> Finding:
         rule_id=rule_id,
         area=AREA,
         title=text.title,
-        severity=text.severity,  # type: ignore[arg-type]
+        severity=text.severity,
         path=delta.path,
         span=Span(delta.line, column, delta.line, len(snippet) + 1),
         impact=impact,

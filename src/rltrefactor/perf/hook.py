@@ -85,7 +85,7 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
         copy_hooks(head_root, base_root, hooks_dir)
         head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
         summary = summarize(change, head, base, select(head, touched_definitions(change)))
-        if profile is not None and summary.checks:
+        if profile is not None and out_dir is not None and summary.checks:  # out_dir: checked above
             from .profiles import profile_matrix
 
             sides = {"base": (base_root, the_plan.base), "head": (head_root, _head_revision(the_plan))}

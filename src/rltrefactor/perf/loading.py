@@ -14,9 +14,13 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable
 
 from .checks import MicroCheckSpec, spec_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass(frozen=True)
@@ -25,10 +29,10 @@ class LoadedCheck:
     path: str  # repo-relative file
     line: int
     spec: MicroCheckSpec
-    setup: Callable
+    setup: Callable[..., object]
     takes_device: bool = True  # ``def check(device)``; ``def check()`` is called without it
 
-    def start(self, device) -> object:
+    def start(self, device: torch.device) -> object:
         """Run the set-up; returns what it returned (the body, when the check is right)."""
         return self.setup(device) if self.takes_device else self.setup()
 
@@ -76,7 +80,7 @@ def load_checks(root: str, hooks_dir: str) -> tuple[list[LoadedCheck], list[Load
     return checks, errors
 
 
-def _takes_device(setup: Callable) -> bool | None:
+def _takes_device(setup: Callable[..., object]) -> bool | None:
     """True for ``(device)``, False for ``()``, None for any other required parameters."""
     try:
         parameters = list(inspect.signature(setup).parameters.values())
@@ -93,14 +97,14 @@ def _takes_device(setup: Callable) -> bool | None:
     return None
 
 
-def _signature(setup: Callable) -> str:
+def _signature(setup: Callable[..., object]) -> str:
     try:
         return str(inspect.signature(setup))
     except (TypeError, ValueError):
         return "(...)"
 
 
-def _import(path: str, module_name: str):
+def _import(path: str, module_name: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")

@@ -14,10 +14,10 @@ import os
 import re
 import time
 from dataclasses import dataclass, replace
-from typing import Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from ..types import FileError, PerfProfileRow, PerfSummary
-from .sides import run_side
+from .sides import SideRun, run_side
 
 PROFILED_LABEL = "profiled (not a performance result)"
 
@@ -67,7 +67,7 @@ def _slug(check: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", check.replace(":", "."))
 
 
-def _problem(result, check: str, first: bool, limits: ProfileLimits) -> str:
+def _problem(result: SideRun, check: str, first: bool, limits: ProfileLimits) -> str:
     if result.errors:
         return result.errors[0].message
     if check in result.skipped:
@@ -86,12 +86,13 @@ def _problem(result, check: str, first: bool, limits: ProfileLimits) -> str:
     return ""
 
 
-def _load(directory: str) -> dict:
+def _load(directory: str) -> dict[str, Any]:  # ops.json, as capture.operator_summary wrote it
     with open(os.path.join(directory, "ops.json"), encoding="utf-8") as handle:
-        return json.load(handle)
+        summary: dict[str, Any] = json.load(handle)
+    return summary
 
 
-def _table(checks, done: Mapping[tuple[str, str, str], str]) -> Iterator[PerfProfileRow]:
+def _table(checks: Iterable[str], done: Mapping[tuple[str, str, str], str]) -> Iterator[PerfProfileRow]:
     """Per check and operator: counts and self times at base and head (ops-only)."""
     for check in checks:
         base_dir, head_dir = done.get((check, "base", "ops-only")), done.get((check, "head", "ops-only"))

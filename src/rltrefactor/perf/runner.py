@@ -13,12 +13,18 @@ import sys
 import time
 import traceback
 import warnings
+from typing import TYPE_CHECKING
 
 from ..types import PerfTotals
 from .attribution import RepoFrames
 from .loading import LoadedCheck, load_checks
 from .protocol import (Captured, CheckInfo, CountRow, Done, Event, Failed, Loaded, LoadFailure, Measured,
                        Measurement, Skipped, Started, to_line)
+
+if TYPE_CHECKING:
+    import torch
+
+    from .counting import OpCounter
 
 
 class Channel:
@@ -51,7 +57,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def resolve_device(declared: str, override: str):
+def resolve_device(declared: str, override: str) -> torch.device | None:
     """The torch.device a check runs on, or None when it needs cuda and there is none."""
     import torch
 
@@ -75,7 +81,7 @@ def failure(check: str, exc: BaseException, frames: RepoFrames) -> Failed:
     return Failed(check, path, line, message)
 
 
-def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> Measurement:
+def measure(check: LoadedCheck, device: torch.device, args: argparse.Namespace, frames: RepoFrames) -> Measurement:
     import torch
 
     from .counting import counting
@@ -108,7 +114,7 @@ def measure(check: LoadedCheck, device, args, frames: RepoFrames) -> Measurement
     )
 
 
-def _rows(counter) -> tuple[CountRow, ...]:
+def _rows(counter: OpCounter) -> tuple[CountRow, ...]:
     rows = [
         CountRow(key.category, key.op, key.direction, key.site.path, key.site.line, key.site.source,
                  key.site.function, count, counter.bytes[key])
@@ -124,7 +130,7 @@ def _totals(rows: tuple[CountRow, ...]) -> PerfTotals:
     return PerfTotals(**per)
 
 
-def run_check(check: LoadedCheck, args, frames: RepoFrames, channel: Channel) -> None:
+def run_check(check: LoadedCheck, args: argparse.Namespace, frames: RepoFrames, channel: Channel) -> None:
     channel.emit(Started(check.name))
     started = time.perf_counter()
     try:

@@ -16,6 +16,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import IO
 
 from .protocol import (Capture, Captured, CheckInfo, Done, Event, Failed, Loaded, Measured, Measurement, Skipped,
                        Started, from_line)
@@ -106,7 +107,7 @@ def _one_process(side: SideRun, root: str, hooks_dir: str, extra: list[str],
             _kill(proc)
 
 
-def _follow(side: SideRun, proc: subprocess.Popen, stderr, limits: _Limits, cancel: threading.Event) -> bool:
+def _follow(side: SideRun, proc: subprocess.Popen[bytes], stderr: IO[bytes], limits: _Limits, cancel: threading.Event) -> bool:
     lines: queue.Queue[bytes | None] = queue.Queue()
     threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
     timeout = limits.timeout
@@ -182,21 +183,21 @@ def _resident_mb(pid: int) -> float:
     return 0.0
 
 
-def _pump(stream, lines: queue.Queue) -> None:
+def _pump(stream: IO[bytes], lines: queue.Queue[bytes | None]) -> None:
     for raw in iter(stream.readline, b""):
         if raw.startswith(b"{"):
             lines.put(raw)
     lines.put(None)
 
 
-def _tail(stderr) -> str:
+def _tail(stderr: IO[bytes]) -> str:
     stderr.seek(0, os.SEEK_END)
     stderr.seek(max(stderr.tell() - 2000, 0))
     text = stderr.read().decode("utf-8", "replace").strip().splitlines()
     return f": {text[-1].strip()}" if text else ""
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -82,7 +82,7 @@ def _head_only(change: ChangeSet, head: SideRun, base: SideRun, coverage: Covera
     existing: dict[str, set[str]] = {}
     for path in paths:
         text = texts.get(old_paths.get(path, ""))
-        existing[path] = ({d.qualname for d in source.definitions(text).all()} | {"<module>"}
+        existing[path] = ({d.qualname for d in source.definitions(text).definitions} | {"<module>"}
                           if isinstance(text, str) else set())
     return [n for n in wanted
             if all(hit.split("::", 1)[1] not in existing[hit.split("::", 1)[0]] for hit in coverage[n])]

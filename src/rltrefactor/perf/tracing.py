@@ -10,17 +10,18 @@ from __future__ import annotations
 import sys
 import threading
 from contextlib import contextmanager
-from types import CodeType
+from types import CodeType, FrameType
+from typing import Iterator
 
 from .attribution import RepoFrames
 
 
 @contextmanager
-def tracing(frames: RepoFrames):
+def tracing(frames: RepoFrames) -> Iterator[set[tuple[str, str]]]:
     """Yield the set that fills with (path, qualname) of repo functions called inside."""
     seen_codes: set[CodeType] = set()
 
-    def trace(frame, event, _arg):
+    def trace(frame: FrameType, event: str, _arg: object) -> None:
         if event == "call":
             seen_codes.add(frame.f_code)
         return None
@@ -33,7 +34,7 @@ def tracing(frames: RepoFrames):
         yield called
     finally:
         sys.settrace(previous)
-        threading.settrace(None)  # type: ignore[arg-type]
+        threading.settrace(None)
         for code in seen_codes:
             path = frames.relpath(code)
             if path is not None:

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 SCHEMA = "rltrefactor/review/v1"
 
 
-def finding_record(finding: Finding) -> dict:
-    record = {
+def finding_record(finding: Finding) -> dict[str, object]:
+    record: dict[str, object] = {
         "rule": finding.rule_id,
         "area": finding.area,
         "title": finding.title,

@@ -7,10 +7,12 @@ forge URL forms live in one place.
 from __future__ import annotations
 
 import re
-import subprocess
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import quote, urlsplit
+
+from ..errors import GitError
+from ..gitio import git
 
 DEFAULT_DOCS_URL = "https://github.com/rltrefactor/rltrefactor/blob/main/docs/rules.md"
 TOOL_NAME = "rltrefactor"
@@ -105,13 +107,7 @@ def permalink(
 def remote_url(repo: str) -> str | None:
     """``remote.origin.url`` of the repository at ``repo``, or None when it has none."""
     try:
-        proc = subprocess.run(
-            ["git", "-C", repo, "config", "--get", "remote.origin.url"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    except OSError:  # git is not installed: the report simply has no links
+        url = git(repo, "config", "--get", "remote.origin.url").strip()
+    except GitError:  # no origin, no repository or no git: the report simply has no links
         return None
-    url = proc.stdout.strip()
-    return url if proc.returncode == 0 and url else None
+    return url or None
