@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # asks for a sane range in its optional `perf` extra.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: setup demo demo-perf demo-refactor test bench clean
+.PHONY: setup demo demo-perf demo-refactor test bench signal clean
 
 $(BIN)/rltrefactor: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,9 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/run.py
+
+signal: setup
+	$(BIN)/python bench/review_signal.py --label after --write bench/SIGNAL.md
 
 clean:
 	rm -rf $(VENV) .pytest_cache build dist

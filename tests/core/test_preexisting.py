@@ -119,7 +119,7 @@ def test_one_function_change_in_a_large_file_reviews_only_that_function_at_the_b
     assert status_at[_line_of(edited, "    return y.sum().item()  # read once", "step_200")] == "pre-existing"
     assert status_at[_line_of(edited, "    w = x.cpu()", "step_200")] == "new"
     (lines,) = seen
-    (function,) = [d for d in definitions(text).all() if d.qualname == "step_200"]
+    (function,) = [d for d in definitions(text).definitions if d.qualname == "step_200"]
     assert lines and all(function.start_line <= line <= function.end_line for line in lines)
 
 

@@ -21,7 +21,7 @@ from rltrefactor.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.regions import RuleReach, plan_regions, top_level_statements
+from rltrefactor.regions import RuleReach, _line_range, _statement_nodes, plan_regions
 from rltrefactor.source import parse_tree
 
 
@@ -219,7 +219,7 @@ def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there
     engine = Engine(tuple(AUTOMATED), config, frozenset(r.id for r in LIBRARY.rules))
     compared = 0
     for path, text in sorted(corpus, key=lambda item: -len(item[1]))[:5]:
-        statements = top_level_statements(parse_tree(text))
+        statements = [_line_range(node) for node in _statement_nodes(parse_tree(text))]
         whole = engine.review_file(path, text).findings
         # Three statements holding findings, spread over the file, one by one and then at once.
         holding = sorted({s for f in whole for s in statements if s[0] <= f.span.line <= s[1]})

@@ -289,7 +289,7 @@ def test_numbers_in_branches_skip_module_level_dims_and_allowed():
 
 
 def test_positional_boolean_parameters_and_arguments():
-    params = matcher("positional-boolean-parameter")
+    params = matcher("positional-boolean-parameter", **{"methods-only": False})
     code = (
         "def run(a, b: bool, *, c: bool = False):\n"
         "    pass\n"
@@ -305,6 +305,11 @@ def test_positional_boolean_parameters_and_arguments():
         "    pass\n"
     )
     assert [b["NAME"] for _, b in hits(params, code)] == ["use_graph", "is_prefill"]
+    # By default only methods, the interfaces other components call, are reviewed.
+    methods = matcher("positional-boolean-parameter")
+    assert hits(methods, code) == []
+    in_class = "class Runner:\n    def start(self, a, use_graph: bool):\n        def inner(x, use_y: bool = False):\n            pass\n"
+    assert [b["NAME"] for _, b in hits(methods, in_class)] == ["use_graph"]
     args = matcher("bare-boolean-argument")
     code = "f(x, True)\ng(True)\nd.get(k, False)\nf(x, flag=True)\nassertEqual(a, True)\ntorch.ops.vllm.gather(x, True)\n"
     assert lines(args, code) == [1]
@@ -367,7 +372,7 @@ def test_probe_tokens_are_whole_words_and_bare_names_outside_strings():
 
 
 def test_positional_boolean_tokens_cover_defaults_after_other_annotations():
-    m = matcher("positional-boolean-parameter")
+    m = matcher("positional-boolean-parameter", **{"methods-only": False})
     code = "def run(x, is_last: Constexpr[bool] = True, use_cache: bool = False):\n    return x\n"
     assert lines(m, code) == [1, 1] and _token_lines(m, code) == [1]
     wrapped = "def run(\n    x,\n    is_last: Constexpr[bool] = True,\n):\n    pass\n"
