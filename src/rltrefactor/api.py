@@ -139,7 +139,7 @@ def _review_targets(
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
-    if changed.status == "deleted" or changed.binary or not changed.is_python:
+    if changed.status == "deleted" or changed.binary or not changed.is_python:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
         return False
     if config.exclude and matches(changed.path, config.exclude):
         return False
@@ -185,7 +185,7 @@ def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
     kept: list[Finding] = []
     repeats: list[Drop] = []
     for finding in ordered:
-        if finding.status != "new" or finding.suppressed:
+        if finding.status != "new" or finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             kept.append(finding)
             continue
         keys = [(finding.path, finding.rule_id, "code:" + normalise_code(finding.snippet))] if finding.snippet.strip() else []

@@ -43,6 +43,9 @@ class _Parser(argparse.ArgumentParser):
         return parsed
 
 
+# A scan of fewer files finishes before a progress line would help.
+PROGRESS_MIN_FILES = 50
+
 def _near_option(parser: argparse.ArgumentParser, given: str) -> str:
     from .library.fields import closest
 
@@ -155,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("rltrefactor: interrupted", file=sys.stderr)
         return EXIT_ERROR
     except Exception as exc:  # noqa: BLE001 - the last line of defence against tracebacks
-        if os.environ.get("RLTREFACTOR_DEBUG"):
+        if os.environ.get("RLTREFACTOR_DEBUG"):  # rltrefactor: ignore[env-read-outside-config] a process switch for tracebacks, read where errors are printed
             raise
         print(f"rltrefactor: internal error: {type(exc).__name__}: {exc}; rerun with RLTREFACTOR_DEBUG=1 and report it", file=sys.stderr)
         return EXIT_ERROR
@@ -194,7 +197,7 @@ def _progress_printer() -> Callable[[int, int], None]:
     task = bar.add_task("review")
 
     def show(done: int, total: int) -> None:
-        if total < 50:
+        if total < PROGRESS_MIN_FILES:
             return
         bar.update(task, completed=done, total=total)
         if not bar.live.is_started:
@@ -338,7 +341,7 @@ def _changes_looped_code(change: ChangeSet) -> bool:
     from .report.markdown import looks_looped
     from .source import read_sources
 
-    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]
+    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
     texts = read_sources(change, paths).values() if paths else ()
     return looks_looped(text for text in texts if isinstance(text, str))
 
@@ -363,7 +366,7 @@ def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineRep
     from .report.text import render_text
 
     color = args.color == "always" or (
-        args.color == "auto" and args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        args.color == "auto" and args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # rltrefactor: ignore[env-read-outside-config] the NO_COLOR terminal convention, read where output is coloured
     )
     return render_text(
         result, color=color, show_preexisting=args.show_preexisting, quiet=args.quiet, statistics=args.statistics

@@ -12,6 +12,12 @@ _Choice = TypeVar("_Choice", bound=str)
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list", dict: "a mapping"}
 
 
+# How alike a typo and a name must be to suggest the name (difflib ratios).
+WORD_LIKENESS = 0.6
+PREFIX_LIKENESS = 0.8
+# Longest repr of a bad value quoted in an error message.
+SHOWN_VALUE_CHARS = 40
+
 def closest(word: str, choices: Iterable[str]) -> str | None:
     """The choice ``word`` most likely misspells, or None.
 
@@ -23,8 +29,8 @@ def closest(word: str, choices: Iterable[str]) -> str | None:
         score = difflib.SequenceMatcher(None, word, choice).ratio()
         if len(word) >= 4 and len(choice) > len(word):
             prefix = difflib.SequenceMatcher(None, word, choice[: len(word)]).ratio()
-            score = max(score, prefix if prefix >= 0.8 else 0.0)
-        if score >= 0.6 and score > best_score:
+            score = max(score, prefix if prefix >= PREFIX_LIKENESS else 0.0)
+        if score >= WORD_LIKENESS and score > best_score:
             best, best_score = choice, score
     return best
 
@@ -118,4 +124,4 @@ def _kind(value: Any) -> str:
 
 def _short(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    return text if len(text) <= SHOWN_VALUE_CHARS else text[: SHOWN_VALUE_CHARS - 3] + "..."
