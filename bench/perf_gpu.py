@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -55,15 +56,15 @@ def measure(repo: Path, device: str, profile_dir: Path | None) -> dict:
         "device": summary.device or device,
         "wall_seconds": round(wall, 2),
         "checks": list(summary.checks),
-        "totals": evidence.get("totals", {}),
+        "totals": {name: asdict(totals) for name, totals in evidence.totals.items()},
         "deltas": [{"check": d.check, "category": d.category, "site": f"{d.path}:{d.line}", "source": d.source,
                     "base": d.base_count, "head": d.head_count, "bytes": d.bytes_delta, "detail": detail(d),
-                    "ops": evidence.get("ops", {}).get(f"{d.check}|{d.category}|{d.path}:{d.line}", "")}
+                    "ops": evidence.ops.get(f"{d.check}|{d.category}|{d.path}:{d.line}", "")}
                    for d in summary.deltas],
         "errors": [f"{e.path}:{e.line}: {e.message}" for e in summary.errors],
-        "cuda_evidence": evidence.get("cuda", {}),
+        "cuda_evidence": {name: asdict(cuda) for name, cuda in evidence.cuda.items()},
         "profiles": _profiles(summary.artifacts_dir) if summary.artifacts_dir else [],
-        "profile_rows": [dict(r) for r in summary.profile_rows[:12]],
+        "profile_rows": [asdict(r) for r in summary.profile_rows[:12]],
     }
 
 
