@@ -1,6 +1,7 @@
 # Set-up and the two everyday commands. Everything installs into .venv on first use.
 PYTHON ?= python3
-VENV ?= .venv  # make demo VENV=/path/to/venv reuses an environment
+# `make demo VENV=/path/to/venv` reuses an environment.
+VENV ?= .venv
 BIN := $(VENV)/bin
 # torch is pinned here (a local CPU build installs quickly); the package itself only
 # asks for a sane range in its optional `perf` extra.
