@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 import history
 from history import WORK, git
@@ -96,7 +97,7 @@ def torch_corpus(quick: bool) -> Corpus:
     dest = os.path.join(WORK, "corpus-torch-quick" if quick else "corpus-torch")
     marker = os.path.join(dest, ".git", "bench-complete")
     stamp = f"torch {version}: {' '.join(subtrees)}"
-    if not (os.path.exists(marker) and open(marker).read() == stamp):
+    if not (os.path.exists(marker) and Path(marker).read_text() == stamp):
         shutil.rmtree(dest, ignore_errors=True)
         torch_root = os.path.join(SITE, "torch")
         files = [os.path.join("torch", s, f) for s in subtrees for f in _python_files(os.path.join(torch_root, s))]
@@ -177,7 +178,7 @@ def large_file_pr() -> PrRange:
     repo = os.path.join(WORK, "pr-large-files")
     marker = os.path.join(repo, ".git", "bench-complete")
     stamp = f"torch {version}: {' '.join(LARGE_FILES)}"
-    if not (os.path.exists(marker) and open(marker).read() == stamp):
+    if not (os.path.exists(marker) and Path(marker).read_text() == stamp):
         shutil.rmtree(repo, ignore_errors=True)
         _copy_python(SITE, list(LARGE_FILES), repo)
         _write(os.path.join(repo, "pyproject.toml"), HOT_EVERYWHERE)
@@ -204,7 +205,7 @@ def one_line_change() -> PrRange | None:
     shutil.rmtree(repo, ignore_errors=True)  # cheap, and the demo changes as it is written
     shutil.copytree(source, repo, ignore=shutil.ignore_patterns("__pycache__", ".git"))
     _commit_tree(repo, "base: demo engine")
-    text = open(target, encoding="utf-8").read()
+    text = Path(target).read_text(encoding="utf-8")
     at = text.index("\n        return ") if "\n        return " in text else text.index("\n    return ")
     indent = text[at + 1 : text.index("return", at)]
     _write(os.path.join(repo, ONE_LINE_FILE), text[:at] + f"\n{indent}steps_done = 1" + text[at:])
