@@ -18,10 +18,10 @@ from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .parsing import parse_module, syntax_error
-from .regions import Region, RuleReach, module_imports_text, plan_regions
+from .regions import Region, RuleReach, code_text, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .tokens import Prefilter
+from .tokens import AllOf, Prefilter, Token
 from .types import Definition, FileError, Finding, Hit
 
 if TYPE_CHECKING:
@@ -108,6 +108,8 @@ class Engine:
         }
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
+        code = code_text(text, tree) if candidates else text
+        candidates = {rule_id: pair for rule_id, pair in candidates.items() if may_match(pair[1].prefilter, code)}
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)
@@ -120,6 +122,7 @@ class Engine:
         regions = plan_regions(
             text, tree, reach, lines=lines, keep_method=is_setup_name,
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
+            code=code,
         )
         hits: list[Hit] = []
         errors: list[FileError] = []
@@ -253,19 +256,24 @@ def may_match(tokens: Prefilter, text: str) -> bool:
 
 
 def _with_aliases(tokens: Prefilter, imports: ImportTable) -> Prefilter:
-    """Tokens plus the local names that import aliases give to names containing them.
+    """Tokens plus what selects a match that an import renames.
 
     ``from torch.cuda import synchronize as sync`` puts "synchronize" only on the import
-    line; the call site says ``sync()``, so "sync" becomes a token too.
+    line; the call site says ``sync()``, so "sync" becomes a token too. A word token
+    gains the local names that import aliases give to names containing it.
     """
     if not tokens:
         return tokens
-    extra = tuple(
-        local
-        for local, target in imports.aliases.items()
-        if local not in target.split(".") and may_match(tokens, target)
-    )
-    return tokens + extra
+    extra: list[Token] = []
+    for token in tokens:
+        if isinstance(token, AllOf):
+            if token.importable:
+                extra.extend(renamed for local, target in imports.aliases.items()
+                             if (renamed := token.alias(local, target)) is not None)
+            continue
+        extra.extend(local for local, target in imports.aliases.items()
+                     if local not in target.split(".") and may_match((token,), target))
+    return tuple(dict.fromkeys((*tokens, *extra)))
 
 
 def _with_options(rule: Rule, config: Config) -> Rule:

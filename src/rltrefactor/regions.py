@@ -12,13 +12,15 @@ columns and only its lines are offset.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
-from .tokens import Prefilter, Token, whole_word
+from .tokens import AllOf, Prefilter, Token, whole_word
 
 if TYPE_CHECKING:
+    import tree_sitter
     from tree_sitter import Node, Tree
 
 _NEWLINE = re.compile("\n")
@@ -75,6 +77,48 @@ class Region:
         return self.end_line - self.start_line + 1 - self.blanked
 
 
+_BLANKED = re.compile(r"[^\n\r]")
+
+
+def code_text(text: str, tree: Tree) -> str:
+    """``text`` with comments and bare string statements (docstrings) blanked: what a
+    matcher can match. Same length and line breaks, so offsets and lines carry over."""
+    data = text.encode("utf-8", "surrogatepass")
+    spans = []
+    for name, nodes in _code_free_nodes(tree).items():
+        for node in nodes:
+            if name == "string" and any(child.type == "interpolation" for child in node.children):
+                continue  # an f-string's fields are code
+            spans.append((node.start_byte, node.end_byte))
+    if not spans:
+        return text
+    pieces = []
+    position = 0
+    for start, end in sorted(spans):
+        if start < position:
+            continue
+        pieces.append(data[position:start].decode("utf-8", "surrogatepass"))
+        pieces.append(_BLANKED.sub(" ", data[start:end].decode("utf-8", "surrogatepass")))
+        position = end
+    pieces.append(data[position:].decode("utf-8", "surrogatepass"))
+    return "".join(pieces)
+
+
+def _code_free_nodes(tree: Tree) -> dict[str, list[Node]]:
+    import tree_sitter
+
+    return tree_sitter.QueryCursor(_code_free_query()).captures(tree.root_node)
+
+
+@functools.lru_cache(maxsize=1)
+def _code_free_query() -> "tree_sitter.Query":
+    import tree_sitter
+    import tree_sitter_python
+
+    language = tree_sitter.Language(tree_sitter_python.language())
+    return tree_sitter.Query(language, "(comment) @comment (expression_statement . (string) @string .)")
+
+
 class LineIndex:
     def __init__(self, text: str) -> None:
         self.text = text
@@ -117,21 +161,30 @@ class _Lines:
 
 
 def token_lines(
-    text: str, tokens: Iterable[Token], index: LineIndex, window: tuple[int, int] | None = None
+    text: str, tokens: Iterable[Token], index: LineIndex, window: tuple[int, int] | None = None,
+    tree: Tree | None = None,
 ) -> set[int]:
     """Lines holding a token; with ``window`` (offsets, from a line start), only the
-    lines that start inside it."""
+    lines that start inside it. With ``tree``, a token whose words share a statement
+    counts only where its innermost statement holds them all."""
     first, stop = window or (0, len(text))
     lines: set[int] = set()
     for token in tokens:
         if not isinstance(token, str):
             # A compiled regex starts at the window; a guarded one finds its own few spots.
-            matches = token.finditer(text, first) if isinstance(token, re.Pattern) else token.finditer(text)
+            matches = token.finditer(text, first) if isinstance(token, (re.Pattern, AllOf)) else token.finditer(text)
+            shared = tree if isinstance(token, AllOf) and token.within == "statement" else None
             for match in matches:  # in order of their starts
                 if match.start() >= stop:
                     break
-                if match.start() >= first:
-                    lines.add(index.line_of(match.start()))
+                if match.start() < first:
+                    continue
+                line = index.line_of(match.start())
+                if shared is not None and isinstance(token, AllOf):
+                    head_first, head_last = _header_lines(shared, index, match.start())
+                    if not token.all_in(index.text[index.starts[head_first - 1] : _line_end(index, head_last)]):
+                        continue
+                lines.add(line)
             continue
         start = text.find(token, first)
         while start != -1 and start < stop:
@@ -147,6 +200,35 @@ def _line_range(node: Node) -> tuple[int, int]:
     end_row, end_column = node.end_point
     last = end_row if end_column > 0 else end_row - 1
     return node.start_point[0] + 1, max(last, node.start_point[0]) + 1
+
+
+def _line_end(index: LineIndex, line: int) -> int:
+    return index.starts[line] if line < len(index.starts) else len(index.text)
+
+
+def _header_lines(tree: Tree, index: LineIndex, offset: int) -> tuple[int, int]:
+    """First and last line of the innermost statement holding ``offset``; of a compound
+    statement or clause, its header (up to its block)."""
+    line = index.line_of(offset)
+    column = len(index.text[index.starts[line - 1] : offset].encode("utf-8", "surrogatepass"))
+    node: Node | None = tree.root_node.descendant_for_point_range((line - 1, column), (line - 1, column))
+    while node is not None and not _is_statement(node):
+        node = node.parent
+    if node is None:
+        return line, line
+    body = next((child for child in node.children if child.type == "block"), None)
+    if node.type == "decorated_definition":
+        definition = node.child_by_field_name("definition")
+        body = definition.child_by_field_name("body") if definition is not None else None
+    last = body.start_point[0] if body is not None and body.start_point[0] > node.start_point[0] else node.end_point[0] + 1
+    if body is not None and body.start_point[0] == node.start_point[0]:
+        last = node.start_point[0] + 1  # ``if x: y`` on one line
+    return node.start_point[0] + 1, max(last, line)
+
+
+def _is_statement(node: Node) -> bool:
+    kind = node.type
+    return kind.endswith(("_statement", "_clause")) or kind in ("function_definition", "class_definition", "decorated_definition")
 
 
 def _statement_nodes(tree: Tree) -> list[Node]:
@@ -180,6 +262,7 @@ def plan_regions(
     lines: frozenset[int] | None,
     keep_method: Callable[[str], bool] = lambda name: False,
     is_cold_line: Callable[[int], bool] = lambda line: False,
+    code: str | None = None,
 ) -> list[Region]:
     """Regions to parse, each with the rules that may hit inside it.
 
@@ -192,6 +275,9 @@ def plan_regions(
     class (``__init__``): they keep at least their header.
     """
     index = LineIndex(text)
+    # Tokens are searched in code only: ``code`` (see ``code_text``) has the same lines
+    # and offsets as ``text``, so the index serves both.
+    code_index = LineIndex(code) if code is not None else index
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
@@ -209,7 +295,7 @@ def plan_regions(
     assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
         search = window if rule.companions is None else None
-        hit_lines = token_lines(text, rule.tokens, index, search) if rule.tokens else None
+        hit_lines = token_lines(code_index.text, rule.tokens, code_index, search, tree) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
                 setup_lines = _setup_method_lines(nodes, keep_method)
@@ -222,19 +308,19 @@ def plan_regions(
                 open_statements.add(position)
         if hit_lines and rule.companions is not None and rule.companion_lines == "assignments":
             if assigned is None:
-                assigned = _assignment_lines(text, index)
+                assigned = _assignment_lines(code_index.text, code_index)
                 functions = sorted(_function_ranges(tree.root_node))
-            found = _companion_lines(text, index, hit_lines, rule.companions, assigned)
+            found = _companion_lines(code_index, hit_lines, rule.companions, assigned)
             hit_lines |= _in_same_function(found, hit_lines, functions or [])  # a value is assigned in its function
         elif hit_lines and rule.companions is not None:
-            hit_lines |= _companion_lines(text, index, hit_lines, rule.companions)
+            hit_lines |= _companion_lines(code_index, hit_lines, rule.companions)
         hits[rule.reads].update(hit_lines or ())
     if touched is not None:
         wanted = {k: v for k, v in wanted.items() if k in touched}
     blank: dict[int, str] = {}
     if not tree.root_node.has_error:
         local = hits["statement"] | hits["header"]
-        imports = _Lines(_import_lines(text, index) if local else ())
+        imports = _Lines(_import_lines(code_index) if local else ())
         reads = _Reads(_Lines(hits["function"]), _Lines(hits["statement"]), _Lines(local), imports)
         for position in wanted.keys() - open_statements:
             blank.update(_unread_lines(nodes[position], reads, index, keep_method))
@@ -249,7 +335,6 @@ def _window(touched: set[int], statements: list[tuple[int, int]], index: LineInd
 
 
 def _companion_lines(
-    text: str,
     index: LineIndex,
     hit_lines: set[int],
     companions: Callable[[str], Iterable[str]],
@@ -267,7 +352,7 @@ def _companion_lines(
             break
         sources |= new
         if assigned is None:
-            fresh = token_lines(text, [whole_word(name) for name in sorted(new)], index)
+            fresh = token_lines(index.text, [whole_word(name) for name in sorted(new)], index)
         else:
             fresh = {line for name in new for line in assigned.get(name, ())}
         fresh -= hit_lines | found
@@ -318,8 +403,8 @@ def _from_line(index: LineIndex, line: int) -> str:
     return "".join(index.line_text(n) for n in range(line, min(line + 3, len(index.starts) + 1)))
 
 
-def _import_lines(text: str, index: LineIndex) -> set[int]:
-    return {line for line in token_lines(text, ("import ",), index) if _IMPORT_LINE.match(index.line_text(line))}
+def _import_lines(index: LineIndex) -> set[int]:
+    return {line for line in token_lines(index.text, ("import ",), index) if _IMPORT_LINE.match(index.line_text(line))}
 
 
 def _setup_method_lines(nodes: list[Node], keep_method: Callable[[str], bool]) -> set[int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Iterator, Protocol
+from typing import Iterator, Literal, Protocol
 
 
 class Searcher(Protocol):
@@ -75,3 +75,65 @@ class GuardedRegex:
         for _ in range(self.context):
             end = text.find("\n", end + 1) if end != -1 else -1
         return start, len(text) if end == -1 else end
+
+
+@dataclass(frozen=True)
+class AllOf:
+    """Words that all occur in every match of a pattern (each written at the match
+    itself), so any one of them selects its lines. The one that occurs least often in
+    the text searched stands for them all: which word is rare differs from file to file.
+
+    ``calls`` are the words that every match calls (``tensor`` of ``torch.tensor(...)``):
+    only their occurrences followed by ``(`` count. Duck-typed like a compiled regex.
+    """
+
+    words: tuple["str | re.Pattern[str]", ...]
+    calls: frozenset[str] = frozenset()
+    # Words of dotted names (``cuda`` and ``synchronize`` of ``torch.cuda.synchronize``):
+    # an import may leave only an alias or the last part at the match.
+    importable: frozenset[str] = frozenset()
+    # "top-level": the words share the match's top-level statement; "statement": they
+    # share its innermost statement (a compound statement's or clause's header), which
+    # planning checks where the rarest word occurs.
+    within: Literal["top-level", "statement"] = "top-level"
+
+    def all_in(self, text: str) -> bool:
+        return all(word.search(text) if isinstance(word, re.Pattern) else word in text for word in self.words)
+
+    def search(self, text: str, /) -> "re.Match[str] | None":
+        """A match of the first word when every word occurs (an import line may hold
+        a called word that an alias calls)."""
+        found = None
+        for word in self.words:
+            found = word.search(text) if isinstance(word, re.Pattern) else _word_regex(word, False).search(text)
+            if found is None:
+                return None
+        return found
+
+    def finditer(self, text: str, pos: int = 0, /) -> Iterator["re.Match[str]"]:
+        rarest = min(self.words, key=lambda word: _count(word, text, pos))
+        if isinstance(rarest, re.Pattern):
+            return rarest.finditer(text, pos)
+        return _word_regex(rarest, rarest in self.calls).finditer(text, pos)
+
+    def alias(self, local: str, target: str) -> "AllOf | None":
+        """What selects a match that names ``target`` (a dotted import target) by the
+        local name ``local``: ``from torch.cuda import synchronize as sync`` leaves
+        ``sync(`` and neither ``cuda`` nor ``synchronize``. Only an import whose last
+        part is one of the words can stand for part of a match's dotted name."""
+        last = target.rpartition(".")[2]
+        if last not in self.importable:
+            return None  # the import names a module or object that no match spells out
+        called = last in self.calls
+        return AllOf((local,), frozenset({local}) if called else frozenset())
+
+
+def _count(word: "str | re.Pattern[str]", text: str, pos: int) -> int:
+    if isinstance(word, re.Pattern):
+        return sum(1 for _ in word.finditer(text, pos))
+    return text.count(word, pos)
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_regex(word: str, called: bool) -> "re.Pattern[str]":
+    return re.compile(re.escape(word) + (r"\s*\(" if called else ""))

@@ -240,7 +240,9 @@ class AcceleratorProbe:
         self.rule_id = rule_id
         self.backends = frozenset(options["backends"])
         names = "|".join(sorted(self.backends))
-        self.prefilter: Prefilter = ("hasattr(", "is_available(", ".type", "str(")
+        # Every probe names a backend in a string (``hasattr(torch, "npu")``, ``== "cuda"``,
+        # ``.startswith("xpu")``) or asks ``is_available()``.
+        self.prefilter: Prefilter = ("is_available(", re.compile(rf"""['"](?:{names})"""))
         self._backend = re.compile(rf"""^['"]({names})(:\d+)?['"]$""")
         self._prefix = re.compile(rf"""^['"]({names})""")
 

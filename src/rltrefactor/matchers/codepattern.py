@@ -21,6 +21,7 @@ import libcst as cst
 from .base import FileContext
 from .imports import dotted_name
 from .options import MatcherSpecError
+from ..tokens import AllOf
 
 MV_PREFIX = "__rlt_mv_"
 _METAVAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")
@@ -38,7 +39,7 @@ class CodePattern:
     root: cst.CSTNode
     anchors: tuple[type[cst.CSTNode], ...]  # node types a match can start at
     metavars: frozenset[str]
-    token: "str | re.Pattern[str] | None"  # occurs in every match's top-level statement, for the prefilter
+    token: "str | re.Pattern[str] | AllOf | None"  # occurs in every match's top-level statement, for the prefilter
     callee: str | None = None  # last name a matching call's callee must have (or be an alias)
 
     def match(self, node: cst.CSTNode, ctx: FileContext, bindings: Bindings) -> Bindings | None:
@@ -148,7 +149,7 @@ def _subscript_token(root: cst.CSTNode) -> "re.Pattern[str] | None":
     return None
 
 
-def _token(root: cst.CSTNode) -> "str | re.Pattern[str] | None":
+def _token(root: cst.CSTNode) -> "str | re.Pattern[str] | AllOf | None":
     """The most selective substring every match's own statement contains.
 
     Only names written at the match itself count: of a dotted name, every part but
@@ -164,8 +165,20 @@ def _token(root: cst.CSTNode) -> "str | re.Pattern[str] | None":
     _collect_words(root, words, in_chain=False)
     # Keyword names (``device=``) are written at every call of every API: a last resort.
     keywords = {n.keyword.value for n in _walk(root) if isinstance(n, cst.Arg) and n.keyword is not None}
-    words = [w for w in words if w not in keywords] or words
-    return max(words, key=len) if words else _subscript_token(root)
+    words = list(dict.fromkeys(w for w in words if w not in keywords)) or words
+    if not words:
+        return _subscript_token(root)
+    return AllOf(tuple(words), frozenset(_called_names(root)) & frozenset(words), frozenset(_dotted_parts(root)) & frozenset(words))
+
+
+def _called_names(root: cst.CSTNode) -> set[str]:
+    """Last names of the dotted callees in ``root``: written just before ``(``."""
+    called = set()
+    for node in _walk(root):
+        if isinstance(node, cst.Call) and _dotted(node.func) is not None:
+            func = node.func
+            called.add(func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else "")
+    return called - {""}
 
 
 def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> None:
@@ -185,6 +198,17 @@ def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> No
         return
     for child in node.children:
         _collect_words(child, words, in_chain=False)
+
+
+def _dotted_parts(root: cst.CSTNode) -> set[str]:
+    """Parts of the dotted names in ``root`` that start at a plain name (``torch.cuda``):
+    an import may have renamed or dropped them at the match."""
+    parts: set[str] = set()
+    for node in _walk(root):
+        name = _dotted(node) if isinstance(node, cst.Attribute) else None
+        if name is not None:
+            parts.update(name.split("."))
+    return parts
 
 
 # -- structural comparison --------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
-from ..tokens import Prefilter
+from ..tokens import AllOf, Prefilter
 from .base import FileContext, Match
 from .context import in_cold_code, in_per_step_function, subtree
 from .residency import on_host, residency_companions
@@ -17,6 +17,10 @@ from .options import Option
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.
 HOST_NAMES = r"\bnp\b|numpy|_np\b|\bcpu|_cpu\b|\bhost|_host\b|\.tolist\(\)"
+
+
+_CONVERSION = re.compile(r"(?:int|float|bool)\s*\(")
+_BRANCH = re.compile(r"(?:if|while)\b")
 
 
 class TensorToHostConversion:
@@ -39,9 +43,14 @@ class TensorToHostConversion:
         self.reductions = frozenset(options["reductions"])
         self.host_returning = frozenset(options["host-returning"])
         self.host = re.compile(options["host-receivers"])
-        # ``sum(`` covers both ``x.sum(`` and ``torch.sum(``.
-        self.prefilter: Prefilter = tuple(f"{name}(" for name in sorted(self.reductions)) + tuple(
-            name.rpartition(".")[2] + "(" for name in sorted(self.host_returning)
+        # ``sum(`` covers both ``x.sum(`` and ``torch.sum(``. A reduction is read on the
+        # host where ``int()``/``float()``/``bool()`` converts it or a branch tests it:
+        # its statement holds one of those too.
+        names = sorted(self.reductions | {name.rpartition(".")[2] for name in self.host_returning})
+        reduction = re.compile("(?:" + "|".join(re.escape(name) for name in names) + r")\(")
+        self.prefilter: Prefilter = (
+            AllOf((reduction, _CONVERSION), within="statement"),
+            AllOf((reduction, _BRANCH), within="statement"),
         )
 
     companion_lines = "assignments"

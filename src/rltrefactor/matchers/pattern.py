@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
-from ..tokens import Prefilter, Token
+from ..tokens import AllOf, Prefilter, Token
 from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
@@ -146,6 +146,8 @@ def _code_block(code: CodePattern) -> Block:
 
 
 def _selectivity(token: Token) -> int:
+    if isinstance(token, AllOf):
+        return max(len(word) + (2 if word in token.calls else 0) for word in token.words)
     return len(token) if isinstance(token, str) else 8
 
 
@@ -229,19 +231,28 @@ _CONTEXT_SENSITIVE = re.compile(r"\^|\$|\\[AZ]|\(\?[=!<]")
 
 def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None) -> Prefilter:
     """A prefilter for a block whose code has no literal word: an enclosing pattern's
-    tokens (the enclosing node lies in the same top-level statement), else the
-    ``regex`` a metavariable bound by every match must satisfy (its code is in the
-    statement's text)."""
+    tokens (the enclosing node lies in the same top-level statement) and the ``regex``
+    a metavariable bound by every match must satisfy (its code is in the statement's
+    text). Where there are both, whichever is rarer in a file selects."""
+    found: list[Token] = []
     for item in data.get("inside") or ():
         if isinstance(item, dict) and set(item) == {"pattern"}:
             tokens = compile_block(item["pattern"], line).tokens
+            if len(tokens) > 1:
+                return tokens  # alternatives: no one word stands for them
+            if tokens and not isinstance(tokens[0], re.Pattern):
+                return tokens  # words an import may rename: they select on their own
             if tokens:
-                return tokens
+                found.append(tokens[0])
+                break
     for name, constraint in (data.get("where") or {}).items():
         regex = constraint.get("regex") if isinstance(constraint, dict) else None
         if str(name).lstrip("$") in required and isinstance(regex, str) and not _CONTEXT_SENSITIVE.search(regex):
-            return (re.compile(regex),)
-    return ()
+            found.append(re.compile(regex))
+            break
+    if len(found) > 1:  # both occur in every match's top-level statement: the rarer selects
+        return (AllOf(tuple(token for token in found if isinstance(token, (str, re.Pattern)))),)
+    return tuple(found)
 
 
 Context = Callable[[cst.CSTNode, FileContext], bool]

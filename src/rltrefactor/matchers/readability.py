@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex, Prefilter
+from ..tokens import AllOf, GuardedRegex, Prefilter
 from .base import FileContext, Match
 from .context import in_cold_code, subtree, unpacked
 from .imports import dotted_name
@@ -94,6 +94,10 @@ class AbbreviatedNewName:
                 yield Match(name, {"NAME": name.value, "SUGGESTION": self.names[bare]})
 
 
+_COMPARISON = re.compile(r"[<>]|==|!=|\bin\b|\bis\b")
+_BRANCH = re.compile(r"(?:if|while)\b")
+
+
 class UnexplainedNumberInBranch:
     """A numeric literal compared in a branch condition, outside a named constant."""
 
@@ -111,7 +115,9 @@ class UnexplainedNumberInBranch:
         self.rule_id = rule_id
         self.allowed = frozenset(options["allowed"])
         # The start of a numeric literal that is not one of the allowed ones.
-        self.prefilter: Prefilter = (_literal_start(self.allowed),)
+        # The literal, a comparison and the branch keyword share the branch's header
+        # (or, for ``a if n > 8 else b``, its statement).
+        self.prefilter: Prefilter = (AllOf((_literal_start(self.allowed), _COMPARISON, _BRANCH), within="statement"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         kind: type[cst.If | cst.While | cst.IfExp]

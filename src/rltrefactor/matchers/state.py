@@ -20,9 +20,10 @@ MUTATORS = (
 )  # fmt: skip
 # Attribute names that are public API despite the underscore (namedtuple, enum).
 UNDERSCORE_API = ("_replace", "_asdict", "_fields", "_make", "_field_defaults", "_value_", "_name_", "_missing_")
-# ``x._name`` where ``x`` is not the bare name ``self`` or ``cls``: every foreign access.
+# ``x._name`` where ``x`` is not the bare name ``self`` or ``cls`` and ``_name`` is not a
+# dunder (``__doc__``): every foreign access.
 # (Regexes start with a literal so that ``re`` can skip ahead: several times faster.)
-_PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)\w*"
+_PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)(?!_\w*__(?!\w))\w*"
 _FOREIGN_PRIVATE = re.compile(_PRIVATE)
 _RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*_\w")
 # ...and every way such an access is written to: (augmented) assignment, possibly through
@@ -35,7 +36,8 @@ _FOREIGN_PRIVATE_WRITE = (
         + r"(?:\s*\.\s*\w+|\s*\[[^\]\n]*\])*[)\]]*\s*(?:(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)|:|\s+in\b|,[^\n]*[^=!<>]=(?!=)|,[ \t]*(?:#[^\n]*)?(?:\n|$))"
     ),
     re.compile(_PRIVATE + r"\s*\.\s*(?:" + "|".join(MUTATORS) + r")\s*\("),
-    "del ",
+    # A deletion names the attribute on its own line, or opens a parenthesised list.
+    re.compile(r"del\b(?:[^\n#]*\._|[ \t]*\()"),
 )
 # Modules, parameters and tensors that engines use as namespaces for attached state
 # (``layer._scale = ...`` while processing weights): no component owns invariants there.
@@ -63,6 +65,10 @@ class ForeignPrivateAttribute:
     """Reading or writing an underscore attribute of another object."""
 
     reads = "header"
+    # Receivers are told apart by where they were assigned (``own = cls()``), and
+    # nothing is reported in set-up methods.
+    companion_lines = "assignments"
+    never_in_setup = True
 
     OPTIONS = {
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
