@@ -33,6 +33,8 @@ _CLAUSES = {"elif_clause", "else_clause", "except_clause", "except_group_clause"
 _COMPANION_ROUNDS = 4
 _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
 Reads = Literal["function", "statement", "header"]
+CompanionLines = Literal["uses", "assignments"]
+Companions = Callable[[str], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,10 @@ class RuleReach:
     # Given the text from a line holding a token (that line and the two after it), the
     # names whose uses the rule also reads (``_x`` once ``self._x = ...`` is seen):
     # lines holding them as whole words are kept.
-    companions: Callable[[str], Iterable[str]] | None = None
+    companions: Companions | None = None
     # Which lines of a companion name are kept: every line using it, or only the lines
     # assigning it (``name = ...``), for rules that ask where a value came from.
-    companion_lines: Literal["uses", "assignments"] = "uses"
+    companion_lines: CompanionLines = "uses"
 
 
 @dataclass(frozen=True)
