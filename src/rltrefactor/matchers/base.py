@@ -251,7 +251,8 @@ class MatcherReach:
     # make the class worth parsing.
     never_in_setup: bool = False
     # Given the text from a token's line on (that line and the two after it), the names
-    # whose uses the matcher also reads.
+    # whose uses the matcher also reads. Planning also asks it about the first line of the
+    # statement a token's line goes on (a wrapped call's receiver sits there).
     companions: Companions | None = None
     # Which lines of a companion are kept: every use, or only its assignments.
     companion_lines: CompanionLines = "uses"

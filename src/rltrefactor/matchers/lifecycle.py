@@ -244,9 +244,12 @@ class RegistrationNotUndoneOnFailure:
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
-        # ``d[k] = v`` alone are everywhere); the whole function is read.
+        # ``d[k] = v`` alone are everywhere); the whole function is read. A wrapped call
+        # puts its key on the next line, so the regex also searches the line after a guard.
         removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
-        self.prefilter: Prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
+        self.prefilter: Prefilter = (
+            re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
+        )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):
