@@ -240,11 +240,11 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
     return RuleReach(
         never_in_cold=never_in_cold,
         tokens=_with_aliases(matcher.prefilter, imports),
-        whole_class=getattr(matcher, "whole_class", False),
-        never_in_setup=getattr(matcher, "never_in_setup", False),
-        reads=getattr(matcher, "reads", "function"),
-        companions=getattr(matcher, "companions", None),
-        companion_lines=getattr(matcher, "companion_lines", "uses"),
+        whole_class=matcher.reach.whole_class,
+        never_in_setup=matcher.reach.never_in_setup,
+        reads=matcher.reach.reads,
+        companions=matcher.reach.companions,
+        companion_lines=matcher.reach.companion_lines,
     )
 
 

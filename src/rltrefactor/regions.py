@@ -35,6 +35,8 @@ _CLAUSES = {"elif_clause", "else_clause", "except_clause", "except_group_clause"
 _COMPANION_ROUNDS = 4
 _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
 Reads = Literal["function", "statement", "header"]
+CompanionLines = Literal["uses", "assignments"]
+Companions = Callable[[str], Iterable[str]]
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,12 @@ class RuleReach:
     reads: Reads = "function"
     # Given the text from a line holding a token (that line and the two after it), the
     # names whose uses the rule also reads (``_x`` once ``self._x = ...`` is seen):
-    # lines holding them as whole words are kept.
-    companions: Callable[[str], Iterable[str]] | None = None
+    # lines holding them as whole words are kept. A token's line that goes on a statement
+    # begun above it is asked about together with that statement's first line.
+    companions: Companions | None = None
     # Which lines of a companion name are kept: every line using it, or only the lines
     # assigning it (``name = ...``), for rules that ask where a value came from.
-    companion_lines: Literal["uses", "assignments"] = "uses"
+    companion_lines: CompanionLines = "uses"
 
 
 @dataclass(frozen=True)
@@ -310,10 +313,10 @@ def plan_regions(
             if assigned is None:
                 assigned = _assignment_lines(code_index.text, code_index)
                 functions = sorted(_function_ranges(tree.root_node))
-            found = _companion_lines(code_index, hit_lines, rule.companions, assigned)
+            found = _companion_lines(code_index, tree.root_node, hit_lines, rule.companions, assigned)
             hit_lines |= _in_same_function(found, hit_lines, functions or [])  # a value is assigned in its function
         elif hit_lines and rule.companions is not None:
-            hit_lines |= _companion_lines(code_index, hit_lines, rule.companions)
+            hit_lines |= _companion_lines(code_index, tree.root_node, hit_lines, rule.companions)
         hits[rule.reads].update(hit_lines or ())
     if touched is not None:
         wanted = {k: v for k, v in wanted.items() if k in touched}
@@ -336,18 +339,22 @@ def _window(touched: set[int], statements: list[tuple[int, int]], index: LineInd
 
 def _companion_lines(
     index: LineIndex,
+    root: Node,
     hit_lines: set[int],
     companions: Callable[[str], Iterable[str]],
     assigned: Mapping[str, list[int]] | None = None,
 ) -> set[int]:
     """Lines holding what a rule reads besides its tokens, grown until nothing new turns up.
 
+    Companions are asked about a line and, when that line goes on a statement begun
+    above it (``).item()`` under ``lengths.max(``), about the statement's first line too.
     With ``assigned`` (name -> lines assigning it), only those lines of a companion are kept."""
     found: set[int] = set()
     sources: set[str] = set()
     fresh = hit_lines
     for _ in range(_COMPANION_ROUNDS):
-        new = {name for line in sorted(fresh) for name in companions(_from_line(index, line))} - sources
+        starts = {start for line in fresh for start in (line, _statement_first_line(root, index, line))}
+        new = {name for line in sorted(starts) for name in companions(_from_line(index, line))} - sources
         if not new:
             break
         sources |= new
@@ -396,6 +403,16 @@ def _assignment_lines(text: str, index: LineIndex) -> dict[str, list[int]]:
     for match in _ASSIGNMENT.finditer(text):
         lines.setdefault(match.group(1), []).append(index.line_of(match.start(1)))
     return lines
+
+
+def _statement_first_line(root: Node, index: LineIndex, line: int) -> int:
+    """First line of the innermost statement holding the first code of ``line``."""
+    row = index.line_text(line)
+    column = len(row) - len(row.lstrip(" \t"))  # leading blanks: bytes and characters agree
+    node: Node | None = root.descendant_for_point_range((line - 1, column), (line - 1, column))
+    while node is not None and node.parent is not None and node.parent.type not in ("block", "module"):
+        node = node.parent
+    return node.start_point[0] + 1 if node is not None else line
 
 
 def _from_line(index: LineIndex, line: int) -> str:

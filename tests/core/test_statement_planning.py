@@ -19,6 +19,7 @@ import pytest
 from rltrefactor.config import Config
 from rltrefactor.engine import Engine
 from rltrefactor.library.loader import load_library
+from rltrefactor.matchers.base import MatcherReach
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher
 from rltrefactor.regions import RuleReach, _line_range, _statement_nodes, plan_regions
@@ -148,8 +149,7 @@ class _ReadsWholeFunctions:
         self.inner = inner
         self.rule_id = inner.rule_id
         self.prefilter = inner.prefilter
-        self.whole_class = getattr(inner, "whole_class", False)
-        self.never_in_setup = getattr(inner, "never_in_setup", False)
+        self.reach = MatcherReach(whole_class=inner.reach.whole_class, never_in_setup=inner.reach.never_in_setup)
 
     def find(self, ctx):
         return self.inner.find(ctx)

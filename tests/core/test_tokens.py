@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rltrefactor.regions import LineIndex, token_lines
-from rltrefactor.tokens import GuardedRegex, whole_word
+from rltrefactor.tokens import AllOf, GuardedRegex, whole_word
 
 FLAG = re.compile(r"use_\w*\s*:\s*bool")
 
@@ -48,3 +48,59 @@ def test_whole_words_are_not_parts_of_longer_identifiers():
     version = whole_word("version")
     assert version.search("torch.version.cuda") and version.search("version('triton')")
     assert not version.search("sys.version_info") and not version.search("torch.__version__")
+
+
+def _lines(token, text: str, tree=None) -> list[int]:
+    from rltrefactor.regions import code_text
+    from rltrefactor.source import parse_tree
+
+    syntax = parse_tree(text)
+    code = code_text(text, syntax)
+    return sorted(token_lines(code, [token], LineIndex(code), None, syntax if tree else None))
+
+
+def test_an_all_of_token_selects_by_its_rarest_word_in_each_file():
+    token = AllOf((".to(", "cpu"))
+    many_moves = "a = x.to(d)\nb = y.to(d)\nc = z.to('cpu')\n"
+    assert _lines(token, many_moves) == [3]  # "cpu" is rarer here
+    many_cpus = "a = 'cpu'\nb = 'cpu'\nc = z.to('cpu')\n"
+    assert _lines(token, many_cpus) == [3]  # ".to(" is rarer here
+    assert token.search("a = x.to(d)\n") is None  # a file without "cpu" holds no match
+
+
+def test_a_called_word_counts_only_where_it_is_called():
+    token = AllOf(("tensor",), calls=frozenset({"tensor"}))
+    text = "def f(tensor):\n    n = tensor.shape\n    t = torch.tensor (n)\n    u = th.tensor(\n        n)\n"
+    assert _lines(token, text) == [3, 4]
+    # An import line names the word without calling it: the file is still a candidate
+    # (an alias may call it), though the line selects nothing.
+    assert token.search("from torch import tensor as T\nT([1])\n") is not None
+
+
+def test_comments_and_docstrings_select_nothing_but_fstring_fields_do():
+    from rltrefactor.regions import code_text
+    from rltrefactor.source import parse_tree
+
+    text = 'def f(x):\n    """Calls x.item() per step."""\n    # x.item() here\n    s = f"{x.item()}"\n    return "x.item()"\n'
+    code = code_text(text, parse_tree(text))
+    assert len(code) == len(text) and code.count("\n") == text.count("\n")
+    assert sorted(token_lines(code, [".item("], LineIndex(code))) == [4, 5]
+
+
+def test_a_statement_scoped_all_of_needs_every_word_in_one_statement_header():
+    token = AllOf((re.compile(r"sum\("), re.compile(r"(?:if|while)\b")), within="statement")
+    text = (
+        "def f(t, ok):\n"
+        "    if ok:\n"  # 2: a branch, no reduction in its header
+        "        n = t.sum()\n"  # 3: a reduction outside any branch header
+        "    if (ok and\n"  # 4: a header over two lines
+        "            t.sum() > 0):\n"  # 5
+        "        pass\n"
+        "    elif t.sum():\n"  # 7: a clause's header
+        "        pass\n"
+        "    if ok: m = t.sum()\n"  # 9: one line, the body beside the header
+        "    v = 1 if t.sum() else 2\n"  # 10: a conditional expression
+    )
+    assert _lines(token, text, tree=True) == [5, 7, 9, 10]
+    # Without the tree every line of the rarest word counts.
+    assert _lines(token, text) == [3, 5, 7, 9, 10]

@@ -7,6 +7,7 @@ import pytest
 
 from rltrefactor.matchers.options import MatcherSpecError
 from rltrefactor.matchers.pattern import compile_pattern
+from rltrefactor.tokens import AllOf
 
 from .helpers import hits, lines
 
@@ -153,15 +154,47 @@ def test_where_regex_not_regex_kind_and_qualified_name():
     assert lines({"pattern": "f($V)", "where": {"V": {"kind": "string"}}}, code) == [7]
 
 
+def _words(prefilter):
+    return [(t.words, sorted(t.calls)) if isinstance(t, AllOf) else t for t in prefilter]
+
+
 def test_prefilter_uses_names_that_survive_aliasing():
-    assert compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter == ("synchronize",)
-    assert compile_pattern("r", {"pattern": "$X.item()"}).prefilter == (".item(",)
-    assert compile_pattern("r", {"any": ["$X.item()", "torch.nonzero(...)"]}).prefilter == (".item(", "nonzero")
+    # Every word of a dotted name but its head (``import torch as th`` renames it); the
+    # engine adds what an import leaves at the match (``synchronize``, or an alias).
+    assert _words(compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter) == [
+        (("synchronize", "cuda"), ["synchronize"])
+    ]
+    assert _words(compile_pattern("r", {"pattern": "$X.item()"}).prefilter) == [((".item(", "item"), [])]
+    assert _words(compile_pattern("r", {"any": ["$X.item()", "torch.nonzero(...)"]}).prefilter) == [
+        ((".item(", "item"), []), (("nonzero",), ["nonzero"])
+    ]
     # An alternative without any required text makes the whole block unfiltered.
     assert compile_pattern("r", {"any": ["$X.item()", "$X + $Y"]}).prefilter == ()
-    assert compile_pattern("r", {"all": ["$F(...)", "torch.tensor(..., device=$D)"]}).prefilter == ("tensor",)
+    assert _words(compile_pattern("r", {"all": ["$F(...)", "torch.tensor(..., device=$D)"]}).prefilter) == [
+        (("tensor",), ["tensor"])
+    ]
     # Keyword names are written at every call: the callee is the better token.
-    assert compile_pattern("r", {"pattern": "torch.empty(..., device=$D)"}).prefilter == ("empty",)
+    assert _words(compile_pattern("r", {"pattern": "torch.empty(..., device=$D)"}).prefilter) == [(("empty",), ["empty"])]
+
+
+def test_an_import_that_drops_part_of_a_dotted_name_still_selects_the_call():
+    from rltrefactor.engine import _with_aliases
+    from rltrefactor.matchers.imports import ImportTable
+    from rltrefactor.regions import LineIndex, token_lines
+
+    prefilter = compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter
+    for imports, call in (
+        ({"synchronize": "torch.cuda.synchronize"}, "synchronize()"),
+        ({"sync": "torch.cuda.synchronize"}, "sync()"),
+        ({"tc": "torch.cuda"}, "tc.synchronize()"),
+    ):
+        # "cuda" is rarer than "synchronize" here: alone it would select only line 1.
+        text = f"import x  # cuda\n{call}\nsynchronize_all = 1\nsynchronize_x = 2\n"
+        tokens = _with_aliases(prefilter, ImportTable(imports))
+        assert 2 in token_lines(text, tokens, LineIndex(text)), imports
+    # An import whose last part the pattern does not spell stands for nothing in it.
+    unrelated = _with_aliases(prefilter, ImportTable({"Shard": "torch.cuda.tensor.Shard"}))
+    assert unrelated == prefilter
 
 
 def test_prefilter_of_a_subscript_comparison_is_a_bracket_aware_regex():
@@ -178,6 +211,10 @@ def test_prefilter_falls_back_on_an_enclosing_pattern_or_a_where_regex():
         "pattern": "$P += $N",
         "inside": [{"pattern": {"pattern": "for $D in $R: ...", "where": {"D": {"regex": "depth|loop"}}}}],
     }
+    # The loop's regex and the position's both occur in every match: the rarer selects.
+    both = {**block, "where": {"P": {"regex": "position"}}}
+    (token,) = compile_pattern("r", both).prefilter
+    assert [w.pattern for w in token.words] == ["depth|loop", "position"]
     assert [t.pattern for t in compile_pattern("r", block).prefilter] == ["depth|loop"]
     where = {"pattern": "$P += $N", "where": {"P": {"regex": "position"}}}
     assert [t.pattern for t in compile_pattern("r", where).prefilter] == ["position"]

@@ -27,7 +27,7 @@ def engine(*, prefilters: bool = True) -> Engine:
 
 class _Unfiltered:
     def __init__(self, inner) -> None:
-        self.rule_id, self.prefilter, self._inner = inner.rule_id, (), inner
+        self.rule_id, self.prefilter, self.reach, self._inner = inner.rule_id, (), inner.reach, inner
 
     def find(self, ctx):
         return self._inner.find(ctx)

@@ -13,7 +13,7 @@ from typing import ClassVar, Any, Iterator
 import libcst as cst
 
 from ..tokens import Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
@@ -26,6 +26,7 @@ _DELIVERY = re.compile(r"^(?:put|send)(?:_\w+)?$")
 class AwaitedDeliveryInFanOutLoop:
     """``await consumer.put(...)`` for each consumer in a loop: one slow consumer stalls all."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
@@ -82,6 +83,7 @@ _ENDING_WORDS = frozenset({"cancel", "abort"})
 class StateFlagSetAfterAwait:
     """``await ...`` then ``self.cancelled = True`` in an async cancel/abort: consumers race the flag."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
@@ -125,6 +127,7 @@ CLEANUP_VERBS = (
 class UnshieldedAwaitInHandler:
     """``except ...: await self.abort(rid)`` unshielded: a further cancel stops the cleanup half-way."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {"cleanup-verbs": Option("strings", CLEANUP_VERBS, "words of awaited calls that clean up")}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:

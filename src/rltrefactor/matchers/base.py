@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..regions import CompanionLines, Companions, Reads
 from ..tokens import Prefilter
 from ..types import Definition, Span
 from .imports import ImportTable
@@ -231,6 +232,32 @@ class DefinitionLookup(Protocol):
     def enclosing(self, line: int) -> Definition: ...
 
 
+@dataclass(frozen=True)
+class MatcherReach:
+    """How much of a file around its prefilter tokens a matcher reads.
+
+    Planning (``regions.RuleReach``, which adds the tokens) leaves the rest unparsed, so
+    a reach narrower than what ``find`` really reads hides hits. The defaults are the
+    widest reach: whole functions, no companions.
+    """
+
+    # "function": the whole function around a token; "statement": the innermost
+    # statement holding it and the headers around it; "header": only that statement's
+    # header (a simple statement is its own header).
+    reads: Reads = "function"
+    # Reads every method of a class, not only those holding a token and the setup methods.
+    whole_class: bool = False
+    # Never reports inside a setup method (``__init__``, ...), so its tokens there do not
+    # make the class worth parsing.
+    never_in_setup: bool = False
+    # Given the text from a token's line on (that line and the two after it), the names
+    # whose uses the matcher also reads. Planning also asks it about the first line of the
+    # statement a token's line goes on (a wrapped call's receiver sits there).
+    companions: Companions | None = None
+    # Which lines of a companion are kept: every use, or only its assignments.
+    companion_lines: CompanionLines = "uses"
+
+
 class Matcher(Protocol):
     """What both compiled YAML patterns and registered Python matchers implement."""
 
@@ -239,14 +266,7 @@ class Matcher(Protocol):
     # text for the matcher to possibly hit there; empty means no cheap test exists and
     # every statement is parsed. Precise tokens are what keeps full scans fast.
     prefilter: Prefilter
-    # Optional (see ``regions.RuleReach``), each telling planning what may stay unparsed:
-    # reads: "function" (default), "statement" or "header": how much of a function
-    #   around a token the matcher reads;
-    # whole_class (default False): reads every method of a class, not only those holding
-    #   its tokens and the setup methods;
-    # never_in_setup (default False): never reports inside a setup method (``__init__``,
-    #   ...), so its tokens there do not make the class worth parsing;
-    # companions(text) -> names: whose uses the matcher also reads, given the text from
-    #   a token's line on (that line and the two after it).
+    # What planning may leave unparsed around the tokens.
+    reach: MatcherReach
 
     def find(self, ctx: FileContext) -> Iterable[Match]: ...

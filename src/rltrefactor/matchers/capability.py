@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..tokens import Prefilter, whole_word
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import subtree, unpacked
 from .imports import dotted_name
 from .options import Option
@@ -29,10 +29,22 @@ def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
     return id(function) if function is not None else 0
 
 
+def _probe_targets(text: str) -> Iterator[str]:
+    """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
+    line = text.partition("\n")[0]
+    end = found.end() if (found := _TARGETS.match(line)) else 0  # a starred pattern always matches
+    if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
+        return
+    for target in line[:end].split(","):
+        name = target.strip(" \t()[]*")
+        if _DOTTED.fullmatch(name):
+            yield name.rpartition(".")[2].strip()
+
+
 class ComparedProbe:
     """A comparison with (or test of) a probed device, version or package fact; by default only in branch conditions."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header", companions=_probe_targets)
 
     OPTIONS: ClassVar[dict[str, Option]] = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
@@ -52,17 +64,6 @@ class ComparedProbe:
         self.skip = re.compile(options["skip-functions"]) if options["skip-functions"] else None
         tokens = [*(whole_word(call) for call in sorted(self.calls)), *(t for name in sorted(self.attributes) for t in _attribute_tokens(name))]
         self.prefilter: Prefilter = tuple(dict.fromkeys(tokens))
-
-    def companions(self, text: str) -> Iterator[str]:
-        """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
-        line = text.partition("\n")[0]
-        end = found.end() if (found := _TARGETS.match(line)) else 0  # a starred pattern always matches
-        if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
-            return
-        for target in line[:end].split(","):
-            name = target.strip(" \t()[]*")
-            if _DOTTED.fullmatch(name):
-                yield name.rpartition(".")[2].strip()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for match in self._matches(ctx):
@@ -171,7 +172,7 @@ def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
 class SilentImportFallback:
     """An ``except ImportError`` that switches implementation without telling anyone."""
 
-    reads = "statement"  # the try's body and the handler's
+    reach = MatcherReach(reads="statement")  # the try's body and the handler's
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
@@ -230,7 +231,7 @@ ACCELERATORS = ("cuda", "npu", "xpu", "hpu", "mps", "musa", "mlu", "xla", "ipu",
 class AcceleratorProbe:
     """A branch that asks which accelerator is present or which one a device is."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS: ClassVar[dict[str, Option]] = {
         "backends": Option("strings", ACCELERATORS, "accelerator names whose probes choose an execution path"),

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 import libcst as cst
 
 from ..tokens import AllOf, Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, in_per_step_function, subtree
 from .residency import on_host, residency_companions
 from .imports import dotted_name
@@ -26,7 +26,8 @@ _BRANCH = re.compile(r"(?:if|while)\b")
 class TensorToHostConversion:
     """int()/float()/bool() or a branch condition applied to a visibly device-side reduction."""
 
-    reads = "header"
+    # Residency is inferred from how the receivers were assigned.
+    reach = MatcherReach(reads="header", companions=residency_companions, companion_lines="assignments")
 
     OPTIONS: ClassVar[dict[str, Option]] = {
         "reductions": Option(
@@ -52,11 +53,6 @@ class TensorToHostConversion:
             AllOf((reduction, _CONVERSION), within="statement"),
             AllOf((reduction, _BRANCH), within="statement"),
         )
-
-    companion_lines = "assignments"
-
-    def companions(self, text: str) -> set[str]:
-        return residency_companions(text)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
@@ -126,7 +122,7 @@ class ZeroFilledKernelOutput:
     it as a plain argument; any other use first (a read, an in-place update, a branch)
     means the zeros may matter, and the buffer is left alone."""
 
-    reads = "function"
+    reach = MatcherReach(reads="function")
     prefilter: Prefilter = ("zeros",)
     OPTIONS: ClassVar[dict[str, Option]] = {
         "kernel-callees": Option("regex", KERNEL_CALLEES, "callees that are kernels writing their output arguments"),
@@ -191,7 +187,7 @@ class PerStepHostStaging:
     """A host tensor allocated in a per-step function and filled element by element in a loop:
     an ad-hoc staging buffer in pageable memory, rebuilt every step."""
 
-    reads = "function"
+    reach = MatcherReach(reads="function")
     prefilter: Prefilter = ("zeros(", "empty(", "ones(", "full(")
     OPTIONS: ClassVar[dict[str, Option]] = {}
 

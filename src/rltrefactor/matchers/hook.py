@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..tokens import Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 
 # A NUL character never occurs in Python source, so the engine's text prefilter skips
 # this matcher for every file without parsing it.
@@ -14,6 +14,8 @@ NEVER_IN_SOURCE = "\x00"
 
 
 class HookEmittedMatcher:
+    reach = MatcherReach()  # its token never occurs in source: nothing is read
+
     def __init__(self, rule_id: str, emitter: str) -> None:
         self.rule_id = rule_id
         self.emitter = emitter

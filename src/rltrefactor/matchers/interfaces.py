@@ -8,7 +8,7 @@ from typing import Any, Iterator, TypeGuard
 import libcst as cst
 
 from ..tokens import GuardedRegex, Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .imports import dotted_name
 from .options import Option
 
@@ -61,7 +61,7 @@ def _is_bool(node: cst.BaseExpression | None) -> TypeGuard[cst.Name]:
 class PositionalBooleanParameter:
     """A public function's boolean mode flag that callers can pass by position."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS = {
         "flag-regex": Option(
@@ -109,7 +109,7 @@ class PositionalBooleanParameter:
 class BareBooleanArgument:
     """A True/False literal passed by position to a call that takes several arguments."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS = {
         "value-taking": Option("strings", VALUE_TAKING, "callee names whose boolean argument is data"),
@@ -162,7 +162,7 @@ def _field_name(node: cst.BaseExpression) -> str | None:
 class StringComparedField:
     """A field whose name matches ``field-regex`` compared with string literals."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS = {
         "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
@@ -231,7 +231,7 @@ def _comparison_prefilter(regex: str, field_words: tuple[str, ...]) -> "tuple[re
 class WideTupleReturn:
     """A public function returning a bare tuple of many values."""
 
-    reads = "header"  # every return holds the token, so the first wide one is kept
+    reach = MatcherReach(reads="header")  # every return holds the token, so the first wide one is kept
 
     OPTIONS = {
         "min-elements": Option("int", 3, "smallest tuple length reported"),

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 import libcst as cst
 
 from ..tokens import GuardedRegex, Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import is_setup_name, subtree
 from .imports import dotted_name
 from .options import Option
@@ -23,19 +23,20 @@ _GUARDED_NAME = re.compile(r"(?:has|get)attr\s*\(\s*self\s*,\s*[rbuRBU]?[\"'](\w
 _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "exception", "debug", "critical", "log", "print", "print_exc"})
 
 
+def _guarded_names(text: str) -> list[str]:
+    """Where the guarded attribute is set: ``__init__`` and the class body."""
+    return _GUARDED_NAME.findall(text)
+
+
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
-    reads = "header"
+    reach = MatcherReach(reads="header", companions=_guarded_names)
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.prefilter: Prefilter = (_GUARD,)
-
-    def companions(self, text: str) -> Iterator[str]:
-        """Where the guarded attribute is set: ``__init__`` and the class body."""
-        return iter(_GUARDED_NAME.findall(text))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         guaranteed: dict[int, set[str]] = {}
@@ -109,6 +110,7 @@ def _assigned(line: cst.SimpleStatementLine, *, self_attrs: bool) -> set[str]:
 class ReleaseNotOnFailurePath:
     """A release that only runs when nothing between it and its acquire raises."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {
         "pairs": Option(
             "mapping",
@@ -177,7 +179,7 @@ def _calls(statement: cst.CSTNode, owner: str, method: str, ctx: FileContext) ->
 class SwallowedErrorInCleanup:
     """A broad except that silently swallows an error while cleaning up or releasing."""
 
-    reads = "statement"  # the handler's body says whether it is silent
+    reach = MatcherReach(reads="statement")  # the handler's body says whether it is silent
 
     OPTIONS: ClassVar[dict[str, Option]] = {"cleanup-words": Option("strings", CLEANUP_WORDS, "words of function names that release or clean up")}
 
@@ -235,15 +237,19 @@ def _uses_name(handler: cst.ExceptHandler) -> bool:
 class RegistrationNotUndoneOnFailure:
     """``d[k] = v``, a call that can raise, then ``del d[k]``: a failure leaves ``k`` registered."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {}
     _REMOVERS = frozenset({"pop", "remove", "discard"})
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
-        # ``d[k] = v`` alone are everywhere); the whole function is read.
+        # ``d[k] = v`` alone are everywhere); the whole function is read. A wrapped call
+        # puts its key on the next line, so the regex also searches the line after a guard.
         removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
-        self.prefilter: Prefilter = (re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard(")))
+        self.prefilter: Prefilter = (
+            re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
+        )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import libcst as cst
 
 from ..tokens import AllOf, Prefilter, Token
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
 from .residency import on_host, residency_companions
@@ -69,12 +69,14 @@ class PatternMatcher:
         self.rule_id = rule_id
         self.block = block
         self.prefilter: Prefilter = block.tokens
-        self.reads = "header" if block.header_only else "function"
-        # ``on-host`` constraints read how the receivers were assigned.
-        self.companions = residency_companions if reads_residency else None
-        self.companion_lines = "assignments"
-        # ``not-inside: cold-code`` never reports in set-up methods: tokens there select nothing.
-        self.never_in_setup = never_in_setup
+        # ``on-host`` constraints read how the receivers were assigned; ``not-inside:
+        # cold-code`` never reports in set-up methods, so tokens there select nothing.
+        self.reach = MatcherReach(
+            reads="header" if block.header_only else "function",
+            never_in_setup=never_in_setup,
+            companions=residency_companions if reads_residency else None,
+            companion_lines="assignments",
+        )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for anchor in self.block.anchors:
@@ -147,7 +149,7 @@ def _code_block(code: CodePattern) -> Block:
 
 def _selectivity(token: Token) -> int:
     if isinstance(token, AllOf):
-        return max(len(word) + (2 if word in token.calls else 0) for word in token.words)
+        return max(len(word) + (2 if word in token.calls else 0) if isinstance(word, str) else 8 for word in token.words)
     return len(token) if isinstance(token, str) else 8
 
 

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..tokens import AllOf, GuardedRegex, Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, subtree, unpacked
 from .imports import dotted_name
 from .options import Option
@@ -64,7 +64,7 @@ def _names_in(target: cst.BaseExpression) -> Iterator[cst.Name]:
 class AbbreviatedNewName:
     """A name bound to a listed abbreviation; the first binding per scope is reported."""
 
-    reads = "header"  # every binding holds the token, so the first one is kept
+    reach = MatcherReach(reads="header")  # every binding holds the token, so the first one is kept
 
     OPTIONS = {"abbreviations": Option("mapping", ABBREVIATIONS, "abbreviation -> the name to write instead")}
 
@@ -101,7 +101,7 @@ _BRANCH = re.compile(r"(?:if|while)\b")
 class UnexplainedNumberInBranch:
     """A numeric literal compared in a branch condition, outside a named constant."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS = {
         "allowed": Option(

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..tokens import Prefilter, GuardedRegex
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .options import Option
 from .teardown import del_targets, is_name
@@ -36,6 +36,7 @@ _CLOSERS = frozenset({"close", "shutdown", "terminate", "cleanup", "__exit__", "
 class ResourceWithoutClose:
     """A file, event loop or executor created in a function and never closed there."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {"constructors": Option("strings", RESOURCES, "qualified names of calls that create a resource to close")}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
@@ -151,6 +152,7 @@ class ChunkKeptAliveByLoopVariable:
     """``for chunk in make_chunks(): out = send(chunk); del out``: the loop variable still
     holds the chunk while the next one is built."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
@@ -203,6 +205,7 @@ RELEASE_VERBS = (
 class CleanupAfterTryNotInFinally:
     """``try: use(x) except E: ...; raise`` then ``x.close()``: the exit path skips the cleanup."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {"release-verbs": Option("strings", RELEASE_VERBS, "words of method names that release")}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:

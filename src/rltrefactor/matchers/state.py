@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..tokens import GuardedRegex, Prefilter
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
 from .options import Option
@@ -61,14 +61,19 @@ def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def _foreign_receivers(text: str) -> Iterator[str]:
+    """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
+    for receiver in _RECEIVER.findall(text.partition("\n")[0]):
+        if receiver not in SELF_NAMES:
+            yield receiver
+
+
 class ForeignPrivateAttribute:
     """Reading or writing an underscore attribute of another object."""
 
-    reads = "header"
     # Receivers are told apart by where they were assigned (``own = cls()``), and
     # nothing is reported in set-up methods.
-    companion_lines = "assignments"
-    never_in_setup = True
+    reach = MatcherReach(reads="header", companions=_foreign_receivers, companion_lines="assignments", never_in_setup=True)
 
     OPTIONS = {
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
@@ -83,12 +88,6 @@ class ForeignPrivateAttribute:
         self.allowed = frozenset(options["allowed"])
         self.namespace = re.compile(options["namespace-receivers"])
         self.prefilter: Prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
-
-    def companions(self, text: str) -> Iterator[str]:
-        """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
-        for receiver in _RECEIVER.findall(text.partition("\n")[0]):
-            if receiver not in SELF_NAMES:
-                yield receiver
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         own_instances = _own_instances(ctx)
@@ -154,7 +153,7 @@ def _own_instances(ctx: FileContext) -> set[tuple[int, str]]:
 class CollaboratorContainerMutation:
     """Mutating a container that another component owns, instead of calling its operation."""
 
-    reads = "header"
+    reach = MatcherReach(reads="header")
 
     OPTIONS = {
         "mutators": Option("strings", MUTATORS, "container methods that change the container"),
@@ -232,6 +231,11 @@ def _is_parameter(name: cst.Name, ctx: FileContext) -> bool:
 _SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
 
 
+def _written_self_names(text: str) -> list[str]:
+    """``_x`` of each ``self._x`` the token's line writes."""
+    return _SELF_PRIVATE_WRITE.findall(text.partition("\n")[0])
+
+
 class PerCallTemporaryOnSelf:
     """An attribute set and read within one method call only: a local kept on ``self``."""
 
@@ -239,16 +243,12 @@ class PerCallTemporaryOnSelf:
     # A temporary is an attribute no other method touches, so every use of a written
     # name is read (``companions``); writes in setup methods are never temporaries, so
     # they select nothing.
-    reads = "header"
-    never_in_setup = True
+    reach = MatcherReach(reads="header", never_in_setup=True, companions=_written_self_names)
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # Every finding is the plain write that starts the temporary's life.
         self.prefilter: Prefilter = (_SELF_PRIVATE_WRITE,)
-
-    def companions(self, text: str) -> Iterator[str]:
-        yield from _SELF_PRIVATE_WRITE.findall(text.partition("\n")[0])
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}

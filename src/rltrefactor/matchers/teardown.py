@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 import libcst as cst
 
 from ..tokens import Prefilter, GuardedRegex
-from .base import FileContext, Match
+from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
@@ -49,6 +49,7 @@ def name_words(name: str) -> set[str]:
 class UncheckedRemovalOnReleasePath:
     """``del d[k]``, ``d.pop(k)`` or ``assert k in d`` for an id on a cancel/abort/finish path."""
 
+    reach = MatcherReach(reads="function")
     OPTIONS: ClassVar[dict[str, Option]] = {"release-words": Option("strings", RELEASE_WORDS, "words of function names that end a request, job or resource")}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
@@ -201,7 +202,7 @@ class CancelPastItsOwner:
     bookkeeping for ``x`` is skipped."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
-    reads = "statement"
+    reach = MatcherReach(reads="statement")
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
@@ -231,7 +232,7 @@ class DelAssumesFullConstruction:
     """``__del__`` that uses ``self.x`` which a failed ``__init__`` may never have set."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
-    whole_class = True  # reads ``__init__`` and the class body besides ``__del__``
+    reach = MatcherReach(whole_class=True)  # reads ``__init__`` and the class body besides ``__del__``
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
