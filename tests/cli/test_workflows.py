@@ -1,0 +1,59 @@
+"""One API workflow per command: configuration and library loaded once."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltrefactor import api, config
+from rltrefactor.cli import main
+from rltrefactor.library import loader
+
+HOT = "model_executor/runner.py"
+SYNCING = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
+
+
+@pytest.fixture
+def loads(monkeypatch):
+    """Calls of ``load_config`` and ``load_library``, wherever a command makes them."""
+    calls = {"config": 0, "library": 0}
+    real_config, real_library = config.load_config, loader.load_library
+
+    def counted_config(*args, **kwargs):
+        calls["config"] += 1
+        return real_config(*args, **kwargs)
+
+    def counted_library(*args, **kwargs):
+        calls["library"] += 1
+        return real_library(*args, **kwargs)
+
+    for module in (api, config):
+        monkeypatch.setattr(module, "load_config", counted_config)
+    for module in (api, loader):
+        monkeypatch.setattr(module, "load_library", counted_library)
+    return calls
+
+
+def _changed(repo):
+    repo.write(HOT, "import torch\n\n\ndef forward(x):\n    return x * 2\n")
+    repo.commit("base")
+    repo.write(HOT, SYNCING)  # no perf_hooks/: the hook reports that, without running anything
+
+
+@pytest.mark.parametrize("command", [
+    ["review", "--diff", "HEAD", "--perf", "--no-cache"],
+    ["perf", "--diff", "HEAD"],
+    ["baseline", "--no-cache"],
+])
+def test_each_command_loads_configuration_and_library_once(repo, loads, capsys, monkeypatch, command):
+    _changed(repo)
+    monkeypatch.chdir(repo.path)
+    main([*command, "--repo", str(repo.path)])
+    assert loads == {"config": 1, "library": 1}, capsys.readouterr().err
+
+
+def test_review_perf_says_the_plan_before_the_report(repo, capsys, monkeypatch):
+    _changed(repo)
+    monkeypatch.chdir(repo.path)
+    main(["review", "--diff", "HEAD", "--perf", "--no-cache"])
+    err = capsys.readouterr().err
+    assert err.startswith("perf: executing micro-checks from (none)\n  base "), err
