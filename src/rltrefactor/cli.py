@@ -1,7 +1,8 @@
 """Command line: parse arguments, call one API workflow, pick a reporter, set the exit code.
 
 Exit codes: 0 no failing finding; 1 failing findings; 2 usage, configuration, input
-error, or an internal error (one line on stderr, never a traceback).
+error, or an internal error (one line on stderr, never a traceback); 141 when the reader
+of stdout left early (``| head``), as for a process that SIGPIPE ends, quietly.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from .perf.hook import PerfPlan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a process the signal ends
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 EXIT_CODES = (
     "exit codes: 0 no new, unsuppressed finding at or above --fail-on; 1 such findings; "
@@ -141,6 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed stdout shows here, not as a message at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_STDOUT_CLOSED
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: what is still buffered must not fail again at exit."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # stdout without a file descriptor (replaced by a caller)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -152,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)
     try:
         return args.handler(args) if hasattr(args, "handler") else _run_review(args)
+    except BrokenPipeError:
+        raise  # the reader left: ``main`` ends quietly
     except RltError as exc:
         print(f"rltrefactor: {exc}", file=sys.stderr)
         return EXIT_ERROR

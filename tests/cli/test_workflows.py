@@ -1,13 +1,19 @@
-"""One API workflow per command: configuration and library loaded once."""
+"""One API workflow per command: configuration and library loaded once; a closed stdout ends quietly."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from rltrefactor import api, config
-from rltrefactor.cli import main
+from rltrefactor.cli import EXIT_STDOUT_CLOSED, main
 from rltrefactor.library import loader
 
+ROOT = Path(__file__).resolve().parents[2]
 HOT = "model_executor/runner.py"
 SYNCING = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
 
@@ -57,3 +63,13 @@ def test_review_perf_says_the_plan_before_the_report(repo, capsys, monkeypatch):
     main(["review", "--diff", "HEAD", "--perf", "--no-cache"])
     err = capsys.readouterr().err
     assert err.startswith("perf: executing micro-checks from (none)\n  base "), err
+
+
+def test_a_closed_stdout_ends_quietly(tmp_path):
+    environment = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, "-m", "rltrefactor", "rules", "list"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environment)
+    proc.stdout.close()  # the reader leaves before the first line, as `| head -0` would
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == EXIT_STDOUT_CLOSED
+    assert err == ""
