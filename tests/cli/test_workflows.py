@@ -1,4 +1,4 @@
-"""One API workflow per command: configuration and library loaded once; a closed stdout ends quietly."""
+"""One API workflow per command: configuration and library loaded once; a closed stdout ends quietly; clear one-line errors."""
 
 from __future__ import annotations
 
@@ -73,3 +73,14 @@ def test_a_closed_stdout_ends_quietly(tmp_path):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == EXIT_STDOUT_CLOSED
     assert err == ""
+
+
+def test_update_pr_body_refuses_a_directory_in_one_line(repo, cli):
+    _changed(repo)
+    (repo.path / "pr").mkdir()
+    result = cli("review", "--diff", "HEAD", "--update-pr-body", "pr", cwd=repo.path)
+    assert result.code == 2
+    assert result.err == (
+        f"rltrefactor: pr: PR body: is a directory; pass the Markdown file of the PR description, "
+        f"e.g. {os.path.join('pr', 'pr-body.md')}\n"
+    )
