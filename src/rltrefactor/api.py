@@ -305,8 +305,8 @@ def _with_baseline(result: ReviewResult, path: str) -> ReviewReport:
     report = BaselineReport(path, sum(d.reason == "baseline" for d in result.drops), stale)
     if not stale:
         return ReviewReport(result, report)
-    entries = f"{len(stale)} stale baseline entry" if len(stale) == 1 else f"{len(stale)} stale baseline entries"
-    warning = (f"{entries} (recorded findings that no longer occur; --format json lists them); "
+    stale_count = f"{len(stale)} stale baseline entry" if len(stale) == 1 else f"{len(stale)} stale baseline entries"
+    warning = (f"{stale_count} (recorded findings that no longer occur; --format json lists them); "
                f"regenerate {path} with 'rltrefactor baseline'")
     return ReviewReport(result, report, (warning,))
 
