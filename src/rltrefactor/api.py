@@ -1,4 +1,10 @@
-"""``review(...)``: a change in, a ReviewResult out. Never prints."""
+"""The workflows: ``review_change`` (static review, optional perf hook and baseline),
+``measure`` (the perf hook alone) and ``record_baseline``. Requests in, typed results out;
+never prints: what the user should be told comes back as ``warnings``.
+
+Invariant: each workflow loads the configuration and the rule library once (``_load``)
+and hands them to every step that needs them.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
+from .baseline import Baseline, BaselineReport, apply_baseline, load_baseline, write_baseline
 from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
@@ -14,17 +21,30 @@ from .execution import execution_map
 from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
-from .library.model import Rule
+from .library.model import Library, Rule
 from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
 from .engine import FileOutcome
 from .source import definitions, parse_tree, read_sources
-from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, ReviewResult
+from .types import (
+    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, PerfSummary, ReviewResult, Severity, at_least,
+)
 
 if TYPE_CHECKING:
-    from .perf.hook import Profile
+    from .perf.hook import PerfPlan, Profile
 
 Scope = Literal["lines", "changed-functions", "files"]
+
+
+@dataclass(frozen=True)
+class PerfRequest:
+    timeout: float = 60.0
+    profile: Profile | None = None
+    out_dir: str | None = None
+    window: int = 1
+    device: str = "auto"
+    memory_mb: int = 8192  # resident memory a micro-check process may use
+    on_plan: Callable[[PerfPlan], None] | None = None  # told what will be executed, before it runs
 
 
 @dataclass(frozen=True)
@@ -40,19 +60,58 @@ class ReviewRequest:
     use_cache: bool = True
     jobs: int | None = None  # None: one per core for large scans
     progress: Callable[[int, int], None] | None = None  # (files done, files to do)
+    perf: PerfRequest | None = None  # also run the perf hook on the change
+    baseline: str | None = None  # baseline file: the findings it records do not fail
+
+
+@dataclass(frozen=True)
+class ReviewReport:
+    """A review and what was learned beside it, for the reports and the user."""
+
+    result: ReviewResult
+    baseline: BaselineReport | None = None  # None: no baseline was applied
+    warnings: tuple[str, ...] = ()  # one line each, to be shown to the user
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """One command's configuration and rule library, loaded once, shared by its steps."""
+
+    config: Config
+    library: Library
+
+
+def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded:
+    config = load_config(repo_root, overrides)
+    return _Loaded(config, load_library(config.rule_dirs))
+
+
+def review_change(request: ReviewRequest) -> ReviewReport:
+    """The static review, then the perf hook (``request.perf``), then the baseline."""
+    result, loaded = _static_review(request)
+    if request.perf is not None:
+        result = _with_perf(result, request.perf, loaded)
+    if request.baseline is None:
+        return ReviewReport(result)
+    return _with_baseline(result, request.baseline)
 
 
 def review(request: ReviewRequest) -> ReviewResult:
+    """``review_change`` without the baseline report and the warnings."""
+    return review_change(request).result
+
+
+def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
     started = time.perf_counter()
     change = collect_changes(
         request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
     )
-    config = load_config(change.repo_root or request.repo, request.overrides)
-    library = load_library(config.rule_dirs)
+    loaded = _load(change.repo_root or request.repo, request.overrides)
+    config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules))
-    loaded = time.perf_counter()
+    loaded_at = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
@@ -67,7 +126,7 @@ def review(request: ReviewRequest) -> ReviewResult:
     # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
     # up) was not fully reviewed, even where the engine read part of it.
     unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
-    return ReviewResult(
+    result = ReviewResult(
         change=change,
         library_version=library.version,
         rules_run=rules,
@@ -77,8 +136,8 @@ def review(request: ReviewRequest) -> ReviewResult:
         drops=tuple(drops),
         errors=tuple(errors),
         timings={
-            "load": loaded - started,
-            "match": matched - loaded,
+            "load": loaded_at - started,
+            "match": matched - loaded_at,
             "total": time.perf_counter() - started,
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
@@ -86,6 +145,7 @@ def review(request: ReviewRequest) -> ReviewResult:
         fail_on_unreviewable=config.fail_on_unreviewable,
         changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
+    return result, loaded
 
 
 def _changed_functions(
@@ -211,37 +271,98 @@ def _name_repeats(finding: Finding) -> Finding:
     return replace(finding, impact=f"{finding.impact} The same at {where} {lines}.")
 
 
-@dataclass(frozen=True)
-class PerfRequest:
-    timeout: float = 60.0
-    profile: Profile | None = None
-    out_dir: str | None = None
-    window: int = 1
-    device: str = "auto"
-    memory_mb: int = 8192  # resident memory a micro-check process may use
+def _run_hook(change: ChangeSet, request: PerfRequest, config: Config) -> PerfSummary:
+    from .perf.hook import plan, run_perf
+
+    if request.on_plan is not None:
+        request.on_plan(plan(change, hooks_dir=config.perf_hooks))
+    return run_perf(
+        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
+        out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
+    )
 
 
-def perf_hooks_dir(change: ChangeSet) -> str:
-    return load_config(change.repo_root or ".").perf_hooks
-
-
-def with_perf(result: ReviewResult, request: PerfRequest) -> ReviewResult:
+def _with_perf(result: ReviewResult, request: PerfRequest, loaded: _Loaded) -> ReviewResult:
     """Run the perf hook on the reviewed change and merge its measured additions.
 
     Static findings on a line where an addition was measured become ``confirmed``.
     """
-    from .perf import confirm, perf_findings, run_perf
+    from .perf import confirm, perf_findings
 
     change = result.change
-    config = load_config(change.repo_root or ".")
-    summary = run_perf(
-        change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
-        out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
-    )
-    library = load_library(config.rule_dirs)
-    measured = perf_findings(summary, change=change, library=library)
+    summary = _run_hook(change, request, loaded.config)
+    measured = perf_findings(summary, change=change, library=loaded.library)
     findings = sorted(confirm(result.findings, summary) + measured, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
     timings = {**result.timings, "perf": summary.wall_seconds,
                "total": result.timings.get("total", 0.0) + summary.wall_seconds}
     return replace(result, findings=tuple(findings), perf=summary, errors=result.errors + summary.errors,
                    timings=timings)
+
+
+def _with_baseline(result: ReviewResult, path: str) -> ReviewReport:
+    """Findings recorded in the baseline at ``path`` move to ``drops``; stale entries are reported."""
+    result, stale = apply_baseline(result, load_baseline(path))
+    report = BaselineReport(path, sum(d.reason == "baseline" for d in result.drops), stale)
+    if not stale:
+        return ReviewReport(result, report)
+    stale_count = f"{len(stale)} stale baseline entry" if len(stale) == 1 else f"{len(stale)} stale baseline entries"
+    warning = (f"{stale_count} (recorded findings that no longer occur; --format json lists them); "
+               f"regenerate {path} with 'rltrefactor baseline'")
+    return ReviewReport(result, report, (warning,))
+
+
+@dataclass(frozen=True)
+class MeasureRequest:
+    """The perf hook alone, on one change source (as in ``ReviewRequest``)."""
+
+    repo: str = "."
+    diff: str | None = None
+    diff_file: str | None = None
+    staged: bool = False
+    paths: tuple[str, ...] = ()
+    fail_on: Severity | None = None  # None: the configuration's fail-on
+    perf: PerfRequest = PerfRequest()
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """Every delta the hook measured, and its additions as findings of the perf rules."""
+
+    summary: PerfSummary
+    findings: tuple[Finding, ...]
+    fail_on: Severity  # the request's threshold, else the configuration's
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if at_least(f.severity, self.fail_on))
+
+    @property
+    def gate_failed(self) -> bool:
+        return bool(self.failing)
+
+
+def measure(request: MeasureRequest) -> MeasureResult:
+    """Run the perf hook on a change: every delta, improvements included."""
+    from .perf import perf_findings
+
+    change = collect_changes(
+        request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
+    )
+    loaded = _load(change.repo_root or request.repo)
+    summary = _run_hook(change, request.perf, loaded.config)
+    findings = perf_findings(summary, change=change, library=loaded.library)
+    return MeasureResult(summary, findings, request.fail_on or loaded.config.fail_on)
+
+
+@dataclass(frozen=True)
+class BaselineRequest:
+    review: ReviewRequest  # without a change source: the whole repository
+    output: str  # the baseline file to write
+
+
+def record_baseline(request: BaselineRequest) -> Baseline:
+    """Review, then record every unsuppressed finding in ``request.output``."""
+    review_request = request.review
+    if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
+        review_request = replace(review_request, paths=(review_request.repo,))
+    return write_baseline(review(review_request), request.output)

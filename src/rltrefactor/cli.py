@@ -1,7 +1,8 @@
-"""Command line: parse arguments, call the API, pick a reporter, set the exit code.
+"""Command line: parse arguments, call one API workflow, pick a reporter, set the exit code.
 
 Exit codes: 0 no failing finding; 1 failing findings; 2 usage, configuration, input
-error, or an internal error (one line on stderr, never a traceback).
+error, or an internal error (one line on stderr, never a traceback); 141 when the reader
+of stdout left early (``| head``), as for a process that SIGPIPE ends, quietly.
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
-from .types import SEVERITIES, ChangeSet, ReviewResult, at_least
+from .types import SEVERITIES, ChangeSet, PerfSummary, ReviewResult
 
 if TYPE_CHECKING:
     from .api import PerfRequest, ReviewRequest
     from .baseline import BaselineReport
+    from .perf.hook import PerfPlan
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a process the signal ends
 FORMATS = ("text", "json", "sarif", "github", "markdown")
 EXIT_CODES = (
     "exit codes: 0 no new, unsuppressed finding at or above --fail-on; 1 such findings; "
@@ -132,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)
     baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
-                          fail_on_unreviewable=False, select=(), ignore=())
+                          fail_on_unreviewable=False, select=(), ignore=(), perf=False, baseline=None)
     from .cli_rules import add_rules_parser
 
     add_rules_parser(commands)
@@ -140,6 +143,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed stdout shows here, not as a message at interpreter exit
+    except BrokenPipeError:
+        _discard_stdout()
+        return EXIT_STDOUT_CLOSED
+    return code
+
+
+def _discard_stdout() -> None:
+    """Point stdout at the null device: what is still buffered must not fail again at exit."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError):  # stdout without a file descriptor (replaced by a caller)
+        pass
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -151,6 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(100_000, 50, 100)
     try:
         return args.handler(args) if hasattr(args, "handler") else _run_review(args)
+    except BrokenPipeError:
+        raise  # the reader left: ``main`` ends quietly
     except RltError as exc:
         print(f"rltrefactor: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -181,8 +206,16 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
-        progress=_progress_printer() if sys.stderr.isatty() and args.paths else None,
+        progress=_progress_printer() if sys.stderr.isatty() and _full_scan(args) else None,
+        perf=_perf_request(args) if args.perf else None,
+        baseline=args.baseline,
     )
+
+
+def _full_scan(args: argparse.Namespace) -> bool:
+    """Paths were given, or ``baseline`` was given no change source (it scans the repository)."""
+    no_source = not (args.diff or args.diff_file or args.staged or args.paths)
+    return bool(args.paths) or (args.command == "baseline" and no_source)
 
 
 def _progress_printer() -> Callable[[int, int], None]:
@@ -217,35 +250,26 @@ def _print_rule_profile(result: ReviewResult) -> None:
 
 
 def _run_review(args: argparse.Namespace) -> int:
-    from .api import review
+    from .api import review_change
 
-    result = review(_request(args))
+    report = review_change(_request(args))
+    result = report.result
     if args.profile_rules:
         _print_rule_profile(result)
-    if args.perf:
-        result = _add_perf(result, args)
-    baseline = None
-    if args.baseline:
-        from .baseline import BaselineReport, apply_baseline, load_baseline
-
-        result, stale = apply_baseline(result, load_baseline(args.baseline))
-        baseline = BaselineReport(args.baseline, sum(d.reason == "baseline" for d in result.drops), stale)
-        if baseline.stale:
-            print(f"rltrefactor: {_count(len(baseline.stale), 'stale baseline entry', 'stale baseline entries')} "
-                  f"(recorded findings that no longer occur; --format json lists them); "
-                  f"regenerate {args.baseline} with 'rltrefactor baseline'", file=sys.stderr)
+    for warning in report.warnings:
+        print(f"rltrefactor: {warning}", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
-    write_report(render(result, args, baseline), args.output)
-    if result.perf is not None and result.perf.all_failed:
+    write_report(render(result, args, report.baseline), args.output)
+    return _exit_code(result.perf, result.gate_failed)
+
+
+def _exit_code(perf: PerfSummary | None, gate_failed: bool) -> int:
+    if perf is not None and perf.all_failed:
         return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
-    return EXIT_FINDINGS if result.gate_failed else EXIT_CLEAN
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
+    return EXIT_FINDINGS if gate_failed else EXIT_CLEAN
 
 
 def _perf_request(args: argparse.Namespace) -> PerfRequest:
@@ -257,60 +281,36 @@ def _perf_request(args: argparse.Namespace) -> PerfRequest:
             f"(got {args.window}, {args.timeout} and {args.memory_limit})"
         )
     return PerfRequest(timeout=args.timeout, profile=args.profile, out_dir=args.out, window=args.window,
-                       device=args.device, memory_mb=args.memory_limit)
+                       device=args.device, memory_mb=args.memory_limit, on_plan=_print_plan)
 
 
-def _add_perf(result: ReviewResult, args: argparse.Namespace) -> ReviewResult:
-    from .api import perf_hooks_dir, with_perf
-    from .perf import plan
+def _print_plan(the_plan: PerfPlan) -> None:
     from .perf.report import plan_text
 
-    request = _perf_request(args)
-    print(plan_text(plan(result.change, hooks_dir=perf_hooks_dir(result.change))), file=sys.stderr)
-    return with_perf(result, request)
+    print(plan_text(the_plan), file=sys.stderr)
 
 
 def _run_perf(args: argparse.Namespace) -> int:
     """``rltrefactor perf``: the hook alone, every delta (improvements included)."""
-    import json
+    from .api import MeasureRequest, measure
+    from .perf.report import render_perf_json, render_perf_text
 
-    from .api import perf_hooks_dir
-    from .report.json import finding_record
-    from .changes import collect_changes
-    from .config import load_config
-    from .library.loader import load_library
-    from .perf import perf_findings, plan, run_perf
-    from .perf.report import perf_to_dict, plan_text, render_perf_text
-
-    request = _perf_request(args)
-    change = collect_changes(args.repo, diff=args.diff, diff_file=args.diff_file, staged=args.staged, paths=tuple(args.paths))
-    hooks = perf_hooks_dir(change)
-    print(plan_text(plan(change, hooks_dir=hooks)), file=sys.stderr)
-    summary = run_perf(change, hooks_dir=hooks, timeout=request.timeout, profile=request.profile,
-                       out_dir=request.out_dir, window=request.window, device=request.device,
-                       memory_mb=request.memory_mb)
-    config = load_config(change.repo_root or args.repo)
-    findings = perf_findings(summary, change=change, library=load_library(config.rule_dirs))
+    measured = measure(MeasureRequest(
+        repo=args.repo, diff=args.diff, diff_file=args.diff_file, staged=args.staged, paths=tuple(args.paths),
+        fail_on=args.fail_on, perf=_perf_request(args),
+    ))
     if args.format == "json":
-        document = {"schema": "rltrefactor/perf/v1", **perf_to_dict(summary),
-                    "findings": [finding_record(f) for f in findings]}
-        text = json.dumps(document, indent=2, default=str) + "\n"
+        text = render_perf_json(measured.summary, measured.findings)
     else:
-        text = render_perf_text(summary)
+        text = render_perf_text(measured.summary)
     write_report(text, args.output)
-    if summary.all_failed:
-        return EXIT_ERROR  # the hook measured nothing: a gate must not pass on that
-    failing = [f for f in findings if at_least(f.severity, args.fail_on or config.fail_on)]
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
+    return _exit_code(measured.summary, measured.gate_failed)
 
 
 def _run_baseline(args: argparse.Namespace) -> int:
-    from .api import review
-    from .baseline import write_baseline
+    from .api import BaselineRequest, record_baseline
 
-    if not (args.diff or args.diff_file or args.staged or args.paths):
-        args.paths = [args.repo]
-    baseline = write_baseline(review(_request(args)), args.output)
+    baseline = record_baseline(BaselineRequest(_request(args), args.output))
     print(f"rltrefactor: recorded {len(baseline.entries)} finding(s) in {args.output}", file=sys.stderr)
     return EXIT_CLEAN
 

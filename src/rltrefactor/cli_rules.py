@@ -185,6 +185,9 @@ def _new(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
     from .library.scaffold import parse_line_range, scaffold_rule
 
+    if args.output and os.path.isdir(args.output):
+        example = os.path.join(args.output, f"{args.area or 'device-residency'}.yaml")
+        raise ChangeInputError(f"{args.output}: is a directory; pass a rules/<area>.yaml file, e.g. {example}")
     entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id, area=args.area)
     if not args.output:
         out.write(entry)

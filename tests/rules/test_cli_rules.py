@@ -143,3 +143,15 @@ def test_new_rejects_a_root_commit(repo):
     sha = repo.commit("root")
     with pytest.raises(Exception, match="the commit has no parent"):
         scaffold_rule(str(repo.path), sha, "a.py", (1, 1))
+
+
+def test_new_refuses_a_directory_as_output_in_one_line(repo, tmp_path, capsys):
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum().item()\n    return n\n")
+    repo.commit("before")
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
+    sha = repo.commit("keep the count on the device")
+    assert main(["rules", "new", "--repo", str(repo.path), "--from-commit", sha, "--path", "worker/runner.py",
+                 "--lines", "4-6", "--area", "device-residency", "--output", str(tmp_path)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err == (f"rltrefactor: {tmp_path}: is a directory; pass a rules/<area>.yaml file, "
+                   f"e.g. {tmp_path / 'device-residency.yaml'}\n")

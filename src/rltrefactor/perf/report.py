@@ -1,4 +1,4 @@
-"""Plain renderings of a perf run for ``rltrefactor perf``: text and a JSON-ready dict.
+"""Plain renderings of a perf run for ``rltrefactor perf``: text, JSON and a JSON-ready dict.
 
 Review reports (``review --perf``) show perf findings like any other finding; these
 functions render what only the perf command shows: the plan, every delta (improvements
@@ -7,10 +7,11 @@ included), per-check totals, device evidence and the profiled operator table.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from typing import Any
 
-from ..types import PerfSummary, PerfTotals
+from ..types import Finding, PerfSummary, PerfTotals
 from .deltas import detail
 from .hook import PerfPlan
 
@@ -73,3 +74,12 @@ def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
     data = asdict(summary)
     data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
     return data
+
+
+def render_perf_json(summary: PerfSummary, findings: tuple[Finding, ...]) -> str:
+    """The ``rltrefactor/perf/v1`` document: the summary and the findings of its additions."""
+    from ..report.json import finding_record
+
+    document = {"schema": "rltrefactor/perf/v1", **perf_to_dict(summary),
+                "findings": [finding_record(f) for f in findings]}
+    return json.dumps(document, indent=2, default=str) + "\n"

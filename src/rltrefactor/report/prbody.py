@@ -7,6 +7,8 @@ so a reader never sees half a description.
 
 from __future__ import annotations
 
+import os
+
 from ..errors import ConfigError
 from ..fileio import write_atomic
 
@@ -19,6 +21,11 @@ def update_pr_body(path: str, summary: str) -> None:
 
     A missing file is treated as an empty description.
     """
+    if os.path.isdir(path):
+        raise ConfigError(
+            f"{path}: PR body: is a directory; pass the Markdown file of the PR description, "
+            f"e.g. {os.path.join(path, 'pr-body.md')}"
+        )
     try:
         with open(path, "rb") as handle:
             body = handle.read().decode("utf-8")
