@@ -103,13 +103,13 @@ class Engine:
 
     def review_file(self, path: str, text: str, lines: frozenset[int] | None = None) -> FileOutcome:
         """Findings in one file; with ``lines``, only statements touching those lines are matched."""
-        candidates = {
-            rule.id: (rule, matcher) for rule, matcher in self.applicable(path) if may_match(matcher.prefilter, text)
-        }
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
-        code = code_text(text, tree) if candidates else text
-        candidates = {rule_id: pair for rule_id, pair in candidates.items() if may_match(pair[1].prefilter, code)}
+        # Matchers match code: tokens in comments and docstrings select nothing.
+        code = code_text(text, tree)
+        candidates = {
+            rule.id: (rule, matcher) for rule, matcher in self.applicable(path) if may_match(matcher.prefilter, code)
+        }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)

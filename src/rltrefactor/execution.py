@@ -21,11 +21,13 @@ matchers ask, in ``matchers.context``.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Literal
 
 if TYPE_CHECKING:
+    import tree_sitter
     from tree_sitter import Node, Tree
 
 
@@ -115,6 +117,7 @@ class _Function:
     start_line: int
     end_line: int
     calls: set[str]  # callee keys: "Class.m" for self.m(), "f" for f()
+    node: Node | None = None  # the function_definition
     kind: ExecutionKind = "unknown"
     evidence: str = ""
 
@@ -129,6 +132,7 @@ def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FU
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY
+    _collect_calls(tree.root_node, functions)
     if offline_file:
         return _frozen(functions, "offline", "the file is under cold-paths")
     hot = re.compile("^(?:" + "|".join(hot_functions) + ")$")
@@ -189,7 +193,7 @@ def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -
     queue = [f for f in functions if f.kind == "per-step"]
     while queue:
         caller = queue.pop()
-        for key in caller.calls:
+        for key in sorted(caller.calls):  # sorted: the evidence names the same caller every run
             callee = by_key.get(key)
             if callee is not None and callee.kind == "unknown":
                 callee.kind, callee.evidence = "per-step", f"called from {caller.qualname}"
@@ -249,7 +253,7 @@ def _functions(root: Node) -> Iterator[_Function]:
             function = _Function(
                 name=name, qualname=prefix + name, owner=owner, parent=parent, decorators=decorators,
                 start_line=decorated_start or node.start_point[0] + 1, end_line=node.end_point[0] + 1,
-                calls=set(_calls(body, owner)) if body is not None else set(),
+                calls=set(), node=node,
             )
             yield function
             if body is not None:
@@ -266,19 +270,67 @@ _CONTAINERS = {
 }
 
 
-def _calls(body: Node, owner: str | None) -> Iterator[str]:
-    """Callee keys of the calls in ``body``, nested definitions excluded."""
-    stack = list(body.children)
+_CALLS_QUERY = """
+(call function: (identifier) @name)
+(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute))
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _calls_query() -> tree_sitter.Query:
+    import tree_sitter
+    import tree_sitter_python
+
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _CALLS_QUERY)
+
+
+def _collect_calls(root: Node, functions: list[_Function]) -> None:
+    """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
+    from the calls in its body. A call inside a nested function or class belongs to that
+    definition (a class body's calls to none), a call in a definition's header
+    (defaults, annotations) to none."""
+    import tree_sitter
+
+    # Scopes nest: (first byte, end byte, the function whose body it is, or None).
+    scopes: list[tuple[int, int, _Function | None]] = []
+    for function in functions:
+        body = function.node.child_by_field_name("body") if function.node is not None else None
+        if function.node is not None and body is not None:
+            scopes.append((function.node.start_byte, body.start_byte, None))
+            scopes.append((body.start_byte, body.end_byte, function))
+    scopes.extend((node.start_byte, node.end_byte, None) for node in _class_nodes(root))
+    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
+    calls: list[tuple[int, str | None, str]] = []  # (byte, callee name or None for self.m(), name)
+    for _, captures in tree_sitter.QueryCursor(_calls_query()).matches(root):
+        if "name" in captures:
+            callee = captures["name"][0]
+            calls.append((callee.start_byte, _text(callee), ""))
+        elif _text(captures["object"][0]) in ("self", "cls"):
+            calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0])))
+    calls.sort(key=lambda call: call[0])
+    open_scopes: list[tuple[int, int, _Function | None]] = []
+    next_scope = 0
+    for position, name, method in calls:
+        while next_scope < len(scopes) and scopes[next_scope][0] <= position:
+            open_scopes.append(scopes[next_scope])
+            next_scope += 1
+        open_scopes = [scope for scope in open_scopes if scope[1] > position]
+        if not open_scopes:
+            continue
+        owner = open_scopes[-1][2]  # the innermost: scopes open in nesting order
+        if owner is None:
+            continue
+        if name is not None:
+            owner.calls.add(name)
+        elif owner.owner is not None:
+            owner.calls.add(f"{owner.owner}.{method}")
+
+
+def _class_nodes(root: Node) -> Iterator[Node]:
+    stack = [root]
     while stack:
         node = stack.pop()
-        if node.type in ("function_definition", "class_definition"):
-            continue
-        if node.type == "call":
-            func = node.child_by_field_name("function")
-            if func is not None and func.type == "identifier":
-                yield _text(func)
-            elif func is not None and func.type == "attribute" and owner is not None:
-                target = func.child_by_field_name("object")
-                if target is not None and _text(target) in ("self", "cls"):
-                    yield f"{owner}.{_text(func.child_by_field_name('attribute'))}"
-        stack.extend(node.children)
+        if node.type == "class_definition":
+            yield node
+        if node.type in _CONTAINERS or node.type in ("block", "class_definition", "function_definition", "decorated_definition"):
+            stack.extend(node.children)

@@ -46,7 +46,14 @@ class GuardedRegex:
     context: int = 0
 
     def search(self, text: str) -> "re.Match[str] | None":
-        return next(self.finditer(text), None)
+        if self.context:
+            return next(self.finditer(text), None)
+        # One-line windows never overlap: each is searched as it is found.
+        for found in self._guard_offsets(text):
+            match = self.pattern.search(text, *self._window(text, found))
+            if match is not None:
+                return match
+        return None
 
     def finditer(self, text: str) -> Iterator["re.Match[str]"]:
         merged: list[list[int]] = []  # overlapping windows are searched as one
@@ -75,6 +82,10 @@ class GuardedRegex:
         for _ in range(self.context):
             end = text.find("\n", end + 1) if end != -1 else -1
         return start, len(text) if end == -1 else end
+
+
+# Matches of a regex word counted at most, when no substring word bounds the count.
+_REGEX_COUNT_CAP = 64
 
 
 @dataclass(frozen=True)
@@ -111,10 +122,29 @@ class AllOf:
         return found
 
     def finditer(self, text: str, pos: int = 0, /) -> Iterator["re.Match[str]"]:
-        rarest = min(self.words, key=lambda word: _count(word, text, pos))
+        rarest = self._rarest(text, pos)
         if isinstance(rarest, re.Pattern):
             return rarest.finditer(text, pos)
         return _word_regex(rarest, rarest in self.calls).finditer(text, pos)
+
+    def _rarest(self, text: str, pos: int) -> "str | re.Pattern[str]":
+        """The word with the fewest occurrences from ``pos`` on; substrings are counted
+        first, and a regex only while it could still be the rarest (any word selects
+        soundly: the count only saves work)."""
+        words = sorted(self.words, key=lambda word: isinstance(word, re.Pattern))
+        rarest, fewest = words[0], None
+        for word in words:
+            if isinstance(word, str):
+                count = text.count(word, pos)
+            else:
+                count = 0
+                for _ in word.finditer(text, pos):
+                    count += 1
+                    if count >= (fewest if fewest is not None else _REGEX_COUNT_CAP):
+                        break
+            if fewest is None or count < fewest:
+                rarest, fewest = word, count
+        return rarest
 
     def alias(self, local: str, target: str) -> "AllOf | None":
         """What selects a match that names ``target`` (a dotted import target) by the
@@ -128,10 +158,6 @@ class AllOf:
         return AllOf((local,), frozenset({local}) if called else frozenset())
 
 
-def _count(word: "str | re.Pattern[str]", text: str, pos: int) -> int:
-    if isinstance(word, re.Pattern):
-        return sum(1 for _ in word.finditer(text, pos))
-    return text.count(word, pos)
 
 
 @functools.lru_cache(maxsize=1024)
