@@ -273,6 +273,7 @@ _CONTAINERS = {
 _CALLS_QUERY = """
 (call function: (identifier) @name)
 (call function: (attribute object: (identifier) @object attribute: (identifier) @attribute))
+(class_definition) @class
 """
 
 
@@ -298,15 +299,16 @@ def _collect_calls(root: Node, functions: list[_Function]) -> None:
         if function.node is not None and body is not None:
             scopes.append((function.node.start_byte, body.start_byte, None))
             scopes.append((body.start_byte, body.end_byte, function))
-    scopes.extend((node.start_byte, node.end_byte, None) for node in _class_nodes(root))
-    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
     calls: list[tuple[int, str | None, str]] = []  # (byte, callee name or None for self.m(), name)
     for _, captures in tree_sitter.QueryCursor(_calls_query()).matches(root):
-        if "name" in captures:
+        if "class" in captures:
+            scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
+        elif "name" in captures:
             callee = captures["name"][0]
             calls.append((callee.start_byte, _text(callee), ""))
         elif _text(captures["object"][0]) in ("self", "cls"):
             calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0])))
+    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
     calls.sort(key=lambda call: call[0])
     open_scopes: list[tuple[int, int, _Function | None]] = []
     next_scope = 0
@@ -325,12 +327,3 @@ def _collect_calls(root: Node, functions: list[_Function]) -> None:
         elif owner.owner is not None:
             owner.calls.add(f"{owner.owner}.{method}")
 
-
-def _class_nodes(root: Node) -> Iterator[Node]:
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if node.type == "class_definition":
-            yield node
-        if node.type in _CONTAINERS or node.type in ("block", "class_definition", "function_definition", "decorated_definition"):
-            stack.extend(node.children)

@@ -175,7 +175,10 @@ def token_lines(
     for token in tokens:
         if not isinstance(token, str):
             # A compiled regex starts at the window; a guarded one finds its own few spots.
-            matches = token.finditer(text, first) if isinstance(token, (re.Pattern, AllOf)) else token.finditer(text)
+            if isinstance(token, AllOf):
+                matches = token.finditer(text, first, stop)
+            else:
+                matches = token.finditer(text, first) if isinstance(token, re.Pattern) else token.finditer(text)
             shared = tree if isinstance(token, AllOf) and token.within == "statement" else None
             for match in matches:  # in order of their starts
                 if match.start() >= stop:

@@ -121,13 +121,14 @@ class AllOf:
                 return None
         return found
 
-    def finditer(self, text: str, pos: int = 0, /) -> Iterator["re.Match[str]"]:
-        rarest = self._rarest(text, pos)
+    def finditer(self, text: str, pos: int = 0, endpos: int | None = None, /) -> Iterator["re.Match[str]"]:
+        end = len(text) if endpos is None else endpos
+        rarest = self._rarest(text, pos, end)
         if isinstance(rarest, re.Pattern):
-            return rarest.finditer(text, pos)
-        return _word_regex(rarest, rarest in self.calls).finditer(text, pos)
+            return rarest.finditer(text, pos, end)
+        return _word_regex(rarest, rarest in self.calls).finditer(text, pos, end)
 
-    def _rarest(self, text: str, pos: int) -> "str | re.Pattern[str]":
+    def _rarest(self, text: str, pos: int, end: int) -> "str | re.Pattern[str]":
         """The word with the fewest occurrences from ``pos`` on; substrings are counted
         first, and a regex only while it could still be the rarest (any word selects
         soundly: the count only saves work)."""
@@ -135,10 +136,10 @@ class AllOf:
         rarest, fewest = words[0], None
         for word in words:
             if isinstance(word, str):
-                count = text.count(word, pos)
+                count = text.count(word, pos, end)
             else:
                 count = 0
-                for _ in word.finditer(text, pos):
+                for _ in word.finditer(text, pos, end):
                     count += 1
                     if count >= (fewest if fewest is not None else _REGEX_COUNT_CAP):
                         break
