@@ -24,10 +24,9 @@ from .library.loader import load_library
 from .library.model import Library, Rule
 from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
-from .engine import FileOutcome
 from .source import definitions, parse_tree, read_sources
 from .types import (
-    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, PerfSummary, ReviewResult, Severity, at_least,
+    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
 )
 
 if TYPE_CHECKING:
