@@ -22,6 +22,7 @@ from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
 from .library.model import Library, Rule
+from .matchers.registry import check_matcher
 from .preexisting import mark_preexisting
 from .scan import default_jobs, review_files
 from .source import definitions, parse_tree, read_sources
@@ -82,7 +83,7 @@ class _Loaded:
 
 def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded:
     config = load_config(repo_root, overrides)
-    return _Loaded(config, load_library(config.rule_dirs))
+    return _Loaded(config, load_library(config.rule_dirs, check_rule=check_matcher))
 
 
 def review_change(request: ReviewRequest) -> ReviewReport:

@@ -64,9 +64,10 @@ def _library(args: argparse.Namespace) -> Library:
     """Bundled rules, the configured ``rule-dirs`` of the current repository, and --rule-dir."""
     from .config import load_config
     from .library.loader import load_library
+    from .matchers.registry import check_matcher
 
     configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
-    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])))
+    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])), check_rule=check_matcher)
 
 
 def _find(library: Library, rule_id: str) -> Rule:

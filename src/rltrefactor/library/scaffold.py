@@ -88,9 +88,10 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
 
 
 def _bundled_version() -> str:
+    from ..matchers.registry import check_matcher
     from .loader import load_library
 
-    return load_library().version
+    return load_library(check_rule=check_matcher).version
 
 
 def _blob(repo: str, rev: str, path: str, label: str) -> str:
