@@ -21,7 +21,7 @@ from .parsing import parse_module, syntax_error
 from .regions import Region, RuleReach, code_text, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .tokens import AllOf, Prefilter, Token
+from .prefilter import AllOf, Prefilter, Token
 from .types import Definition, FileError, FileOutcome, Finding, Hit
 
 if TYPE_CHECKING:
