@@ -18,13 +18,13 @@ from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
 from .execution import execution_map
+from .executor import default_jobs, review_files
 from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
 from .library.model import Library, Rule
 from .matchers.registry import check_matcher
 from .preexisting import mark_preexisting
-from .scan import default_jobs, review_files
 from .source import definitions, parse_tree, read_sources
 from .types import (
     ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
