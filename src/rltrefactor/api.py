@@ -18,16 +18,16 @@ from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
 from .execution import execution_map
+from .executor import default_jobs, review_files
 from .findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
 from .library.model import Library, Rule
+from .matchers.registry import check_matcher
 from .preexisting import mark_preexisting
-from .scan import default_jobs, review_files
-from .engine import FileOutcome
 from .source import definitions, parse_tree, read_sources
 from .types import (
-    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Finding, PerfSummary, ReviewResult, Severity, at_least,
+    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
 )
 
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ class _Loaded:
 
 def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded:
     config = load_config(repo_root, overrides)
-    return _Loaded(config, load_library(config.rule_dirs))
+    return _Loaded(config, load_library(config.rule_dirs, check_rule=check_matcher))
 
 
 def review_change(request: ReviewRequest) -> ReviewReport:

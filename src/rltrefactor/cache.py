@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .engine import FileOutcome
-from .types import FileError, Finding, Span
+from .types import FileError, FileOutcome, Finding, Span
 
 _FORMAT = "2"
 

@@ -16,7 +16,7 @@ from .errors import ChangeInputError, ConfigError
 from .library.model import AREAS, Library, Rule
 
 if TYPE_CHECKING:
-    from .library.examples import Status
+    from .authoring.examples import Status
 
 # The handlers import the library machinery (and with it libcst) when they run, so that
 # building the command-line parser stays cheap for every other command.
@@ -64,9 +64,10 @@ def _library(args: argparse.Namespace) -> Library:
     """Bundled rules, the configured ``rule-dirs`` of the current repository, and --rule-dir."""
     from .config import load_config
     from .library.loader import load_library
+    from .matchers.registry import check_matcher
 
     configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
-    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])))
+    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])), check_rule=check_matcher)
 
 
 def _find(library: Library, rule_id: str) -> Rule:
@@ -134,7 +135,7 @@ def _check(args: argparse.Namespace) -> int:
     library = _library(args)
     line = f"rule library {library.version}: {len(library.rules)} rules valid"
     if args.base:
-        from .library.versioning import check_version_bump
+        from .authoring.versioning import check_version_bump
 
         previous = check_version_bump(args.repo, args.base)
         line += f"; version moved from {previous}" if previous else f"; rules unchanged since {args.base}"
@@ -149,7 +150,7 @@ def _test(args: argparse.Namespace) -> int:
     counts: dict[Status, int] = {"validated": 0, "noisy": 0, "missing": 0, "error": 0}
     checklist = 0
     for rule in rules:
-        from .library.examples import run_examples
+        from .authoring.examples import run_examples
 
         outcomes = run_examples(rule)
         checklist += not outcomes
@@ -168,7 +169,7 @@ def _test(args: argparse.Namespace) -> int:
 
 def _docs(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
-    from .library.docs import render_rules_markdown
+    from .authoring.docs import render_rules_markdown
 
     text = render_rules_markdown(_library(args))
     if args.output:
@@ -183,7 +184,7 @@ def _docs(args: argparse.Namespace) -> int:
 
 def _new(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
-    from .library.scaffold import parse_line_range, scaffold_rule
+    from .authoring.scaffold import parse_line_range, scaffold_rule
 
     if args.output and os.path.isdir(args.output):
         example = os.path.join(args.output, f"{args.area or 'device-residency'}.yaml")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 import libcst as cst
@@ -21,23 +21,11 @@ from .parsing import parse_module, syntax_error
 from .regions import Region, RuleReach, code_text, module_imports_text, plan_regions
 from .source import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .tokens import AllOf, Prefilter, Token
-from .types import Definition, FileError, Finding, Hit
+from .prefilter import AllOf, Prefilter, Token
+from .types import Definition, FileError, FileOutcome, Finding, Hit
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
-
-
-@dataclass(frozen=True)
-class FileOutcome:
-    path: str
-    findings: tuple[Finding, ...]
-    errors: tuple[FileError, ...]
-    parsed_lines: int  # lines handed to LibCST; 0 when the prefilter ruled every statement out
-
-    @property
-    def parsed(self) -> bool:
-        return self.parsed_lines > 0
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:

@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .regions import LineIndex, token_lines
 from .source import DefinitionMap, definitions, parse_tree, read_base_sources
-from .types import ChangedFile, ChangeSet, Finding
+from .types import ChangedFile, ChangeSet, FileOutcome, Finding
 
 if TYPE_CHECKING:
-    from .engine import Engine, FileOutcome
+    from .engine import Engine
 
 
 def mark_preexisting(
     kept: list[Finding],
-    outcomes: Iterable["FileOutcome"],
+    outcomes: Iterable[FileOutcome],
     by_path: Mapping[str, ChangedFile],
     change: ChangeSet,
     engine: "Engine",

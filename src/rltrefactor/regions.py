@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
-from .tokens import AllOf, Prefilter, Token, whole_word
+from .prefilter import AllOf, Prefilter, Token, whole_word
 
 if TYPE_CHECKING:
     import tree_sitter

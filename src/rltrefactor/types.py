@@ -160,6 +160,20 @@ class FileError:
 
 
 @dataclass(frozen=True)
+class FileOutcome:
+    """What reviewing one file produced: its findings, its errors, how much was parsed."""
+
+    path: str
+    findings: tuple[Finding, ...]
+    errors: tuple[FileError, ...]
+    parsed_lines: int  # lines handed to LibCST; 0 when the prefilter ruled every statement out
+
+    @property
+    def parsed(self) -> bool:
+        return self.parsed_lines > 0
+
+
+@dataclass(frozen=True)
 class Drop:
     """A finding that was not reported, and why."""
 

@@ -9,11 +9,11 @@ import pytest
 
 from rltrefactor.cli import main
 from rltrefactor.errors import RuleLibraryError
-from rltrefactor.library.docs import render_rules_markdown
+from rltrefactor.authoring.docs import render_rules_markdown
 from rltrefactor.library.loader import load_library
-from rltrefactor.library.scaffold import draft_title, next_version, old_range, parse_line_range, scaffold_rule
+from rltrefactor.authoring.scaffold import draft_title, next_version, old_range, parse_line_range, scaffold_rule
 from rltrefactor.types import Hunk
-from rltrefactor.library.versioning import check_version_bump
+from rltrefactor.authoring.versioning import check_version_bump
 
 from .test_validation import RULE, write_rules
 

@@ -7,7 +7,7 @@ import pytest
 
 from rltrefactor.matchers.options import MatcherSpecError
 from rltrefactor.matchers.pattern import compile_pattern
-from rltrefactor.tokens import AllOf
+from rltrefactor.prefilter import AllOf
 
 from .helpers import hits, lines
 

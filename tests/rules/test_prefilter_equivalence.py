@@ -26,7 +26,7 @@ from rltrefactor.library.loader import load_library
 from rltrefactor.library.model import Rule
 from rltrefactor.matchers.base import FileContext, Match, Matcher, MatcherReach
 from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.tokens import Prefilter
+from rltrefactor.prefilter import Prefilter
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "demo_engine"

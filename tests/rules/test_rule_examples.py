@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.library.examples import run_example
+from rltrefactor.authoring.examples import run_example
 from rltrefactor.library.loader import load_library
 from rltrefactor.matchers.registry import build_matcher
 

@@ -8,6 +8,7 @@ import pytest
 
 from rltrefactor.errors import RuleLibraryError
 from rltrefactor.library.loader import load_library, read_rule_dir
+from rltrefactor.matchers.registry import check_matcher
 
 RULE = """\
   - id: sample-hazard
@@ -43,7 +44,7 @@ def write_rules(tmp_path: Path, body: str, *, area: str = "lifecycle", file: str
 
 def load_error(directory: Path) -> str:
     with pytest.raises(RuleLibraryError) as info:
-        load_library([str(directory)])
+        load_library([str(directory)], check_rule=check_matcher)
     return str(info.value)
 
 

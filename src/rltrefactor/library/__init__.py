@@ -1,1 +1,1 @@
-"""Rule model, YAML loading and validation, examples runner, docs and scaffolding."""
+"""Rule model, YAML loading and validation."""

@@ -1,8 +1,10 @@
 """Loading the rule library: the bundled ``rules/`` plus repository-local rule dirs.
 
 Invariants a loaded ``Library`` keeps: ids are unique across every directory, no
-active id is a retired one, every file's area is its name, and every matcher block
-compiles. Any violation stops the load with one ``file:line`` message.
+active id is a retired one, every file's area is its name, and every rule passes the
+caller's ``check_rule`` as soon as it is read (``matchers.registry.check_matcher``
+compiles its matcher block; this package does not import the matchers). Any
+violation stops the load with one ``file:line`` message.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ..errors import RuleLibraryError
 from .fields import Reader, suggest
@@ -22,6 +24,8 @@ SCHEMA_VERSION = 1
 LIBRARY_FILE = "library.yaml"
 _BUNDLED_KEYS = ("schema", "version", "retired-ids")
 _LOCAL_KEYS = ("schema", "version", "retired-ids", "disable")
+
+RuleCheck = Callable[[Rule], None]  # raises RuleLibraryError naming the rule's file and line
 
 
 @dataclass(frozen=True)
@@ -47,10 +51,16 @@ def bundled_rules_dir() -> Path:
     )
 
 
-def load_library(extra_dirs: Iterable[str] | None = ()) -> Library:
-    """The bundled library plus ``extra_dirs`` (repo-local rules), validated."""
-    bundled = read_rule_dir(bundled_rules_dir(), label="rules", bundled=True)
-    locals_ = [read_rule_dir(Path(d), label=_display(d), bundled=False) for d in (extra_dirs or ())]
+def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck | None = None) -> Library:
+    """The bundled library plus ``extra_dirs`` (repo-local rules), validated.
+
+    ``check_rule`` runs on each rule right after it is parsed, so its errors come in
+    file order, before any cross-directory check.
+    """
+    bundled = read_rule_dir(bundled_rules_dir(), label="rules", bundled=True, check_rule=check_rule)
+    locals_ = [
+        read_rule_dir(Path(d), label=_display(d), bundled=False, check_rule=check_rule) for d in (extra_dirs or ())
+    ]
     retired = set(bundled.retired)
     seen: dict[str, Rule] = {}
     for directory in (bundled, *locals_):
@@ -82,7 +92,7 @@ def _disabled_ids(locals_: list[RuleDir], seen: dict[str, Rule]) -> set[str]:
     return {rule_id for rule_id, _ in wanted}
 
 
-def read_rule_dir(directory: Path, *, label: str, bundled: bool) -> RuleDir:
+def read_rule_dir(directory: Path, *, label: str, bundled: bool, check_rule: RuleCheck | None = None) -> RuleDir:
     """Every ``<area>.yaml`` in ``directory`` plus its ``library.yaml``."""
     if not directory.is_dir():
         raise RuleLibraryError(f"{label}: rule directory does not exist; create it or fix rule-dirs")
@@ -95,7 +105,7 @@ def read_rule_dir(directory: Path, *, label: str, bundled: bool) -> RuleDir:
     files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.name != LIBRARY_FILE)
     files.sort(key=lambda p: AREAS.index(p.stem) if p.stem in AREAS else len(AREAS))
     for path in files:
-        rules.extend(_read_area_file(path, f"{label}/{path.name}", "bundled" if bundled else label))
+        rules.extend(_read_area_file(path, f"{label}/{path.name}", "bundled" if bundled else label, check_rule))
     return replace(meta, rules=tuple(rules))
 
 
@@ -117,9 +127,7 @@ def _read_meta(path: Path, display: str, bundled: bool) -> RuleDir:
     return RuleDir(display.rsplit("/", 1)[0], version, (), frozenset(retired), disable_pairs)
 
 
-def _read_area_file(path: Path, display: str, library: str) -> list[Rule]:
-    from ..matchers.registry import check_matcher  # the registry imports this package's model
-
+def _read_area_file(path: Path, display: str, library: str, check_rule: RuleCheck | None) -> list[Rule]:
     area = path.stem
     if area not in AREAS:
         raise RuleLibraryError(f"{display}: unknown area {area!r}{suggest(area, AREAS)}; name each rule file after its area ({', '.join(AREAS)})")
@@ -133,7 +141,8 @@ def _read_area_file(path: Path, display: str, library: str) -> list[Rule]:
     rules = []
     for index, item in enumerate(items):
         rule = parse_rule(item, display, area, items.line_of(index), library)
-        check_matcher(rule)
+        if check_rule is not None:
+            check_rule(rule)
         rules.append(rule)
     return rules
 

@@ -12,7 +12,7 @@ from typing import ClassVar, Any, Iterator
 
 import libcst as cst
 
-from ..tokens import Prefilter
+from ..prefilter import Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .imports import dotted_name

@@ -18,7 +18,7 @@ from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
 from ..regions import CompanionLines, Companions, Reads
-from ..tokens import Prefilter
+from ..prefilter import Prefilter
 from ..types import Definition, Span
 from .imports import ImportTable
 

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import Prefilter, whole_word
+from ..prefilter import Prefilter, whole_word
 from .base import FileContext, Match, MatcherReach
 from .context import subtree, unpacked
 from .imports import dotted_name

@@ -21,7 +21,7 @@ import libcst as cst
 from .base import FileContext
 from .imports import dotted_name
 from .options import MatcherSpecError
-from ..tokens import AllOf
+from ..prefilter import AllOf
 
 MV_PREFIX = "__rlt_mv_"
 _METAVAR = re.compile(r"\$([A-Z][A-Z0-9_]*)")

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
-from ..tokens import AllOf, Prefilter
+from ..prefilter import AllOf, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, in_per_step_function, subtree
 from .residency import on_host, residency_companions

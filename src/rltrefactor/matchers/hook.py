@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..tokens import Prefilter
+from ..prefilter import Prefilter
 from .base import FileContext, Match, MatcherReach
 
 # A NUL character never occurs in Python source, so the engine's text prefilter skips

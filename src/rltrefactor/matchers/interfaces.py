@@ -7,7 +7,7 @@ from typing import Any, Iterator, TypeGuard
 
 import libcst as cst
 
-from ..tokens import GuardedRegex, Prefilter
+from ..prefilter import GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .imports import dotted_name
 from .options import Option

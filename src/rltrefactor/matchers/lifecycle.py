@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
-from ..tokens import GuardedRegex, Prefilter
+from ..prefilter import GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import is_setup_name, subtree
 from .imports import dotted_name

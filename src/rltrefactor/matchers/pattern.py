@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import libcst as cst
 
-from ..tokens import AllOf, Prefilter, Token
+from ..prefilter import AllOf, Prefilter, Token
 from .base import FileContext, Match, MatcherReach
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target

@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from ..tokens import AllOf, GuardedRegex, Prefilter
+from ..prefilter import AllOf, GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, subtree, unpacked
 from .imports import dotted_name

@@ -97,6 +97,7 @@ def build_matcher(rule: Rule) -> Matcher:
 
 
 def check_matcher(rule: Rule) -> None:
+    """The loader's ``check_rule``: the rule's matcher block compiles, else a ``file:line`` error."""
     if rule.matcher is not None:
         build_matcher(rule)
 

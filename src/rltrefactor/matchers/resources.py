@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import Prefilter, GuardedRegex
+from ..prefilter import Prefilter, GuardedRegex
 from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .options import Option

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..tokens import GuardedRegex, Prefilter
+from ..prefilter import GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name

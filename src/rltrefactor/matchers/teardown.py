@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
-from ..tokens import Prefilter, GuardedRegex
+from ..prefilter import Prefilter, GuardedRegex
 from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .imports import dotted_name

@@ -33,8 +33,9 @@ class RuleText:
 @lru_cache(maxsize=1)
 def _bundled() -> "Library":
     from ..library.loader import load_library
+    from ..matchers.registry import check_matcher
 
-    return load_library()
+    return load_library(check_rule=check_matcher)
 
 
 def _texts(rule_id: str, library: "Library | None") -> RuleText:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 from ..config import Config
+from ..engine import Engine
 from ..matchers.base import Matcher
 from ..matchers.registry import build_matcher
-from .model import Example, Rule
+from ..library.model import Example, Rule
 
 Status = Literal["validated", "noisy", "missing", "error"]
 
@@ -65,8 +66,6 @@ def run_example(rule: Rule, matcher: Matcher, example: Example) -> ExampleOutcom
 
 
 def _report(rule: Rule, matcher: Matcher, example: Example) -> list[int]:
-    from ..engine import Engine  # the engine imports this package's model; import late
-
     engine = Engine((rule,), Config(), frozenset({rule.id}), matcher_factory=lambda _: matcher)
     outcome = engine.review_file(example.path, example.code)
     if outcome.errors:

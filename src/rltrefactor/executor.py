@@ -7,8 +7,9 @@ from typing import Callable
 
 from .cache import ResultCache
 from .config import Config
-from .engine import Engine, FileOutcome
+from .engine import Engine
 from .library.model import Rule
+from .types import FileOutcome
 
 # Below this many uncached files a pool costs more to start than it saves.
 _POOL_MIN_FILES = 24

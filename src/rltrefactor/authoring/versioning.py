@@ -6,9 +6,9 @@ import os
 
 from ..errors import GitError, RuleLibraryError
 from ..gitio import git, read_blob, rev_parse
-from .fields import Reader
-from .loader import LIBRARY_FILE
-from .yamlsafe import load_yaml
+from ..library.fields import Reader
+from ..library.loader import LIBRARY_FILE
+from ..library.yamlsafe import load_yaml
 
 # Files under rules/ whose edits do not change what the library reports.
 UNVERSIONED = ("CHANGELOG.md", "README.md")

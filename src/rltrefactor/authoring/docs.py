@@ -7,7 +7,7 @@ from typing import Iterable
 
 from ..matchers.pattern import iter_code_patterns
 from ..matchers.registry import PYTHON_MATCHERS
-from .model import AREAS, Example, Library, Rule
+from ..library.model import AREAS, Example, Library, Rule
 
 AREA_QUESTIONS = {
     "responsibilities-state": "Are scheduling, computation, KV management and output handling separated? Is the same state maintained in several places?",

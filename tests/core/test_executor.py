@@ -6,7 +6,7 @@ from rltrefactor.cache import ResultCache
 from rltrefactor.config import Config
 from rltrefactor.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.scan import review_files
+from rltrefactor.executor import review_files
 
 
 def _engine():

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rltrefactor.regions import LineIndex, token_lines
-from rltrefactor.tokens import AllOf, GuardedRegex, whole_word
+from rltrefactor.prefilter import AllOf, GuardedRegex, whole_word
 
 FLAG = re.compile(r"use_\w*\s*:\s*bool")
 

@@ -19,8 +19,8 @@ from ..changes import collect_changes
 from ..errors import ChangeInputError, GitError
 from ..gitio import git, read_blob, rev_parse
 from ..types import Hunk
-from .model import AREAS
-from .schema import RULE_ID
+from ..library.model import AREAS
+from ..library.schema import RULE_ID
 
 
 def parse_line_range(text: str) -> tuple[int, int]:
@@ -88,9 +88,10 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
 
 
 def _bundled_version() -> str:
-    from .loader import load_library
+    from ..library.loader import load_library
+    from ..matchers.registry import check_matcher
 
-    return load_library().version
+    return load_library(check_rule=check_matcher).version
 
 
 def _blob(repo: str, rev: str, path: str, label: str) -> str:
