@@ -15,7 +15,7 @@ from rltrefactor.config import Config
 from rltrefactor.engine import Engine, _module_imports, _with_aliases, may_match, select_rules
 from rltrefactor.library.loader import load_library
 from rltrefactor.regions import RuleReach, plan_regions
-from rltrefactor.source import parse_tree
+from rltrefactor.syntax import parse_tree
 
 
 def main(root: str) -> None:

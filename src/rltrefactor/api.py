@@ -19,13 +19,14 @@ from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
 from .execution import execution_map
 from .executor import default_jobs, review_files
-from .findings import normalise_code
+from .rule_findings import normalise_code
 from .globs import matches
 from .library.loader import load_library
 from .library.model import Library, Rule
 from .matchers.registry import check_matcher
 from .preexisting import mark_preexisting
-from .source import definitions, parse_tree, read_sources
+from .contents import read_sources
+from .syntax import definitions, parse_tree
 from .types import (
     ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
 )

@@ -339,7 +339,7 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
 def _changes_looped_code(change: ChangeSet) -> bool:
     """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
     from .report.markdown import looks_looped
-    from .source import read_sources
+    from .contents import read_sources
 
     paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
     texts = read_sources(change, paths).values() if paths else ()

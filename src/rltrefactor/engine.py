@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 import libcst as cst
 
 from .config import Config
-from .findings import fill_template, rule_finding, with_execution
+from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
 from .matchers.base import FileContext, Matcher
@@ -19,7 +19,7 @@ from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .parsing import parse_module, syntax_error
 from .regions import Region, RuleReach, code_text, module_imports_text, plan_regions
-from .source import DefinitionMap, definitions, parse_tree
+from .syntax import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token
 from .types import Definition, FileError, FileOutcome, Finding, Hit

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .source import first_syntax_error
+from .syntax import first_syntax_error
 from .types import FileError
 
 if TYPE_CHECKING:

@@ -20,7 +20,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
 from .regions import LineIndex, token_lines
-from .source import DefinitionMap, definitions, parse_tree, read_base_sources
+from .contents import read_base_sources
+from .syntax import DefinitionMap, definitions, parse_tree
 from .types import ChangedFile, ChangeSet, FileOutcome, Finding
 
 if TYPE_CHECKING:

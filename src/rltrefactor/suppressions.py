@@ -13,7 +13,7 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
-from .findings import rule_finding
+from .rule_findings import rule_finding
 from .types import Definition, Finding, Span
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ import pytest
 
 from rltrefactor.config import Config
 from rltrefactor.engine import Engine, select_rules
-from rltrefactor.findings import fingerprint
+from rltrefactor.rule_findings import fingerprint
 from rltrefactor.library.loader import load_library
 
 HOT = "model_executor/runner.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 from rltrefactor.execution import execution_map
-from rltrefactor.source import parse_tree
+from rltrefactor.syntax import parse_tree
 
 ENGINE = textwrap.dedent(
     """

@@ -9,7 +9,7 @@ import pytest
 
 from rltrefactor import preexisting
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.source import definitions
+from rltrefactor.syntax import definitions
 
 HOT = "model_executor/runner.py"
 # Longer than the moved function, so that git's diff keeps it and moves the other.

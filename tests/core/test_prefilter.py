@@ -52,7 +52,7 @@ def test_whole_words_are_not_parts_of_longer_identifiers():
 
 def _lines(token, text: str, tree=None) -> list[int]:
     from rltrefactor.regions import code_text
-    from rltrefactor.source import parse_tree
+    from rltrefactor.syntax import parse_tree
 
     syntax = parse_tree(text)
     code = code_text(text, syntax)
@@ -79,7 +79,7 @@ def test_a_called_word_counts_only_where_it_is_called():
 
 def test_comments_and_docstrings_select_nothing_but_fstring_fields_do():
     from rltrefactor.regions import code_text
-    from rltrefactor.source import parse_tree
+    from rltrefactor.syntax import parse_tree
 
     text = 'def f(x):\n    """Calls x.item() per step."""\n    # x.item() here\n    s = f"{x.item()}"\n    return "x.item()"\n'
     code = code_text(text, parse_tree(text))

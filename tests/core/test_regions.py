@@ -7,7 +7,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rltrefactor.matchers.base import positions
 from rltrefactor.regions import RuleReach, plan_regions
-from rltrefactor.source import parse_tree
+from rltrefactor.syntax import parse_tree
 
 SOURCE = '''\
 import torch  # 1

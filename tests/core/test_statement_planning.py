@@ -23,7 +23,7 @@ from rltrefactor.matchers.base import MatcherReach
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher
 from rltrefactor.regions import RuleReach, _line_range, _statement_nodes, plan_regions
-from rltrefactor.source import parse_tree
+from rltrefactor.syntax import parse_tree
 
 
 def _rows(text: str, reach: dict[str, RuleReach], keep_method=is_setup_name) -> dict[int, str]:

@@ -18,7 +18,7 @@ from typing import Callable, Iterator, Sequence, TypeGuard
 
 import libcst as cst
 
-from .base import FileContext
+from .base import FileContext, child_nodes
 from .imports import dotted_name
 from .options import MatcherSpecError
 from ..prefilter import AllOf
@@ -124,10 +124,15 @@ def _dotted(node: cst.CSTNode) -> str | None:
     return None if name is None or MV_PREFIX in name else name
 
 
-def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+def _walk(root: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``root`` and every node below it, formatting nodes left out, in pre-order."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        yield node
+        children = child_nodes(node)
+        children.reverse()
+        stack.extend(children)
 
 
 # ``x[a > b]`` / ``x[~m]``: a subscript whose slice is a comparison or an inversion. The
@@ -196,7 +201,7 @@ def _collect_words(node: cst.CSTNode, words: list[str], *, in_chain: bool) -> No
         if isinstance(value, str) and len(value) >= 3 and not re.search(r"[\\'\"\n]", value):
             words.append(value)
         return
-    for child in node.children:
+    for child in child_nodes(node):
         _collect_words(child, words, in_chain=False)
 
 

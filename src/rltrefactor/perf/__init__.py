@@ -17,8 +17,8 @@ _LAZY = {
     "PerfPlan": "hook",
     "plan": "hook",
     "run_perf": "hook",
-    "perf_findings": "findings",
-    "confirm": "findings",
+    "perf_findings": "delta_findings",
+    "confirm": "delta_findings",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .. import source
+from .. import contents, syntax
 from ..types import ChangeSet
 
 Touched = Mapping[str, frozenset[str]]  # path -> qualnames
@@ -22,12 +22,12 @@ def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
     for changed in change.files:
         if not changed.is_python or changed.status == "deleted":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             continue
-        text = source.read_text(change, changed.path)
+        text = contents.read_text(change, changed.path)
         if not isinstance(text, str):
             continue  # unreadable at head: the review reports it; nothing to select
         rows = text.splitlines()
         lines = {n for n in changed.added_lines if _is_code(rows, n)} | changed.deletion_anchors
-        definitions = source.definitions(text)  # the one dependency on the line -> definition map
+        definitions = syntax.definitions(text)  # the one dependency on the line -> definition map
         touched[changed.path] = frozenset(definitions.enclosing(line).qualname for line in lines)
     return {path: names for path, names in touched.items() if names}
 

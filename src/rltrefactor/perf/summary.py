@@ -8,7 +8,7 @@ does not matter.
 
 from __future__ import annotations
 
-from .. import source
+from .. import contents, syntax
 from ..types import (ChangeSet, FileError, PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence,
                      PerfSummary, PerfTotals)
 from .coverage import Touched, covered_by_declaration, covered_by_trace
@@ -78,11 +78,11 @@ def _head_only(change: ChangeSet, head: SideRun, base: SideRun, coverage: Covera
         return []
     old_paths = {f.path: f.old_path for f in change.files if f.old_path}  # added files have none
     paths = sorted({hit.split("::", 1)[0] for n in wanted for hit in coverage[n]})
-    texts = source.read_base_sources(change, [old_paths[p] for p in paths if p in old_paths])
+    texts = contents.read_base_sources(change, [old_paths[p] for p in paths if p in old_paths])
     existing: dict[str, set[str]] = {}
     for path in paths:
         text = texts.get(old_paths.get(path, ""))
-        existing[path] = ({d.qualname for d in source.definitions(text).definitions} | {"<module>"}
+        existing[path] = ({d.qualname for d in syntax.definitions(text).definitions} | {"<module>"}
                           if isinstance(text, str) else set())
     return [n for n in wanted
             if all(hit.split("::", 1)[1] not in existing[hit.split("::", 1)[0]] for hit in coverage[n])]

@@ -66,14 +66,14 @@ def _head_line(change: ChangeSet | None, path: str, line: int) -> tuple[str, str
     """(enclosing definition, the line as written at head); ("<module>", "") when unknown."""
     if change is None or not path:
         return "<module>", ""
-    from .. import source
+    from .. import contents, syntax
 
-    text = source.read_text(change, path)
+    text = contents.read_text(change, path)
     if not isinstance(text, str):
         return "<module>", ""
     rows = text.splitlines()
     row = rows[line - 1].rstrip() if 0 < line <= len(rows) else ""
-    return source.definitions(text).enclosing(line).qualname, row
+    return syntax.definitions(text).enclosing(line).qualname, row
 
 
 _PRIORITY = {"sync": 0, "copy": 1, "alloc": 2}
@@ -101,7 +101,7 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
 def _finding(
     group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
 ) -> Finding:
-    from ..findings import fill_template, fingerprint
+    from ..rule_findings import fill_template, fingerprint
 
     delta, also = group[0], group[1:]
     rule_id = f"perf-added-{delta.category}"

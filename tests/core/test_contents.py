@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from rltrefactor.changes import collect_changes
-from rltrefactor.source import definitions, read_sources
+from rltrefactor.contents import read_sources
+from rltrefactor.syntax import definitions
 from rltrefactor.types import FileError
 
 NESTED = '''\
