@@ -28,9 +28,10 @@ demo-perf: setup
 demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
+# The suite spreads over every core (pytest-xdist): about 2 minutes of pytest on 2 cores.
 test: setup
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto
 
 bench: setup
 	$(BIN)/python bench/run.py

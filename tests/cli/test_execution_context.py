@@ -57,6 +57,8 @@ def test_one_time_and_offline_changes_are_named_and_not_checked(repo, cli):
     assert "Not checked by device-residency rules (runs once or offline):" in result.out
     assert "Runner.__init__  one-time" in result.out and "run_benchmark  offline" in result.out
     assert "No changed code runs per step, or might" in result.out and "hot-functions" in result.out
+    # Printed as written: a bracketed table name is not taken for a style tag.
+    assert "under [tool.rltrefactor] in pyproject.toml" in result.out
 
 
 def test_a_per_step_change_has_no_skip_notice(repo, cli):

@@ -24,9 +24,10 @@ def render_text(
     width: int = 100,
 ) -> str:
     buffer = io.StringIO()
+    # markup=False: paths, evidence and messages print as written (`x[i]` is not a style tag).
     console = Console(
         file=buffer, force_terminal=color, color_system="standard" if color else None,
-        width=width, highlight=False, soft_wrap=True,
+        width=width, highlight=False, soft_wrap=True, markup=False,
     )
     shown = [f for f in result.findings if _visible(f, show_preexisting)]
     if not quiet:
