@@ -32,11 +32,12 @@ SMALL_RANGE, THIRTY_RANGE = ("v1.6.0", "v1.7.0"), ("v1.4.0", "v1.5.1")
 SIZES = (20, 1500)
 LARGE_FILES = ("torch/_inductor/scheduler.py", "torch/_inductor/utils.py")
 # Appended to each large file: a new function with findings, so that telling new
-# findings from pre-existing ones has work to do.
+# findings from pre-existing ones has work to do. Its name must not read as test or
+# benchmark code, which device-residency rules leave alone.
 APPENDED = """
 
 
-def _bench_step_until_nan(model, batch, steps):
+def step_until_nan(model, batch, steps):
     total = 0.0
     for step in range(steps):
         out = model(batch)
@@ -177,7 +178,7 @@ def large_file_pr() -> PrRange:
     version = md.version("torch")
     repo = os.path.join(WORK, "pr-large-files")
     marker = os.path.join(repo, ".git", "bench-complete")
-    stamp = f"torch {version}: {' '.join(LARGE_FILES)}"
+    stamp = f"torch {version}: {' '.join(LARGE_FILES)}\n{APPENDED}"
     if not (os.path.exists(marker) and Path(marker).read_text() == stamp):
         shutil.rmtree(repo, ignore_errors=True)
         _copy_python(SITE, list(LARGE_FILES), repo)

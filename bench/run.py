@@ -102,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (1 if args.quick else 5)
     started = time.time()
     notes = tools.install_anchors(log)
+    # Every tool runs as installed: bytecode written once and reused. An environment that
+    # forbids writing it makes each Python tool recompile its own sources on every run.
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+        notes.append("PYTHONDONTWRITEBYTECODE was set in this environment and is unset for every tool measured, "
+                     "so that Python tools reuse their compiled bytecode as an installed tool does.")
     torch_full = corpora.torch_corpus(quick=False)
     corpus = corpora.torch_corpus(quick=True) if args.quick else torch_full
     demo = corpora.demo_corpus()

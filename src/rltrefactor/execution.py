@@ -129,6 +129,11 @@ def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FU
     ``offline_file`` (the path is under ``cold-paths``) makes every function offline;
     ``per_step_file`` (under ``hot-paths``) makes functions that stay unknown per-step.
     """
+    return _classified(tree, hot_functions, offline_file, per_step_file)
+
+
+@functools.lru_cache(maxsize=8)  # keyed by the tree itself: see syntax.parse_tree
+def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY

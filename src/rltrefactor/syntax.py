@@ -44,6 +44,9 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
 
 
+# Trees are never edited, so one tree stands for its text: the engine and the review's
+# changed-function summary share the parse of a file (and, through it, its execution map).
+@lru_cache(maxsize=8)
 def parse_tree(text: str) -> tree_sitter.Tree:
     """tree-sitter syntax tree of ``text``; error-tolerant, rows are ``\n``-separated lines."""
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
