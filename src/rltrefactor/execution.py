@@ -132,7 +132,7 @@ def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FU
     return _classified(tree, hot_functions, offline_file, per_step_file)
 
 
-@functools.lru_cache(maxsize=8)  # keyed by the tree itself: see syntax.parse_tree
+@functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
 def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:

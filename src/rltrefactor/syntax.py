@@ -46,7 +46,8 @@ def _parser() -> tree_sitter.Parser:
 
 # Trees are never edited, so one tree stands for its text: the engine and the review's
 # changed-function summary share the parse of a file (and, through it, its execution map).
-@lru_cache(maxsize=8)
+# Two entries: a tree of a 400 KB file holds about 8 MiB, and a scan's workers keep theirs.
+@lru_cache(maxsize=2)
 def parse_tree(text: str) -> tree_sitter.Tree:
     """tree-sitter syntax tree of ``text``; error-tolerant, rows are ``\n``-separated lines."""
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
