@@ -28,7 +28,7 @@ demo-perf: setup
 demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
-# The suite spreads over every core (pytest-xdist): about 2 minutes of pytest on 2 cores.
+# The suite spreads over every core (pytest-xdist): 2 to 4 minutes of pytest on 2 cores.
 test: setup
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q -n auto
