@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from dataclasses import replace
@@ -18,10 +19,10 @@ from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_
 from .matchers.imports import ImportTable
 from .matchers.registry import build_matcher
 from .parsing import parse_module, syntax_error
-from .regions import Region, RuleReach, code_text, module_imports_text, plan_regions
+from .regions import Region, RuleReach, change_window, code_text, module_imports_text, plan_regions, searches_window
 from .syntax import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
-from .prefilter import AllOf, Prefilter, Token
+from .prefilter import AllOf, Prefilter, Token, search
 from .types import Definition, FileError, FileOutcome, Finding, Hit
 
 if TYPE_CHECKING:
@@ -95,8 +96,15 @@ class Engine:
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
         # Matchers match code: tokens in comments and docstrings select nothing.
         code = code_text(text, tree)
+        # With ``lines``, most rules' tokens select only inside the touched statements.
+        changed_code = code
+        if lines is not None:
+            window = change_window(text, tree, lines)
+            changed_code = code[window[0] : window[1]] if window is not None else ""
         candidates = {
-            rule.id: (rule, matcher) for rule, matcher in self.applicable(path) if may_match(matcher.prefilter, code)
+            rule.id: (rule, matcher)
+            for rule, matcher in self.applicable(path)
+            if may_match(matcher.prefilter, changed_code if _searches_window(matcher) else code)
         }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
@@ -236,11 +244,18 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
     )
 
 
+def _searches_window(matcher: Matcher) -> bool:
+    return searches_window(matcher.reach.companions, matcher.reach.companion_lines)
+
+
 def may_match(tokens: Prefilter, text: str) -> bool:
     """The cheap test: no tokens, or one of them (a substring or a compiled regex) occurs."""
     if not tokens:
         return True
-    return any(token in text if isinstance(token, str) else token.search(text) for token in tokens)
+    return any(
+        token in text if isinstance(token, str) else search(token, text) if isinstance(token, re.Pattern) else token.search(text)
+        for token in tokens
+    )
 
 
 def _with_aliases(tokens: Prefilter, imports: ImportTable) -> Prefilter:

@@ -25,6 +25,104 @@ Token = str | Searcher
 Prefilter = tuple[Token, ...]  # at least one must occur; () when no cheap test exists
 
 
+# A literal start shorter than this occurs too often for ``str.find`` to beat the regex.
+_MIN_START = 3
+_MAX_STARTS = 64
+# Candidate offsets collected at most before the regex scans on its own.
+_MAX_CANDIDATES = 4096
+
+
+@functools.lru_cache(maxsize=1024)
+def literal_starts(pattern: "re.Pattern[str]") -> tuple[str, ...] | None:
+    """Literal strings, at least one of which every match of ``pattern`` starts with;
+    None when there are none worth searching for.
+
+    ``re`` skips ahead quickly only to a pattern's one literal prefix; alternatives
+    (``depth|loop|\\biter\\b``) make it try every position, tens of times slower than
+    ``str.find`` for each alternative's leading word.
+    """
+    if pattern.flags & re.IGNORECASE:
+        return None
+    try:
+        import re._parser as parser  # the parsed form ``re`` itself compiles
+
+        items = list(parser.parse(pattern.pattern, pattern.flags & ~re.UNICODE).data)
+    except Exception:  # an unexpected form of the parsed pattern: scan with the regex
+        return None
+    from re._constants import LITERAL
+
+    if items and items[0][0] is LITERAL:
+        return None  # one literal prefix: ``re`` skips ahead to it on its own
+    starts, _ = _starts(items)
+    if not starts or len(starts) > _MAX_STARTS or min(map(len, starts)) < _MIN_START:
+        return None
+    # A start that another start begins has no occurrence of its own.
+    return tuple(start for start in sorted(set(starts)) if not any(start.startswith(other) and other != start for other in starts))
+
+
+def _starts(items: list[tuple[object, object]]) -> tuple[list[str], bool]:
+    """Literal starts of a parsed sequence, and whether the sequence is nothing else
+    (so that what follows it extends every start)."""
+    from re._constants import ASSERT, ASSERT_NOT, AT, BRANCH, LITERAL, SUBPATTERN
+
+    starts = [""]
+    for op, value in items:
+        if op is LITERAL and isinstance(value, int):
+            starts = [start + chr(value) for start in starts]
+        elif op in (AT, ASSERT, ASSERT_NOT) and starts == [""]:
+            continue  # zero-width before anything is consumed: the match starts after it
+        elif op is BRANCH and isinstance(value, tuple):
+            options = [_starts(list(branch)) for branch in value[1]]
+            starts = [start + option for start in starts for found, _ in options for option in found]
+            if not all(complete for _, complete in options) or len(starts) > _MAX_STARTS:
+                return starts, False
+        elif op is SUBPATTERN and isinstance(value, tuple) and not value[1] and not value[2]:
+            inner, complete = _starts(list(value[3]))
+            starts = [start + option for start in starts for option in inner]
+            if not complete:
+                return starts, False
+        else:
+            return starts, False
+    return starts, True
+
+
+def finditer(pattern: "re.Pattern[str]", text: str, pos: int = 0, endpos: int | None = None) -> Iterator["re.Match[str]"]:
+    """``pattern.finditer(text, pos, endpos)``, the same matches, found through
+    ``literal_starts`` where the pattern has them."""
+    end = len(text) if endpos is None else min(endpos, len(text))
+    starts = literal_starts(pattern)
+    candidates = _candidates(text, starts, pos, end) if starts is not None else None
+    if candidates is None:
+        yield from pattern.finditer(text, pos, end)
+        return
+    position = pos
+    for offset in candidates:
+        if offset < position:
+            continue
+        match = pattern.match(text, offset, end)
+        if match is not None:
+            yield match
+            position = match.end()  # a match starts with a non-empty literal: never empty
+
+
+def search(pattern: "re.Pattern[str]", text: str, pos: int = 0, endpos: int | None = None) -> "re.Match[str] | None":
+    """``pattern.search(text, pos, endpos)``, through ``literal_starts`` where it can."""
+    return next(finditer(pattern, text, pos, endpos), None)
+
+
+def _candidates(text: str, starts: tuple[str, ...], pos: int, end: int) -> list[int] | None:
+    """Sorted offsets where one of ``starts`` occurs; None when there are too many."""
+    found: set[int] = set()
+    for start in starts:
+        offset = text.find(start, pos, end)
+        while offset != -1:
+            found.add(offset)
+            if len(found) > _MAX_CANDIDATES:
+                return None
+            offset = text.find(start, offset + 1, end)
+    return sorted(found)
+
+
 @functools.lru_cache(maxsize=4096)
 def whole_word(name: str) -> "re.Pattern[str]":
     """``name`` not inside a longer identifier (``version`` but not ``version_info``)."""
@@ -109,14 +207,14 @@ class AllOf:
     within: Literal["top-level", "statement"] = "top-level"
 
     def all_in(self, text: str) -> bool:
-        return all(word.search(text) if isinstance(word, re.Pattern) else word in text for word in self.words)
+        return all(search(word, text) if isinstance(word, re.Pattern) else word in text for word in self.words)
 
     def search(self, text: str, /) -> "re.Match[str] | None":
         """A match of the first word when every word occurs (an import line may hold
         a called word that an alias calls)."""
         found = None
         for word in self.words:
-            found = word.search(text) if isinstance(word, re.Pattern) else _word_regex(word, False).search(text)
+            found = search(word, text) if isinstance(word, re.Pattern) else _word_regex(word, False).search(text)
             if found is None:
                 return None
         return found
@@ -125,7 +223,7 @@ class AllOf:
         end = len(text) if endpos is None else endpos
         rarest = self._rarest(text, pos, end)
         if isinstance(rarest, re.Pattern):
-            return rarest.finditer(text, pos, end)
+            return finditer(rarest, text, pos, end)
         return _word_regex(rarest, rarest in self.calls).finditer(text, pos, end)
 
     def _rarest(self, text: str, pos: int, end: int) -> "str | re.Pattern[str]":
@@ -139,7 +237,7 @@ class AllOf:
                 count = text.count(word, pos, end)
             else:
                 count = 0
-                for _ in word.finditer(text, pos, end):
+                for _ in finditer(word, text, pos, end):
                     count += 1
                     if count >= (fewest if fewest is not None else _REGEX_COUNT_CAP):
                         break

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
-from .prefilter import AllOf, Prefilter, Token, whole_word
+from .prefilter import AllOf, Prefilter, Token, finditer, whole_word
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -178,7 +178,7 @@ def token_lines(
             if isinstance(token, AllOf):
                 matches = token.finditer(text, first, stop)
             else:
-                matches = token.finditer(text, first) if isinstance(token, re.Pattern) else token.finditer(text)
+                matches = finditer(token, text, first) if isinstance(token, re.Pattern) else token.finditer(text)
             shared = tree if isinstance(token, AllOf) and token.within == "statement" else None
             for match in matches:  # in order of their starts
                 if match.start() >= stop:
@@ -290,8 +290,8 @@ def plan_regions(
     touched = set(_statements_for(set(lines), statements, starts)) if lines is not None else None
     if touched is not None and not touched:
         return []
-    # Tokens outside the touched statements select nothing: a change to a large file
-    # searches only the stretch it touches. Companions may come from anywhere.
+    # Tokens outside the touched statements select nothing (``searches_window``): a
+    # change to a large file searches only the stretch it touches.
     window = _window(touched, statements, index) if touched is not None else None
     wanted: dict[int, set[str]] = {}
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
@@ -300,7 +300,7 @@ def plan_regions(
     functions: list[tuple[int, int]] | None = None  # (first, last) line of every function, by first line
     assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
-        search = window if rule.companions is None else None
+        search = window if searches_window(rule.companions, rule.companion_lines) else None
         hit_lines = token_lines(code_index.text, rule.tokens, code_index, search, tree) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
@@ -331,6 +331,26 @@ def plan_regions(
         for position in wanted.keys() - open_statements:
             blank.update(_unread_lines(nodes[position], reads, index, keep_method))
     return _merge(sorted(wanted.items()), statements, index, blank)
+
+
+def searches_window(companions: Companions | None, companion_lines: CompanionLines) -> bool:
+    """Whether, in a review limited to changed lines, a rule's tokens matter only inside
+    the touched top-level statements (``change_window``).
+
+    True without companions: a rule hits only where it reads, around its tokens. True
+    when companions keep only assignments: those are kept in the token's own function,
+    which a top-level statement holds whole. False when companions keep every use: a
+    token elsewhere in the file may name what the changed lines use.
+    """
+    return companions is None or companion_lines == "assignments"
+
+
+def change_window(text: str, tree: Tree, lines: frozenset[int]) -> tuple[int, int] | None:
+    """Offsets of the stretch of whole top-level statements that ``lines`` touch, from
+    the first one's first line to the last one's end; None when they touch none."""
+    statements = [_line_range(node) for node in _statement_nodes(tree)]
+    touched = set(_statements_for(set(lines), statements, [start for start, _ in statements]))
+    return _window(touched, statements, LineIndex(text)) if touched else None
 
 
 def _window(touched: set[int], statements: list[tuple[int, int]], index: LineIndex) -> tuple[int, int]:

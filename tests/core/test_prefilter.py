@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rltrefactor.regions import LineIndex, token_lines
-from rltrefactor.prefilter import AllOf, GuardedRegex, whole_word
+from rltrefactor.prefilter import AllOf, GuardedRegex, finditer, literal_starts, search, whole_word
 
 FLAG = re.compile(r"use_\w*\s*:\s*bool")
 
@@ -104,3 +104,46 @@ def test_a_statement_scoped_all_of_needs_every_word_in_one_statement_header():
     assert _lines(token, text, tree=True) == [5, 7, 9, 10]
     # Without the tree every line of the rarest word counts.
     assert _lines(token, text) == [3, 5, 7, 9, 10]
+
+
+# Regexes without one literal prefix, as rule files and matchers write them.
+_ALTERNATIVES = [
+    r"depth|loop|iteration|\biter\b|recur",
+    r"position|\bpos\b|_pos\b|seq_len",
+    r"(?:all|allclose|sum)\(",
+    r"(?:has|get)attr\s*\(\s*self\s*,",
+    r"(?<![\w.])(?:used|load)_\w+",
+    r"^(?:def|class) \w+",
+]
+
+
+def test_literal_starts_are_the_words_every_match_begins_with():
+    assert literal_starts(re.compile(_ALTERNATIVES[0])) == ("depth", "iter", "loop", "recur")  # "iteration" holds "iter"
+    assert literal_starts(re.compile(r"(?:all|sum)\(")) == ("all(", "sum(")  # the group's words go on with "("
+    assert literal_starts(re.compile(r"(?:has|get)attr\s*\(")) == ("getattr", "hasattr")
+
+
+def test_patterns_re_scans_well_on_its_own_get_no_literal_starts():
+    assert literal_starts(re.compile(r"torch\.\w+")) is None  # one literal prefix: re skips to it
+    assert literal_starts(re.compile(r"(?:if|in)\b")) is None  # words too short to find faster
+    assert literal_starts(re.compile(r"depth|loop", re.IGNORECASE)) is None
+    assert literal_starts(re.compile(r"\w+_loop|depth")) is None  # a branch with no literal start
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(_ALTERNATIVES),
+    st.lists(st.sampled_from(
+        ["loop", "iter", "iterator", "x.iter ", "sum(", "allclose(", "hasattr(self, 'a')", "getattr (self,",
+         "_pos", "pos", "position", "used_x", ".load_y", "def f", "\nclass C", " ", "\n", "depth_recur", "a"]
+    ), max_size=20),
+    st.integers(0, 40),
+    st.one_of(st.none(), st.integers(0, 200)),
+)
+def test_scanning_from_literal_starts_finds_what_the_regex_finds(source, pieces, pos, endpos):
+    pattern = re.compile(source, re.MULTILINE)
+    text = "".join(pieces)
+    expected = [m.span() for m in (pattern.finditer(text, pos) if endpos is None else pattern.finditer(text, pos, endpos))]
+    assert [m.span() for m in finditer(pattern, text, pos, endpos)] == expected
+    first = search(pattern, text, pos, endpos)
+    assert (first.span() if first else None) == (expected[0] if expected else None)

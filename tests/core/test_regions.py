@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rltrefactor.matchers.base import positions
-from rltrefactor.regions import RuleReach, plan_regions
+from rltrefactor.regions import RuleReach, plan_regions, searches_window
 from rltrefactor.syntax import parse_tree
 
 SOURCE = '''\
@@ -117,3 +119,41 @@ def test_tokens_in_setup_methods_select_nothing_for_rules_that_never_report_ther
                         keep_method=lambda name: name == "__init__") == []
     assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens), lines=None,
                         keep_method=lambda name: name == "__init__") != []
+
+
+COMPANION_SOURCE = '''\
+def setup(pool):
+    pool.watch("staging")
+
+
+def step(pool, batch):
+    pool.watch("other")
+    n = len(batch)
+    staging.fill_(n)
+'''
+
+
+def _watched(text):
+    return re.findall(r'watch\("(\w+)"\)', text)
+
+
+def _companion_plan(companion_lines):
+    reach = {"rule": RuleReach(("watch(",), reads="header", companions=_watched, companion_lines=companion_lines)}
+    return plan_regions(COMPANION_SOURCE, parse_tree(COMPANION_SOURCE), reach, lines=frozenset({6, 7, 8}))
+
+
+def test_a_change_reads_tokens_elsewhere_only_for_rules_that_keep_every_use_of_a_companion():
+    # The change touches only ``step``. Companions that keep every use follow
+    # ``watch("staging")`` in ``setup`` to the changed ``staging.fill_`` line.
+    (region,) = _companion_plan("uses")
+    assert region.start_line == 5 and "staging.fill_(n)" in region.text
+    # Companions that keep assignments stay in the token's function, so tokens outside
+    # the changed statements are not searched: that line is left empty.
+    (region,) = _companion_plan("assignments")
+    assert region.start_line == 5 and 'watch("other")' in region.text and "staging" not in region.text
+
+
+def test_search_windows_follow_what_companions_keep():
+    assert searches_window(None, "uses")
+    assert searches_window(_watched, "assignments")
+    assert not searches_window(_watched, "uses")
