@@ -8,9 +8,10 @@ position (several times slower on real files).
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from dataclasses import dataclass
-from typing import Iterator, Literal, Protocol
+from typing import Any, Iterator, Literal, Protocol
 
 
 class Searcher(Protocol):
@@ -44,14 +45,10 @@ def literal_starts(pattern: "re.Pattern[str]") -> tuple[str, ...] | None:
     if pattern.flags & re.IGNORECASE:
         return None
     try:
-        import re._parser as parser  # the parsed form ``re`` itself compiles
-
-        items = list(parser.parse(pattern.pattern, pattern.flags & ~re.UNICODE).data)
+        items = list(_re_module("_parser").parse(pattern.pattern, pattern.flags & ~re.UNICODE).data)
     except Exception:  # an unexpected form of the parsed pattern: scan with the regex
         return None
-    from re._constants import LITERAL
-
-    if items and items[0][0] is LITERAL:
+    if items and items[0][0] is _re_module("_constants").LITERAL:
         return None  # one literal prefix: ``re`` skips ahead to it on its own
     starts, _ = _starts(items)
     if not starts or len(starts) > _MAX_STARTS or min(map(len, starts)) < _MIN_START:
@@ -60,11 +57,18 @@ def literal_starts(pattern: "re.Pattern[str]") -> tuple[str, ...] | None:
     return tuple(start for start in sorted(set(starts)) if not any(start.startswith(other) and other != start for other in starts))
 
 
+def _re_module(name: str) -> Any:
+    """``re``'s own parser and opcodes: the parsed form that ``re`` compiles."""
+    return importlib.import_module(f"re.{name}")
+
+
 def _starts(items: list[tuple[object, object]]) -> tuple[list[str], bool]:
     """Literal starts of a parsed sequence, and whether the sequence is nothing else
     (so that what follows it extends every start)."""
-    from re._constants import ASSERT, ASSERT_NOT, AT, BRANCH, LITERAL, SUBPATTERN
-
+    codes = _re_module("_constants")
+    ASSERT, ASSERT_NOT, AT, BRANCH, LITERAL, SUBPATTERN = (
+        codes.ASSERT, codes.ASSERT_NOT, codes.AT, codes.BRANCH, codes.LITERAL, codes.SUBPATTERN
+    )
     starts = [""]
     for op, value in items:
         if op is LITERAL and isinstance(value, int):
