@@ -21,9 +21,8 @@ from .execution import execution_map
 from .executor import default_jobs, review_files
 from .rule_findings import normalise_code
 from .globs import matches
-from .library.loader import load_library
 from .library.model import Library, Rule
-from .matchers.registry import check_matcher
+from .rule_index import load_rules
 from .preexisting import mark_preexisting
 from .contents import read_sources
 from .syntax import definitions, parse_tree
@@ -32,6 +31,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
 
 Scope = Literal["lines", "changed-functions", "files"]
@@ -80,11 +80,13 @@ class _Loaded:
 
     config: Config
     library: Library
+    matchers: Mapping[str, Matcher]  # automated rules' matchers by id (see ``rule_index``)
 
 
 def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded:
     config = load_config(repo_root, overrides)
-    return _Loaded(config, load_library(config.rule_dirs, check_rule=check_matcher))
+    library, matchers = load_rules(config.rule_dirs)
+    return _Loaded(config, library, matchers)
 
 
 def review_change(request: ReviewRequest) -> ReviewReport:
@@ -111,7 +113,7 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
     config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
-    engine = Engine(rules, config, frozenset(r.id for r in library.rules))
+    engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
     loaded_at = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]

@@ -24,7 +24,7 @@ _FORMAT = "2"
 
 
 @lru_cache(maxsize=1)
-def _code_stamp() -> str:
+def code_stamp() -> str:
     """Changes whenever the installed tool's code does (version, sizes, mtimes)."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256(__version__.encode())
@@ -38,7 +38,7 @@ class ResultCache:
     def __init__(self, directory: str, context: str) -> None:
         """``context`` identifies the library and configuration (any stable string)."""
         self.directory = Path(directory) / f"v{_FORMAT}"
-        self._context = hashlib.sha256(f"{_code_stamp()}\0{context}".encode()).hexdigest()
+        self._context = hashlib.sha256(f"{code_stamp()}\0{context}".encode()).hexdigest()
 
     def _entry(self, path: str, text: str) -> Path:
         key = hashlib.sha256(f"{self._context}\0{path}\0".encode() + text.encode("utf-8", "surrogatepass"))

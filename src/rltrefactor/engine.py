@@ -8,18 +8,15 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-import libcst as cst
-
 from .config import Config
 from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .matchers.base import FileContext, Matcher
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
-from .matchers.imports import ImportTable
-from .matchers.registry import build_matcher
-from .parsing import parse_module, syntax_error
-from .regions import Region, RuleReach, change_window, code_text, module_imports_text, plan_regions, searches_window
+from .aliases import ImportTable, import_table
+from .rule_index import build_matcher
+from .parsing import CodeSyntaxError, parse_module, syntax_error
+from .regions import Region, RuleReach, change_window, code_text, plan_regions, searches_window
 from .syntax import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
@@ -27,6 +24,8 @@ from .types import Definition, FileError, FileOutcome, Finding, Hit
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
+
+    from .matchers.base import FileContext, Matcher
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
@@ -53,12 +52,18 @@ class Engine:
         config: Config,
         known_ids: frozenset[str],
         matcher_factory: Callable[[Rule], Matcher] = build_matcher,
+        matchers: Mapping[str, Matcher] | None = None,
     ) -> None:
+        """``matchers``: ready (or deferred, see ``rule_index``) matchers by rule id, used
+        for rules the configuration gives no options; the others are built here."""
         self.config = config
         self.rules = rules
         self.known_ids = known_ids
+        ready = matchers or {}
         self._matchers: list[tuple[Rule, Matcher]] = [
-            (rule, matcher_factory(_with_options(rule, config))) for rule in rules if rule.automated
+            (rule, ready[rule.id] if rule.id in ready and rule.id not in config.rule_options
+             else matcher_factory(_with_options(rule, config)))
+            for rule in rules if rule.automated
         ]
         self._rule_by_id = {rule.id: rule for rule in rules}
         # Seconds spent in each rule's matcher (positions of its hits included).
@@ -109,7 +114,7 @@ class Engine:
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(text, tree)
-        imports = _module_imports(tree, text) if candidates else ImportTable({})
+        imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
         reach = {
             rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
@@ -151,13 +156,15 @@ class Engine:
     ) -> FileContext | None:
         try:
             module = parse_module(region.text)
-        except cst.ParserSyntaxError as exc:
-            line = exc.raw_line + region.start_line - 1
+        except CodeSyntaxError as exc:
+            line = exc.line + region.start_line - 1
             errors.append(FileError(path, f"syntax error: {exc.message}", line, syntax=True))
             return None
         except RecursionError:
             errors.append(FileError(path, "nesting too deep to parse; not reviewed", region.start_line))
             return None
+        from .matchers.base import FileContext
+
         return FileContext(
             path,
             module,
@@ -223,13 +230,6 @@ class _LazyDefinitions:
         if self._map is None:
             self._map = definitions(self._text, self._tree)
         return self._map.enclosing(line)
-
-
-def _module_imports(tree: Tree, text: str) -> ImportTable:
-    try:
-        return ImportTable.from_module(parse_module(module_imports_text(tree, text)))
-    except (cst.ParserSyntaxError, RecursionError):
-        return ImportTable({})
 
 
 def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:

@@ -1,16 +1,18 @@
-"""LibCST parsing that never takes the process down, and syntax errors worth reading."""
+"""LibCST parsing that never takes the process down, and syntax errors worth reading.
+
+LibCST is imported on the first parse: a review that parses no region never loads it.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import TYPE_CHECKING
 
-import libcst as cst
-
 from .syntax import first_syntax_error
 from .types import FileError
 
 if TYPE_CHECKING:
+    import libcst as cst
     import tree_sitter
 
 # LibCST's native parser overflows its stack (a crash, not an exception) somewhere
@@ -19,8 +21,20 @@ MAX_BRACKET_DEPTH = 400
 _BRACKET = re.compile(r"[\[\](){}]")
 
 
+class CodeSyntaxError(Exception):
+    """LibCST's syntax error: its message and the 1-based line in the parsed text."""
+
+    def __init__(self, message: str, line: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+
+
 def parse_module(text: str) -> cst.Module:
-    """``cst.parse_module`` that raises RecursionError instead of crashing the process."""
+    """``cst.parse_module`` that raises RecursionError instead of crashing the process
+    and ``CodeSyntaxError`` for code that does not parse."""
+    import libcst as cst
+
     depth = deepest = 0
     # Nesting cannot be deeper than the number of opening brackets (a cheap count).
     openings = text.count("(") + text.count("[") + text.count("{")
@@ -29,7 +43,10 @@ def parse_module(text: str) -> cst.Module:
         deepest = max(deepest, depth)
     if deepest > MAX_BRACKET_DEPTH:
         raise RecursionError(f"{deepest} nested brackets")
-    return cst.parse_module(text)
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise CodeSyntaxError(exc.message, exc.raw_line) from None
 
 
 def syntax_error(path: str, text: str, tree: tree_sitter.Tree) -> list[FileError]:
@@ -38,8 +55,8 @@ def syntax_error(path: str, text: str, tree: tree_sitter.Tree) -> list[FileError
         return []
     try:
         parse_module(text)
-    except cst.ParserSyntaxError as exc:
-        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.raw_line, syntax=True)]
+    except CodeSyntaxError as exc:
+        return [python_syntax_error(path, text) or FileError(path, f"syntax error: {exc.message}", exc.line, syntax=True)]
     except RecursionError:
         return [FileError(path, "nesting too deep to parse; not reviewed")]
     return []

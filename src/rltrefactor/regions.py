@@ -24,9 +24,6 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Tree
 
 _NEWLINE = re.compile("\n")
-_IMPORT_TYPES = {"import_statement", "import_from_statement", "future_import_statement"}
-_IMPORT_CONTAINERS = {"if_statement", "try_statement", "with_statement", "block", "else_clause",
-                      "elif_clause", "except_clause", "finally_clause"}
 # Statements whose blocks may be emptied piecemeal, and the clauses that hold their blocks.
 _NESTING = {"if_statement", "for_statement", "while_statement", "try_statement", "with_statement",
             "function_definition"}
@@ -64,6 +61,32 @@ class RuleReach:
     companions: Companions | None = None
     # Which lines of a companion name are kept: every line using it, or only the lines
     # assigning it (``name = ...``), for rules that ask where a value came from.
+    companion_lines: CompanionLines = "uses"
+
+
+@dataclass(frozen=True)
+class MatcherReach:
+    """How much of a file around its prefilter tokens a matcher reads.
+
+    Planning (``regions.RuleReach``, which adds the tokens) leaves the rest unparsed, so
+    a reach narrower than what ``find`` really reads hides hits. The defaults are the
+    widest reach: whole functions, no companions.
+    """
+
+    # "function": the whole function around a token; "statement": the innermost
+    # statement holding it and the headers around it; "header": only that statement's
+    # header (a simple statement is its own header).
+    reads: Reads = "function"
+    # Reads every method of a class, not only those holding a token and the setup methods.
+    whole_class: bool = False
+    # Never reports inside a setup method (``__init__``, ...), so its tokens there do not
+    # make the class worth parsing.
+    never_in_setup: bool = False
+    # Given the text from a token's line on (that line and the two after it), the names
+    # whose uses the matcher also reads. Planning also asks it about the first line of the
+    # statement a token's line goes on (a wrapped call's receiver sits there).
+    companions: Companions | None = None
+    # Which lines of a companion are kept: every use, or only its assignments.
     companion_lines: CompanionLines = "uses"
 
 
@@ -618,17 +641,3 @@ def _merge(
     if first is not None:
         regions.append(region(first, last, rules))
     return regions
-
-
-def module_imports_text(tree: Tree, text: str) -> str:
-    """Source of the module-level import statements (also inside top-level if/try)."""
-    data = text.encode("utf-8", "surrogatepass")
-    pieces = []
-    stack = list(reversed(tree.root_node.children))
-    while stack:
-        node = stack.pop()
-        if node.type in _IMPORT_TYPES:
-            pieces.append(data[node.start_byte : node.end_byte].decode("utf-8", "surrogatepass"))
-        elif node.type in _IMPORT_CONTAINERS:
-            stack.extend(reversed(node.children))
-    return "\n".join(pieces) + "\n"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rltrefactor import api, config
+from rltrefactor import api, config, rule_index
 from rltrefactor.cli import EXIT_STDOUT_CLOSED, main
 from rltrefactor.library import loader
 
@@ -20,13 +20,19 @@ SYNCING = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().
 
 @pytest.fixture
 def loads(monkeypatch):
-    """Calls of ``load_config`` and ``load_library``, wherever a command makes them."""
+    """Calls of ``load_config`` and of the rule library's loaders, wherever a command
+    makes them: ``rule_index.load_rules`` (what the api calls) and ``load_library``
+    called on its own."""
     calls = {"config": 0, "library": 0}
-    real_config, real_library = config.load_config, loader.load_library
+    real_config, real_rules, real_library = config.load_config, rule_index.load_rules, loader.load_library
 
     def counted_config(*args, **kwargs):
         calls["config"] += 1
         return real_config(*args, **kwargs)
+
+    def counted_rules(*args, **kwargs):
+        calls["library"] += 1
+        return real_rules(*args, **kwargs)
 
     def counted_library(*args, **kwargs):
         calls["library"] += 1
@@ -34,8 +40,9 @@ def loads(monkeypatch):
 
     for module in (api, config):
         monkeypatch.setattr(module, "load_config", counted_config)
-    for module in (api, loader):
-        monkeypatch.setattr(module, "load_library", counted_library)
+    for module in (api, rule_index):
+        monkeypatch.setattr(module, "load_rules", counted_rules)
+    monkeypatch.setattr(loader, "load_library", counted_library)  # rule_index keeps its own reference
     return calls
 
 

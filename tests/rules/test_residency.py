@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rltrefactor.matchers.residency import on_host, residency_companions
+from rltrefactor.matchers.companions import residency_companions
+from rltrefactor.matchers.residency import on_host
 
 from .helpers import context
 

@@ -17,10 +17,12 @@ import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
-from ..regions import CompanionLines, Companions, Reads
+from ..regions import MatcherReach
 from ..prefilter import Prefilter
 from ..types import Definition, Span
-from .imports import ImportTable
+from .imports import ImportTable, resolve, table_from_nodes
+
+__all__ = ["DefinitionLookup", "FileContext", "Match", "Matcher", "MatcherReach", "child_nodes", "positions"]
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -175,7 +177,7 @@ class FileContext:
         self.line_offset = line_offset
         self.execution = execution  # where each function of the whole file runs
         self._by_type, self._parent = _index(module)
-        own = ImportTable.from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
+        own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own
         self._positions: dict[int, tuple[int, int, int, int]] | None = None
 
@@ -217,7 +219,7 @@ class FileContext:
 
     def qualified_name(self, node: cst.CSTNode) -> str | None:
         """Dotted name an expression refers to, through the file's imports."""
-        return self.imports.resolve(node)
+        return resolve(self.imports, node)
 
     def span(self, node: cst.CSTNode) -> Span:
         """Location of ``node`` in the file (1-based lines and columns)."""
@@ -230,32 +232,6 @@ class FileContext:
 
 class DefinitionLookup(Protocol):
     def enclosing(self, line: int) -> Definition: ...
-
-
-@dataclass(frozen=True)
-class MatcherReach:
-    """How much of a file around its prefilter tokens a matcher reads.
-
-    Planning (``regions.RuleReach``, which adds the tokens) leaves the rest unparsed, so
-    a reach narrower than what ``find`` really reads hides hits. The defaults are the
-    widest reach: whole functions, no companions.
-    """
-
-    # "function": the whole function around a token; "statement": the innermost
-    # statement holding it and the headers around it; "header": only that statement's
-    # header (a simple statement is its own header).
-    reads: Reads = "function"
-    # Reads every method of a class, not only those holding a token and the setup methods.
-    whole_class: bool = False
-    # Never reports inside a setup method (``__init__``, ...), so its tokens there do not
-    # make the class worth parsing.
-    never_in_setup: bool = False
-    # Given the text from a token's line on (that line and the two after it), the names
-    # whose uses the matcher also reads. Planning also asks it about the first line of the
-    # statement a token's line goes on (a wrapped call's receiver sits there).
-    companions: Companions | None = None
-    # Which lines of a companion are kept: every use, or only its assignments.
-    companion_lines: CompanionLines = "uses"
 
 
 class Matcher(Protocol):

@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..prefilter import Prefilter, whole_word
 from .base import FileContext, Match, MatcherReach
+from .companions import probe_targets
 from .context import subtree, unpacked
 from .imports import dotted_name
 from .options import Option
@@ -20,8 +21,7 @@ _DIAGNOSTIC_CALLS = frozenset(
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # What may stand before the ``=`` of an assignment (``major, minor = ...``); greedy, so
 # matching never backtracks.
-_TARGETS = re.compile(r"[\w\s,.*()\[\]]*")
-_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)*")
+
 
 
 def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
@@ -29,22 +29,10 @@ def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
     return id(function) if function is not None else 0
 
 
-def _probe_targets(text: str) -> Iterator[str]:
-    """Uses of names assigned from a probe (``major, _ = probe()`` ... ``if major >= 9``)."""
-    line = text.partition("\n")[0]
-    end = found.end() if (found := _TARGETS.match(line)) else 0  # a starred pattern always matches
-    if line[end : end + 1] != "=" or line[end + 1 : end + 2] == "=":
-        return
-    for target in line[:end].split(","):
-        name = target.strip(" \t()[]*")
-        if _DOTTED.fullmatch(name):
-            yield name.rpartition(".")[2].strip()
-
-
 class ComparedProbe:
     """A comparison with (or test of) a probed device, version or package fact; by default only in branch conditions."""
 
-    reach = MatcherReach(reads="header", companions=_probe_targets)
+    reach = MatcherReach(reads="header", companions=probe_targets)
 
     OPTIONS: ClassVar[dict[str, Option]] = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),

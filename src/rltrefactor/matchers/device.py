@@ -10,7 +10,8 @@ import libcst as cst
 from ..prefilter import AllOf, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, in_per_step_function, subtree
-from .residency import on_host, residency_companions
+from .companions import residency_companions
+from .residency import on_host
 from .imports import dotted_name
 from .options import Option
 

@@ -1,18 +1,15 @@
-"""Qualified names through a file's import aliases.
-
-A file-wide alias table stands in for LibCST's scope analysis: it is an order of
-magnitude cheaper and gives the same answer for how engine code names torch APIs
-(``import torch as th``, ``from torch.cuda import synchronize as sync``). Names that
-no import binds resolve to their own dotted text, so builtins (``int``) and local
-objects (``self.cache.blocks``) still have a name to match against.
-"""
+"""Qualified names through import aliases, read from LibCST nodes (a region's own
+imports; the module-level table comes from ``aliases.import_table``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Iterator
 
 import libcst as cst
+
+from ..aliases import ImportTable, bind_import, bind_import_from
+
+__all__ = ["ImportTable", "dotted_name", "resolve", "table_from_module", "table_from_nodes"]
 
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
@@ -33,44 +30,27 @@ def _module_name(node: cst.BaseExpression | None, relative: int) -> str:
     return "." * relative + (base or "")
 
 
-@dataclass
-class ImportTable:
-    aliases: dict[str, str]  # local name -> qualified name
+def table_from_module(module: cst.Module) -> ImportTable:
+    return table_from_nodes(n for n in _walk_statements(module) if isinstance(n, (cst.Import, cst.ImportFrom)))
 
-    @classmethod
-    def from_module(cls, module: cst.Module) -> "ImportTable":
-        nodes = [n for n in _walk_statements(module) if isinstance(n, (cst.Import, cst.ImportFrom))]
-        return cls.from_nodes(nodes)
 
-    @classmethod
-    def from_nodes(cls, nodes: "Iterable[cst.Import | cst.ImportFrom]") -> "ImportTable":
-        """Aliases bound by these import statements, later ones winning."""
-        aliases: dict[str, str] = {}
-        for node in nodes:
-            if isinstance(node, cst.Import):
-                _bind_import(node, aliases)
-            else:
-                _bind_import_from(node, aliases)
-        return cls(aliases)
+def table_from_nodes(nodes: "Iterable[cst.Import | cst.ImportFrom]") -> ImportTable:
+    """Aliases bound by these import statements, later ones winning."""
+    aliases: dict[str, str] = {}
+    for node in nodes:
+        if isinstance(node, cst.Import):
+            _bind_import(node, aliases)
+        else:
+            _bind_import_from(node, aliases)
+    return ImportTable(aliases)
 
-    def merged(self, inner: "ImportTable") -> "ImportTable":
-        """This table with ``inner``'s aliases on top (a region's own imports win)."""
-        if not inner.aliases:
-            return self
-        return ImportTable({**self.aliases, **inner.aliases})
 
-    def qualify(self, dotted: str) -> str:
-        head, _, rest = dotted.partition(".")
-        target = self.aliases.get(head)
-        if target is None:
-            return dotted
-        return f"{target}.{rest}" if rest else target
-
-    def resolve(self, node: cst.CSTNode) -> str | None:
-        if not isinstance(node, cst.BaseExpression):
-            return None
-        dotted = dotted_name(node)
-        return self.qualify(dotted) if dotted is not None else None
+def resolve(table: ImportTable, node: cst.CSTNode) -> str | None:
+    """Dotted name an expression refers to, through ``table``."""
+    if not isinstance(node, cst.BaseExpression):
+        return None
+    dotted = dotted_name(node)
+    return table.qualify(dotted) if dotted is not None else None
 
 
 def _walk_statements(module: cst.Module) -> Iterator[cst.BaseSmallStatement]:
@@ -93,17 +73,17 @@ def _walk_statements(module: cst.Module) -> Iterator[cst.BaseSmallStatement]:
                     stack.append(inner)
 
 
+def _asname(alias: cst.ImportAlias) -> str | None:
+    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+        return alias.asname.name.value
+    return None
+
+
 def _bind_import(node: cst.Import, aliases: dict[str, str]) -> None:
     for alias in node.names:
         full = dotted_name(alias.name)
-        if full is None:
-            continue
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            aliases[alias.asname.name.value] = full
-        else:
-            # ``import torch.cuda`` binds ``torch``.
-            top = full.split(".")[0]
-            aliases[top] = top
+        if full is not None:
+            bind_import(full, _asname(alias), aliases)
 
 
 def _bind_import_from(node: cst.ImportFrom, aliases: dict[str, str]) -> None:
@@ -112,9 +92,5 @@ def _bind_import_from(node: cst.ImportFrom, aliases: dict[str, str]) -> None:
     module = _module_name(node.module, len(node.relative))
     for alias in node.names:
         name = dotted_name(alias.name)
-        if name is None:
-            continue
-        local = name
-        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-            local = alias.asname.name.value
-        aliases[local] = f"{module}.{name}" if module and not module.endswith(".") else f"{module}{name}"
+        if name is not None:
+            bind_import_from(module, name, _asname(alias), aliases)

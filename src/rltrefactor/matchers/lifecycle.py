@@ -9,6 +9,7 @@ import libcst as cst
 
 from ..prefilter import GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
+from .companions import guarded_names
 from .context import is_setup_name, subtree
 from .imports import dotted_name
 from .options import Option
@@ -19,20 +20,14 @@ CLEANUP_WORDS = (
     "abort", "cancel", "finalize", "exit", "stop", "dispose", "evict", "unregister",
 )  # fmt: skip
 _GUARD = re.compile(r"(?:has|get)attr\s*\(\s*self\s*,")
-_GUARDED_NAME = re.compile(r"(?:has|get)attr\s*\(\s*self\s*,\s*[rbuRBU]?[\"'](\w+)[\"']")
 _DIAGNOSTIC = frozenset({"warn", "warning", "warning_once", "info", "error", "exception", "debug", "critical", "log", "print", "print_exc"})
-
-
-def _guarded_names(text: str) -> list[str]:
-    """Where the guarded attribute is set: ``__init__`` and the class body."""
-    return _GUARDED_NAME.findall(text)
 
 
 class GuardForConstructedAttribute:
     """hasattr(self, "x") / getattr(self, "x", None) for an attribute __init__ always sets."""
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
-    reach = MatcherReach(reads="header", companions=_guarded_names)
+    reach = MatcherReach(reads="header", companions=guarded_names)
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id

@@ -30,7 +30,8 @@ from ..prefilter import AllOf, Prefilter, Token
 from .base import FileContext, Match, MatcherReach
 from .codepattern import Bindings, CodePattern, compile_code
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
-from .residency import on_host, residency_companions
+from .companions import residency_companions
+from .residency import on_host
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")

@@ -144,18 +144,3 @@ def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.C
 
 def _holds(assign: cst.CSTNode, name: cst.Name, ctx: FileContext) -> bool:
     return any(ancestor is assign for ancestor in ctx.ancestors(name))
-
-
-# Identifiers that are not called (``f(``) nor reached through another name (``.f``).
-_VALUE_NAME = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\b(?![ \t]*\()")
-_NOT_LOCAL = frozenset(
-    "self cls torch np numpy math and or not in is if else for None True False return lambda await".split()
-)
-
-
-def residency_companions(text: str) -> set[str]:
-    """Names whose assignments residency inference reads: the values on a token's first
-    line (``lengths`` in ``lengths.max().item()``). Statement planning keeps the lines
-    that mention them, so the assignment that says where a value lives is parsed."""
-    first_line = text.split("\n", 1)[0]
-    return {name for name in _VALUE_NAME.findall(first_line) if name not in _NOT_LOCAL}

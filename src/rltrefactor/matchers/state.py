@@ -9,11 +9,11 @@ import libcst as cst
 
 from ..prefilter import GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
+from .companions import SELF_NAMES, SELF_PRIVATE_WRITE, foreign_receivers, written_self_names
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name
 from .options import Option
 
-SELF_NAMES = frozenset({"self", "cls", "mcs", "metacls"})
 MUTATORS = (
     "append", "appendleft", "extend", "extendleft", "insert", "remove", "pop", "popleft",
     "popitem", "clear", "discard", "add", "update", "setdefault", "sort", "reverse",
@@ -25,7 +25,6 @@ UNDERSCORE_API = ("_replace", "_asdict", "_fields", "_make", "_field_defaults", 
 # (Regexes start with a literal so that ``re`` can skip ahead: several times faster.)
 _PRIVATE = r"\._(?<!(?<![\w.])self\._)(?<!(?<![\w.])cls\._)(?!_\w*__(?!\w))\w*"
 _FOREIGN_PRIVATE = re.compile(_PRIVATE)
-_RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*_\w")
 # ...and every way such an access is written to: (augmented) assignment, possibly through
 # attributes or subscripts of it (``x._p.size = 1``) or inside a target's subscript, as
 # part of a tuple target (also one element per line), annotation, loop target, ``del``
@@ -61,19 +60,12 @@ def _head(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _foreign_receivers(text: str) -> Iterator[str]:
-    """The receivers, whose assignment (``own = cls()``) makes ``own._x = 1`` no finding."""
-    for receiver in _RECEIVER.findall(text.partition("\n")[0]):
-        if receiver not in SELF_NAMES:
-            yield receiver
-
-
 class ForeignPrivateAttribute:
     """Reading or writing an underscore attribute of another object."""
 
     # Receivers are told apart by where they were assigned (``own = cls()``), and
     # nothing is reported in set-up methods.
-    reach = MatcherReach(reads="header", companions=_foreign_receivers, companion_lines="assignments", never_in_setup=True)
+    reach = MatcherReach(reads="header", companions=foreign_receivers, companion_lines="assignments", never_in_setup=True)
 
     OPTIONS = {
         "writes": Option("bool", True, "report assignments, deletions and mutating calls through the attribute"),
@@ -227,13 +219,6 @@ def _is_parameter(name: cst.Name, ctx: FileContext) -> bool:
     return any(p.name.value == name.value for p in every)
 
 
-# ``self._x`` written (assigned, unpacked into, annotated, looped over); group 1 is ``_x``.
-_SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
-
-
-def _written_self_names(text: str) -> list[str]:
-    """``_x`` of each ``self._x`` the token's line writes."""
-    return _SELF_PRIVATE_WRITE.findall(text.partition("\n")[0])
 
 
 class PerCallTemporaryOnSelf:
@@ -243,12 +228,12 @@ class PerCallTemporaryOnSelf:
     # A temporary is an attribute no other method touches, so every use of a written
     # name is read (``companions``); writes in setup methods are never temporaries, so
     # they select nothing.
-    reach = MatcherReach(reads="header", never_in_setup=True, companions=_written_self_names)
+    reach = MatcherReach(reads="header", never_in_setup=True, companions=written_self_names)
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # Every finding is the plain write that starts the temporary's life.
-        self.prefilter: Prefilter = (_SELF_PRIVATE_WRITE,)
+        self.prefilter: Prefilter = (SELF_PRIVATE_WRITE,)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         uses: dict[tuple[int, str], list[tuple[cst.FunctionDef, cst.Attribute, bool]]] = {}
