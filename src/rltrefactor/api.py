@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
-from .baseline import Baseline, BaselineReport, apply_baseline, load_baseline, write_baseline
 from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
@@ -31,6 +30,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from .baseline import Baseline, BaselineReport
     from .matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
 
@@ -304,6 +304,8 @@ def _with_perf(result: ReviewResult, request: PerfRequest, loaded: _Loaded) -> R
 
 def _with_baseline(result: ReviewResult, path: str) -> ReviewReport:
     """Findings recorded in the baseline at ``path`` move to ``drops``; stale entries are reported."""
+    from .baseline import BaselineReport, apply_baseline, load_baseline
+
     result, stale = apply_baseline(result, load_baseline(path))
     report = BaselineReport(path, sum(d.reason == "baseline" for d in result.drops), stale)
     if not stale:
@@ -368,4 +370,6 @@ def record_baseline(request: BaselineRequest) -> Baseline:
     review_request = request.review
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
+    from .baseline import write_baseline
+
     return write_baseline(review(review_request), request.output)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from .cache import code_stamp
 from .config import default_cache_dir
-from .library.loader import bundled_rules_dir, load_library
+from .library.location import bundled_rules_dir
 from .library.model import Library, Rule
 from .prefilter import Prefilter
 from .regions import MatcherReach
@@ -89,7 +89,7 @@ def load_rules(extra_dirs: Iterable[str] = ()) -> tuple[Library, dict[str, "Matc
     bundled index has it)."""
     extra = tuple(extra_dirs)
     if extra:
-        return _compile(load_library(extra, check_rule=_check))
+        return _compile(_checked_library(extra))
     key = _key()
     for directory in _index_dirs():
         saved = _read(directory / f"{_PREFIX}{key}.pickle")
@@ -100,17 +100,19 @@ def load_rules(extra_dirs: Iterable[str] = ()) -> tuple[Library, dict[str, "Matc
                 for rule in library.rules if rule.automated and rule.id in summaries
             }
             return library, matchers
-    library, built = _compile(load_library((), check_rule=_check))
+    library, built = _compile(_checked_library(()))
     fresh = _summaries(built)
     if fresh is not None:
         _write(key, (library, fresh))
     return library, built
 
 
-def _check(rule: Rule) -> None:
+def _checked_library(extra_dirs: tuple[str, ...]) -> Library:
+    # Imported here: YAML is read only when no saved index serves.
+    from .library.loader import load_library
     from .matchers.registry import check_matcher
 
-    check_matcher(rule)
+    return load_library(extra_dirs, check_rule=check_matcher)
 
 
 def _compile(library: Library) -> tuple[Library, dict[str, "Matcher"]]:

@@ -30,19 +30,25 @@ def loads(monkeypatch):
         calls["config"] += 1
         return real_config(*args, **kwargs)
 
+    inside_rules = []
+
     def counted_rules(*args, **kwargs):
         calls["library"] += 1
-        return real_rules(*args, **kwargs)
+        inside_rules.append(True)
+        try:
+            return real_rules(*args, **kwargs)
+        finally:
+            inside_rules.pop()
 
     def counted_library(*args, **kwargs):
-        calls["library"] += 1
+        calls["library"] += 0 if inside_rules else 1  # load_rules reading YAML is the same load
         return real_library(*args, **kwargs)
 
     for module in (api, config):
         monkeypatch.setattr(module, "load_config", counted_config)
     for module in (api, rule_index):
         monkeypatch.setattr(module, "load_rules", counted_rules)
-    monkeypatch.setattr(loader, "load_library", counted_library)  # rule_index keeps its own reference
+    monkeypatch.setattr(loader, "load_library", counted_library)
     return calls
 
 

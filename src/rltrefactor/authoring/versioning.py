@@ -7,7 +7,7 @@ import os
 from ..errors import GitError, RuleLibraryError
 from ..gitio import git, read_blob, rev_parse
 from ..library.fields import Reader
-from ..library.loader import LIBRARY_FILE
+from ..library.location import LIBRARY_FILE
 from ..library.yamlsafe import load_yaml
 
 # Files under rules/ whose edits do not change what the library reports.

@@ -6,7 +6,7 @@ import difflib
 from typing import Any, Iterable, TypeVar
 
 from ..errors import RuleLibraryError
-from .yamlsafe import LineList, LineMap
+from .lines import LineList, LineMap
 
 _Choice = TypeVar("_Choice", bound=str)
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", list: "a list", dict: "a mapping"}

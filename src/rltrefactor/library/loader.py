@@ -16,12 +16,12 @@ from typing import Callable, Iterable
 
 from ..errors import RuleLibraryError
 from .fields import Reader, suggest
+from .location import LIBRARY_FILE, bundled_rules_dir
 from .model import AREAS, Library, Rule
 from .schema import VERSION, parse_rule
 from .yamlsafe import load_yaml
 
 SCHEMA_VERSION = 1
-LIBRARY_FILE = "library.yaml"
 _BUNDLED_KEYS = ("schema", "version", "retired-ids")
 _LOCAL_KEYS = ("schema", "version", "retired-ids", "disable")
 
@@ -37,18 +37,6 @@ class RuleDir:
     rules: tuple[Rule, ...]
     retired: frozenset[str]
     disable: tuple[tuple[str, str], ...] = ()  # (id, "file:line") pairs
-
-
-def bundled_rules_dir() -> Path:
-    """The installed package's ``_rules`` data, else ``<repo>/rules`` beside ``src/``."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "_rules", package.parent.parent / "rules"):
-        if (candidate / LIBRARY_FILE).is_file():
-            return candidate
-    raise RuleLibraryError(
-        f"{package}: bundled rule library not found (no _rules/{LIBRARY_FILE} in the package, "
-        f"no rules/{LIBRARY_FILE} in the source tree); reinstall rltrefactor"
-    )
 
 
 def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck | None = None) -> Library:

@@ -12,25 +12,9 @@ from typing import Any
 import yaml
 
 from ..errors import RuleLibraryError
+from .lines import LineList, LineMap
 
-
-class LineMap(dict[str, Any]):
-    """A mapping with the 1-based line of itself, each key, and each value's text."""
-
-    line: int = 0
-    key_lines: dict[str, int]
-    value_lines: dict[str, int]  # first line of a value's content (block scalars: next line)
-
-    def line_of(self, key: str) -> int:
-        return self.key_lines.get(key, self.line)
-
-
-class LineList(list[Any]):
-    line: int = 0
-    item_lines: list[int]
-
-    def line_of(self, index: int) -> int:
-        return self.item_lines[index] if index < len(self.item_lines) else self.line
+__all__ = ["LineList", "LineMap", "load_yaml"]
 
 
 class _DuplicateKey(Exception):
