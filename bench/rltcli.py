@@ -43,6 +43,14 @@ def supports(flag: str) -> bool:
     return flag in review_help()
 
 
+def prepare_rule_index() -> bool:
+    """Build the compiled rule index the way a first review does; False for sources
+    that have none."""
+    python = os.path.join(VENV_BIN, "python")
+    script = "from rltrefactor.rule_index import load_rules; load_rules()"
+    return subprocess.run([python, "-c", script], capture_output=True, env=env(), timeout=300).returncode == 0
+
+
 def version() -> str:
     done = subprocess.run([*command(), "--version"], capture_output=True, text=True, env=env(), timeout=120)
     if done.returncode != 0:

@@ -107,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
         notes.append("PYTHONDONTWRITEBYTECODE was set in this environment and is unset for every tool measured, "
                      "so that Python tools reuse their compiled bytecode as an installed tool does.")
+    if rltcli.prepare_rule_index():
+        notes.append("rltrefactor's compiled rule index (written beside its bytecode by the first review of an "
+                     "installed version) was built once before measuring; cold means an empty result cache.")
     torch_full = corpora.torch_corpus(quick=False)
     corpus = corpora.torch_corpus(quick=True) if args.quick else torch_full
     demo = corpora.demo_corpus()
