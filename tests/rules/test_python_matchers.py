@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import PYTHON_MATCHERS
@@ -378,3 +380,33 @@ def test_positional_boolean_tokens_cover_defaults_after_other_annotations():
     wrapped = "def run(\n    x,\n    is_last: Constexpr[bool] = True,\n):\n    pass\n"
     assert lines(m, wrapped) == _token_lines(m, wrapped) == [3]
     assert _token_lines(m, "is_last = compute()\nuse_x: int = 1\n") == []
+
+
+def _starts_a_reported_number(text: str, i: int, allowed: frozenset[str]) -> bool:
+    """By hand: ``text[i]`` starts a numeric literal whose text is not allowed."""
+    def is_word(c: str) -> bool:
+        return c != "" and (c.isalnum() or c in "_.")
+
+    if i > 0 and is_word(text[i - 1]):
+        return False
+    if text[i] == ".":
+        return text[i + 1 : i + 2].isdigit()
+    if not text[i].isdigit():
+        return False
+    rest = text[i + 1 :]
+    return not any(
+        text_.startswith(text[i]) and rest.startswith(text_[1:]) and not is_word(rest[len(text_) - 1 : len(text_)])
+        for text_ in allowed
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="0123.5 x_(<=", max_size=30),
+    st.sampled_from([frozenset(), frozenset({"0", "1"}), frozenset({"0", "1", "2", "0.0", "1.0", "-1"}), frozenset({"10", "1"})]),
+)
+def test_the_number_prefilter_starts_where_an_unallowed_literal_starts(text, allowed):
+    from rltrefactor.matchers.readability import _literal_start
+
+    found = [m.start() for m in _literal_start(allowed).finditer(text)]
+    assert found == [i for i in range(len(text)) if _starts_a_reported_number(text, i, allowed)]

@@ -140,19 +140,22 @@ class UnexplainedNumberInBranch:
 
 
 def _literal_start(allowed: frozenset[str]) -> "re.Pattern[str]":
-    r"""The first character of every numeric literal whose text is not in ``allowed``.
+    r"""The first character of every numeric literal whose text is not in ``allowed``
+    (``.5`` is matched with its digit).
 
-    Built per leading digit (``0(?!(?:|\.0)(?![\w.]))`` for allowed ``0`` and ``0.0``)
-    so that the pattern starts with a literal and ``re`` can skip ahead."""
+    It starts with one character class, so that ``re`` skips ahead to the next digit or
+    dot; lookbehinds then tell which character it took (``(?<=0)(?!(?:|\.0)(?![\w.]))``
+    for allowed ``0`` and ``0.0``)."""
     rests: dict[str, list[str]] = {}
     for text in allowed:
         if text[:1].isdigit():
             rests.setdefault(text[0], []).append(re.escape(text[1:]))
-    digits = [
-        rf"{d}(?!(?:{'|'.join(sorted(rests[d], key=len, reverse=True))})(?![\w.]))" if d in rests else d
-        for d in "0123456789"
-    ]
-    return re.compile(rf"(?:{'|'.join(digits)})(?<![\w.]\d)|\.\d(?<![\w.]\.\d)")
+    branches = [r"(?<=\.)\d"]
+    branches += [rf"(?<={d})(?!(?:{'|'.join(sorted(rests[d], key=len, reverse=True))})(?![\w.]))" for d in sorted(rests)]
+    plain = "".join(d for d in "0123456789" if d not in rests)
+    if plain:
+        branches.append(rf"(?<=[{plain}])")
+    return re.compile(rf"[0-9.](?<![\w.][0-9.])(?:{'|'.join(branches)})")
 
 
 def _is_number(node: cst.BaseExpression) -> bool:
