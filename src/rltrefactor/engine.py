@@ -16,7 +16,7 @@ from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_
 from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
-from .regions import Region, RuleReach, change_window, code_text, plan_regions, searches_window
+from .regions import ChangeWindows, Region, RuleReach, change_windows, code_text, plan_regions, search_scope
 from .syntax import DefinitionMap, definitions, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
@@ -102,14 +102,11 @@ class Engine:
         # Matchers match code: tokens in comments and docstrings select nothing.
         code = code_text(text, tree)
         # With ``lines``, most rules' tokens select only inside the touched statements.
-        changed_code = code
-        if lines is not None:
-            window = change_window(text, tree, lines)
-            changed_code = code[window[0] : window[1]] if window is not None else ""
+        windows = change_windows(text, tree, lines) if lines is not None else None
         candidates = {
             rule.id: (rule, matcher)
             for rule, matcher in self.applicable(path)
-            if may_match(matcher.prefilter, changed_code if _searches_window(matcher) else code)
+            if may_match(matcher.prefilter, _searched(code, matcher, windows, limited=lines is not None))
         }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
@@ -174,6 +171,7 @@ class Engine:
             line_offset=region.start_line - 1,
             imports=imports,
             execution=execution,
+            text=region.text,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
@@ -244,8 +242,14 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
     )
 
 
-def _searches_window(matcher: Matcher) -> bool:
-    return searches_window(matcher.reach.companions, matcher.reach.companion_lines)
+def _searched(code: str, matcher: Matcher, windows: ChangeWindows | None, *, limited: bool) -> str:
+    """The code whose tokens may select a kept hit of ``matcher`` (see ``search_scope``)."""
+    reach = matcher.reach
+    scope = search_scope(reach.companions, reach.companion_lines, reach.whole_class)
+    if not limited or scope == "file":
+        return code
+    window = windows.for_scope(scope) if windows is not None else None
+    return code[window[0] : window[1]] if window is not None else ""  # no statement touched: nothing
 
 
 def may_match(tokens: Prefilter, text: str) -> bool:

@@ -250,7 +250,7 @@ def _functions(root: Node) -> Iterator[_Function]:
             qual = prefix + name
             body = node.child_by_field_name("body")
             if body is not None:
-                stack.extend((c, qual + ".", qual, parent, "", None) for c in reversed(body.children))
+                stack.extend((c, qual + ".", qual, parent, "", None) for c in reversed(body.children) if c.type in _HOLDERS)
             continue
         if kind == "function_definition":
             name = _text(node.child_by_field_name("name"))
@@ -262,10 +262,13 @@ def _functions(root: Node) -> Iterator[_Function]:
             )
             yield function
             if body is not None:
-                stack.extend((c, function.qualname + ".<locals>.", None, function, "", None) for c in reversed(body.children))
+                stack.extend(
+                    (c, function.qualname + ".<locals>.", None, function, "", None)
+                    for c in reversed(body.children) if c.type in _HOLDERS
+                )
             continue
         if kind in _CONTAINERS:
-            stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children))
+            stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children) if c.type in _HOLDERS)
 
 
 _CONTAINERS = {
@@ -273,6 +276,8 @@ _CONTAINERS = {
     "try_statement", "except_clause", "except_group_clause", "finally_clause", "with_statement",
     "match_statement", "case_clause", "ERROR",
 }
+# Nodes that are, or may hold, a definition: nothing else is walked into.
+_HOLDERS = _CONTAINERS | {"decorated_definition", "class_definition", "function_definition"}
 
 
 _CALLS_QUERY = """

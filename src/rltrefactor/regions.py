@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
-from .prefilter import AllOf, Prefilter, Token, finditer, whole_word
+from .prefilter import AllOf, Prefilter, Token, finditer
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -146,9 +146,11 @@ def _code_free_query() -> "tree_sitter.Query":
 
 
 class LineIndex:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, starts: list[int] | None = None) -> None:
+        """``starts``: the line starts of ``text`` when known (those of a text with the
+        same line breaks, such as its ``code_text``)."""
         self.text = text
-        self.starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+        self.starts = starts if starts is not None else [0] + [m.end() for m in _NEWLINE.finditer(text)]
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.starts, offset)
@@ -162,7 +164,7 @@ class LineIndex:
         (line numbers kept, a line's carriage return kept)."""
         end = self.starts[last] if last < len(self.starts) else len(self.text)
         text = self.text[self.starts[first - 1] : end]
-        if blank and any(first <= line <= last for line in blank):
+        if blank and _count_within(sorted(blank), first, last):
             rows = text.split("\n")
             for i, row in enumerate(rows):
                 if first + i in blank:
@@ -223,6 +225,30 @@ def token_lines(
             next_line = index.starts[line] if line < len(index.starts) else len(text)
             start = text.find(token, next_line)
     return lines
+
+
+def word_lines(index: LineIndex, names: Iterable[str]) -> set[int]:
+    """Lines holding one of ``names`` as a whole word, not inside a longer identifier
+    (the lines ``prefilter.whole_word`` finds, without compiling a regex per name)."""
+    text = index.text
+    lines: set[int] = set()
+    for name in names:
+        start = text.find(name)
+        while start != -1:
+            end = start + len(name)
+            if not (start and _is_word_char(text[start - 1])) and not (end < len(text) and _is_word_char(text[end])):
+                line = index.line_of(start)
+                lines.add(line)
+                if line >= len(index.starts):
+                    break
+                start = text.find(name, index.starts[line])  # one occurrence per line is enough
+                continue
+            start = text.find(name, start + 1)
+    return lines
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"  # what ``\w`` matches in a str pattern
 
 
 def _line_range(node: Node) -> tuple[int, int]:
@@ -306,16 +332,16 @@ def plan_regions(
     index = LineIndex(text)
     # Tokens are searched in code only: ``code`` (see ``code_text``) has the same lines
     # and offsets as ``text``, so the index serves both.
-    code_index = LineIndex(code) if code is not None else index
+    code_index = LineIndex(code, index.starts) if code is not None else index
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     starts = [start for start, _ in statements]
     touched = set(_statements_for(set(lines), statements, starts)) if lines is not None else None
     if touched is not None and not touched:
         return []
-    # Tokens outside the touched statements select nothing (``searches_window``): a
+    # Tokens outside the touched statements or members select nothing (``search_scope``): a
     # change to a large file searches only the stretch it touches.
-    window = _window(touched, statements, index) if touched is not None else None
+    windows = _windows(lines, nodes, statements, touched, index) if lines is not None and touched else None
     wanted: dict[int, set[str]] = {}
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
@@ -323,7 +349,8 @@ def plan_regions(
     functions: list[tuple[int, int]] | None = None  # (first, last) line of every function, by first line
     assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
-        search = window if searches_window(rule.companions, rule.companion_lines) else None
+        scope = search_scope(rule.companions, rule.companion_lines, rule.whole_class)
+        search = windows.for_scope(scope) if windows is not None else None
         hit_lines = token_lines(code_index.text, rule.tokens, code_index, search, tree) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
@@ -337,8 +364,11 @@ def plan_regions(
                 open_statements.add(position)
         if hit_lines and rule.companions is not None and rule.companion_lines == "assignments":
             if assigned is None:
-                assigned = _assignment_lines(code_index.text, code_index)
-                functions = sorted(_function_ranges(tree.root_node))
+                # A kept assignment shares a function with a token line, which lies
+                # in the touched statements when the review is limited to them.
+                reached = windows.statements if windows is not None else (0, len(code_index.text))
+                assigned = _assignment_lines(code_index, reached)
+                functions = sorted(_function_ranges(tree.root_node, code_index.line_of(reached[0]), code_index.line_of(reached[1])))
             found = _companion_lines(code_index, tree.root_node, hit_lines, rule.companions, assigned)
             hit_lines |= _in_same_function(found, hit_lines, functions or [])  # a value is assigned in its function
         elif hit_lines and rule.companions is not None:
@@ -356,30 +386,93 @@ def plan_regions(
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
-def searches_window(companions: Companions | None, companion_lines: CompanionLines) -> bool:
-    """Whether, in a review limited to changed lines, a rule's tokens matter only inside
-    the touched top-level statements (``change_window``).
+SearchScope = Literal["file", "statements", "members"]
 
-    True without companions: a rule hits only where it reads, around its tokens. True
-    when companions keep only assignments: those are kept in the token's own function,
-    which a top-level statement holds whole. False when companions keep every use: a
-    token elsewhere in the file may name what the changed lines use.
+
+def search_scope(companions: Companions | None, companion_lines: CompanionLines, whole_class: bool) -> SearchScope:
+    """Where, in a review limited to changed lines, a rule's tokens can select a kept hit.
+
+    A rule hits only where it reads, in the function (or class-level statement) around
+    its tokens, and a kept hit touches a changed line: so only tokens in the touched
+    members matter, the class members (or whole top-level statements outside classes)
+    that hold changed lines. Companions that keep assignments stay in the token's
+    function too. A rule that reads every method of a class needs the touched top-level
+    statements whole; one whose companions keep every use of a name needs the file: a
+    token elsewhere may name what the changed lines use.
     """
-    return companions is None or companion_lines == "assignments"
+    if companions is not None and companion_lines == "uses":
+        return "file"
+    return "statements" if whole_class else "members"
 
 
-def change_window(text: str, tree: Tree, lines: frozenset[int]) -> tuple[int, int] | None:
-    """Offsets of the stretch of whole top-level statements that ``lines`` touch, from
-    the first one's first line to the last one's end; None when they touch none."""
-    statements = [_line_range(node) for node in _statement_nodes(tree)]
+@dataclass(frozen=True)
+class ChangeWindows:
+    """Offsets (from a line start to a line end) of the stretch a change touches."""
+
+    statements: tuple[int, int]  # the touched top-level statements, whole
+    members: tuple[int, int]  # inside those, only the touched members of classes
+
+    def for_scope(self, scope: SearchScope) -> tuple[int, int] | None:
+        return None if scope == "file" else self.statements if scope == "statements" else self.members
+
+
+def change_windows(text: str, tree: Tree, lines: frozenset[int]) -> ChangeWindows | None:
+    """The stretches ``lines`` touch (see ``search_scope``); None when they touch no statement."""
+    nodes = _statement_nodes(tree)
+    statements = [_line_range(node) for node in nodes]
     touched = set(_statements_for(set(lines), statements, [start for start, _ in statements]))
-    return _window(touched, statements, LineIndex(text)) if touched else None
+    return _windows(lines, nodes, statements, touched, LineIndex(text)) if touched else None
+
+
+def _windows(
+    lines: Iterable[int], nodes: list[Node], statements: list[tuple[int, int]], touched: set[int], index: LineIndex
+) -> ChangeWindows:
+    return ChangeWindows(_window(touched, statements, index), _member_window(lines, nodes, statements, index))
+
+
+def _member_window(
+    lines: Iterable[int], nodes: list[Node], statements: list[tuple[int, int]], index: LineIndex
+) -> tuple[int, int]:
+    """Offsets from the first touched member's first line to the last one's end.
+
+    A member is a statement directly in a top-level class's body, or a top-level
+    statement that is no class. A changed line in a class's header, its decorators or
+    between its members (a comment, a blank line) touches the whole class. ``lines``
+    touch at least one statement."""
+    starts = [start for start, _ in statements]
+    members: dict[int, list[tuple[int, int]]] = {}
+    first, last = len(index.starts) + 1, 0
+    for line in lines:
+        position = bisect.bisect_right(starts, line) - 1
+        if position < 0 or not statements[position][0] <= line <= statements[position][1]:
+            continue
+        inner = members.get(position)
+        if inner is None:
+            inner = members[position] = _members(nodes[position])
+        found = bisect.bisect_right(inner, (line, len(index.starts) + 1)) - 1
+        low, high = inner[found] if found >= 0 and inner[found][0] <= line <= inner[found][1] else statements[position]
+        first, last = min(first, low), max(last, high)
+    return _offsets(first, last, index)
+
+
+def _members(statement: Node) -> list[tuple[int, int]]:
+    """Line ranges of the statements directly in a top-level class's body, in order;
+    none for other statements."""
+    node = _definition(statement)
+    if node is None or node.type != "class_definition":
+        return []
+    body = node.child_by_field_name("body")
+    if body is None or body.start_point[0] == node.start_point[0]:
+        return []  # ``class A: x = 1`` on one line
+    return [_line_range(child) for child in body.children if child.type != "comment"]
 
 
 def _window(touched: set[int], statements: list[tuple[int, int]], index: LineIndex) -> tuple[int, int]:
     """Offsets from the first touched statement's first line to the last one's end."""
-    first = statements[min(touched)][0]
-    last = max(statements[position][1] for position in touched)
+    return _offsets(statements[min(touched)][0], max(statements[position][1] for position in touched), index)
+
+
+def _offsets(first: int, last: int, index: LineIndex) -> tuple[int, int]:
     return index.starts[first - 1], index.starts[last] if last < len(index.starts) else len(index.text)
 
 
@@ -405,7 +498,7 @@ def _companion_lines(
             break
         sources |= new
         if assigned is None:
-            fresh = token_lines(index.text, [whole_word(name) for name in sorted(new)], index)
+            fresh = word_lines(index, new)
         else:
             fresh = {line for name in new for line in assigned.get(name, ())}
         fresh -= hit_lines | found
@@ -416,37 +509,47 @@ def _companion_lines(
 def _in_same_function(found: set[int], hit_lines: set[int], functions: list[tuple[int, int]]) -> set[int]:
     """The lines of ``found`` whose innermost function also holds a line of ``hit_lines``."""
 
+    starts = [start for start, _ in functions]
+
     def innermost(line: int) -> tuple[int, int] | None:
-        best = None
-        for start, end in functions:
-            if start > line:
-                break
-            if line <= end:
-                best = (start, end)
-        return best
+        # Functions nest: the innermost holding ``line`` is the last-starting one that does.
+        for position in range(bisect.bisect_right(starts, line) - 1, -1, -1):
+            if line <= functions[position][1]:
+                return functions[position]
+        return None
 
     wanted = {innermost(line) for line in hit_lines}
     return {line for line in found if innermost(line) in wanted}
 
 
-def _function_ranges(root: Node) -> Iterator[tuple[int, int]]:
+def _function_ranges(root: Node, first: int, last: int) -> Iterator[tuple[int, int]]:
+    """(first, last) line of every function that overlaps lines ``first..last``."""
     stack = [root]
     while stack:
         node = stack.pop()
+        if node.start_point[0] + 1 > last or node.end_point[0] + 1 < first:
+            continue
         if node.type == "function_definition":
             yield node.start_point[0] + 1, node.end_point[0] + 1
-        if node.type in ("function_definition", "class_definition", "decorated_definition", "block", "module") \
-                or node.type.endswith(("_statement", "_clause")):
-            stack.extend(node.children)
+        if node.type in _FUNCTION_HOLDERS or node.type.endswith("_clause"):
+            stack.extend(child for child in node.children if child.type in _FUNCTION_HOLDERS or child.type.endswith("_clause"))
+
+
+# Nodes that are, or may hold, a function definition (with every ``*_clause``).
+_FUNCTION_HOLDERS = frozenset({
+    "function_definition", "class_definition", "decorated_definition", "block", "module", "if_statement",
+    "for_statement", "while_statement", "try_statement", "with_statement", "match_statement", "ERROR",
+})
 
 
 _ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
 
 
-def _assignment_lines(text: str, index: LineIndex) -> dict[str, list[int]]:
-    """Lines that assign a plain name (``x = ...``, ``x: T = ...``), by name: one pass."""
+def _assignment_lines(index: LineIndex, window: tuple[int, int]) -> dict[str, list[int]]:
+    """Lines that assign a plain name (``x = ...``, ``x: T = ...``) in ``window``
+    (offsets from a line start), by name: one pass."""
     lines: dict[str, list[int]] = {}
-    for match in _ASSIGNMENT.finditer(text):
+    for match in _ASSIGNMENT.finditer(index.text, *window):
         lines.setdefault(match.group(1), []).append(index.line_of(match.start(1)))
     return lines
 
@@ -618,6 +721,11 @@ def _statements_for(lines: set[int] | None, statements: list[tuple[int, int]], s
     return found
 
 
+def _count_within(lines: list[int], first: int, last: int) -> int:
+    """How many of the sorted ``lines`` lie in ``first..last``."""
+    return bisect.bisect_right(lines, last) - bisect.bisect_left(lines, first)
+
+
 def _merge(
     items: list[tuple[int, set[str]]], statements: list[tuple[int, int]], index: LineIndex, blank: Mapping[int, str]
 ) -> list[Region]:
@@ -625,9 +733,12 @@ def _merge(
     first: int | None = None
     last = 0  # read only once ``first`` is set
     rules: set[str] = set()
+    blank_lines = sorted(blank)
+
     def region(first: int, last: int, rules: set[str]) -> Region:
-        blanked = sum(1 for line in blank if first <= line <= last)
-        return Region(first, last, index.slice(first, last, blank), frozenset(rules), blanked)
+        blanked = _count_within(blank_lines, first, last)
+        text = index.slice(first, last, blank if blanked else None)
+        return Region(first, last, text, frozenset(rules), blanked)
 
     for position, rule_ids in items:
         start, end = statements[position]

@@ -18,6 +18,7 @@ _CONTAINERS = {
     "for_statement", "while_statement", "try_statement", "except_clause", "except_group_clause",
     "finally_clause", "with_statement", "match_statement", "case_clause", "ERROR",
 }
+_HOLDERS = _CONTAINERS | _DEFINITION_TYPES.keys()
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,11 @@ def _parser() -> tree_sitter.Parser:
 @lru_cache(maxsize=2)
 def parse_tree(text: str) -> tree_sitter.Tree:
     """tree-sitter syntax tree of ``text``; error-tolerant, rows are ``\n``-separated lines."""
+    return parse_fresh(text)
+
+
+def parse_fresh(text: str) -> tree_sitter.Tree:
+    """``parse_tree`` without keeping the tree, for texts parsed once (a region of a file)."""
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
 
 
@@ -71,9 +77,8 @@ def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMa
             child_prefix = qualname + (".<locals>." if kind == "function" else ".")
         if kind is None and node.type not in _CONTAINERS:
             continue  # definitions only nest inside blocks and compound statements
-        for child in reversed(node.children):
-            decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-            stack.append((child, child_prefix, decorated))
+        decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
+        stack.extend((child, child_prefix, decorated) for child in reversed(node.children) if child.type in _HOLDERS)
     found.sort(key=lambda d: (d.start_line, -d.end_line))
     return DefinitionMap(tuple(found))
 

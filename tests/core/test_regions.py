@@ -8,8 +8,10 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rltrefactor.matchers.base import positions
-from rltrefactor.regions import RuleReach, plan_regions, searches_window
+from rltrefactor.prefilter import whole_word
+from rltrefactor.regions import LineIndex, RuleReach, change_windows, plan_regions, search_scope, token_lines, word_lines
 from rltrefactor.syntax import parse_tree
+from rltrefactor.types import Span
 
 SOURCE = '''\
 import torch  # 1
@@ -75,6 +77,67 @@ def test_fast_positions_equal_libcst_positions():
         assert mine[id(node)] == (where.start.line, where.start.column, where.end.line, where.end.column)
         compared += 1
     assert compared > 100
+
+
+ANCHORS_SOURCE = '''\
+import torch; import os  # two statements, one line
+
+
+@decorate(
+    1)
+# a comment between decorator and definition
+class Runner(Base[int], metaclass=Meta):
+    """Doc."""
+
+    limit = 3; scale = 2
+
+    @property
+    def size(self): return self.limit
+
+    # leading comment
+    async def step(self, x, *, y=(1 +
+            2)):
+        class Inner:
+            value = x.item()
+        return [i for i in x if i]  # trailing
+
+    class Nested:
+        pass
+class OneLine: pass
+if torch.cuda.is_available():
+    DEVICE = "cuda"
+else:
+    DEVICE = "cpu"
+'''
+
+
+def _all_spans(text):
+    from rltrefactor.matchers.base import FileContext
+
+    module = cst.parse_module(text)
+    ctx = FileContext("f.py", module, is_hot_path=False, is_test=False, definitions=None, text=text)
+    nodes = [node for kind, found in ctx._by_type.items() if kind is not cst.Module for node in found]
+    return module, ctx, nodes
+
+
+def test_positions_computed_per_statement_equal_the_whole_module_codegen():
+    module, ctx, nodes = _all_spans(ANCHORS_SOURCE)
+    whole = positions(module)
+    for node in nodes:
+        line, column, end_line, end_column = whole[id(node)]
+        assert ctx.span(node) == Span(line, column + 1, end_line, end_column + 1), ctx.code(node)
+    assert len(nodes) > 100
+    # A hit inside a method generates that method only, not its class.
+    assert ctx._positions._whole is None and len(ctx._positions._by_anchor) > 3
+
+
+def test_positions_fall_back_to_the_whole_module_where_tree_sitter_disagrees():
+    text = "def f():\n    return 1\n"
+    module, ctx, nodes = _all_spans(text)
+    ctx.text = "def f():\n    return (\n"  # not what LibCST parsed: tree-sitter reports an error
+    whole = positions(module)
+    assert [ctx.span(node).line for node in nodes] == [whole[id(node)][0] for node in nodes]
+    assert ctx._positions._whole is not None
 
 
 def test_regex_tokens_plan_by_match_not_substring():
@@ -153,7 +216,59 @@ def test_a_change_reads_tokens_elsewhere_only_for_rules_that_keep_every_use_of_a
     assert region.start_line == 5 and 'watch("other")' in region.text and "staging" not in region.text
 
 
-def test_search_windows_follow_what_companions_keep():
-    assert searches_window(None, "uses")
-    assert searches_window(_watched, "assignments")
-    assert not searches_window(_watched, "uses")
+def test_search_scopes_follow_what_a_rule_reads():
+    assert search_scope(None, "uses", whole_class=False) == "members"
+    assert search_scope(_watched, "assignments", whole_class=False) == "members"
+    assert search_scope(None, "uses", whole_class=True) == "statements"
+    assert search_scope(_watched, "uses", whole_class=False) == "file"
+
+
+MEMBERS_SOURCE = '''\
+class Runner:
+    limit = 3
+
+    def idle(self, x):
+        return x.item()
+
+    def forward(self, x):
+        y = x + 1
+        return y
+'''
+
+
+def _member_plan(lines, **scope):
+    return plan_regions(MEMBERS_SOURCE, parse_tree(MEMBERS_SOURCE), _reach({"r": (".item(",)}, **scope), lines=lines)
+
+
+def test_a_change_in_one_method_reads_no_tokens_of_the_other_methods():
+    # ``forward`` changes; the token sits in ``idle``: a rule that reads around its
+    # tokens cannot hit in ``forward``, so nothing is parsed.
+    assert _member_plan(frozenset({8})) == []
+    (region,) = _member_plan(frozenset({5}))
+    assert "x.item()" in region.text and "y = x + 1" not in region.text
+
+
+def test_whole_class_rules_and_changes_outside_members_still_read_the_class():
+    (region,) = _member_plan(frozenset({8}), whole_class=True)
+    assert "x.item()" in region.text
+    # A changed class header, or a line between members, touches every member.
+    assert _member_plan(frozenset({1})) != []
+    assert _member_plan(frozenset({6})) != []
+
+
+def test_change_windows_name_the_touched_members_and_statements():
+    text = MEMBERS_SOURCE + "\n\ndef helper():\n    return 1\n"
+    index = LineIndex(text)
+    windows = change_windows(text, parse_tree(text), frozenset({8, 13}))
+    assert windows is not None
+    assert windows.members == (index.starts[6], len(text))  # ``forward`` through ``helper``
+    assert windows.statements == (0, len(text))
+    assert windows.for_scope("file") is None
+    assert change_windows(text, parse_tree(text), frozenset({11})) is None  # a blank line between statements
+
+
+def test_word_lines_find_what_whole_word_regexes_find():
+    text = "étape = 1\nx_étape = étape\nversion, version_info = 1, 2\n_version = version\nversion"
+    index = LineIndex(text)
+    for name in ("étape", "version", "x", "_version", "absent"):
+        assert word_lines(index, [name]) == token_lines(text, [whole_word(name)], index), name

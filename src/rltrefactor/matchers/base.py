@@ -11,7 +11,7 @@ import dataclasses
 from collections import defaultdict
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Mapping, Protocol, TypeVar
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
@@ -21,6 +21,9 @@ from ..regions import MatcherReach
 from ..prefilter import Prefilter
 from ..types import Definition, Span
 from .imports import ImportTable, resolve, table_from_nodes
+
+if TYPE_CHECKING:
+    import tree_sitter
 
 __all__ = ["DefinitionLookup", "FileContext", "Match", "Matcher", "MatcherReach", "child_nodes", "positions"]
 
@@ -135,10 +138,152 @@ class _PositionSink:
 
 def positions(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
     """``id(node) -> (line, column0, end_line, end_column0)`` for every node of ``module``."""
+    return _positions_of(module, module, ())
+
+
+def _positions_of(
+    module: cst.Module, node: cst.CSTNode, indents: tuple[str, ...]
+) -> dict[int, tuple[int, int, int, int]]:
+    """Positions of ``node``'s subtree, codegen starting at line 1, column 0, inside the
+    blocks whose indents are ``indents``."""
     sink = _PositionSink()
     state = _PositionState(default_indent=module.default_indent, default_newline=module.default_newline, provider=sink)  # type: ignore[arg-type]  # the sink stands in for a provider
-    module._codegen(state)
+    state.indent_tokens.extend(indents)
+    node._codegen(state)
     return sink._computed
+
+
+class _AllPositions:
+    """Positions of every node, from one codegen of the whole module."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self._computed = positions(module)
+
+    def of(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
+        return self._computed[id(node)]
+
+
+class _AnchoredPositions:
+    """Positions of a region's nodes, each computed from its *anchor* alone: the
+    top-level statement holding it or, inside a class, the class member holding it.
+
+    An anchor's subtree is generated on its own (a method, not its whole class) and
+    shifted to the line where tree-sitter, parsing the same text, starts that
+    statement: the i-th top-level statement (statements sharing a line are one) and the
+    j-th member of a class body. Where the two parsers do not agree on the count, the
+    whole module is generated, as ``positions`` does."""
+
+    def __init__(self, module: cst.Module, text: str, parent: Mapping[int, cst.CSTNode]) -> None:
+        """``text``: what ``module`` was parsed from."""
+        self._module = module
+        self._text = text
+        self._parent = parent
+        self._by_anchor: dict[int, dict[int, tuple[int, int, int, int]]] = {}
+        self._rows: _StatementRows | None = None
+        self._whole: dict[int, tuple[int, int, int, int]] | None = None
+
+    def of(self, node: cst.CSTNode) -> tuple[int, int, int, int]:
+        if self._whole is None:
+            found = self._anchored(node)
+            if found is not None:
+                return found
+            self._whole = positions(self._module)
+        return self._whole[id(node)]
+
+    def _anchored(self, node: cst.CSTNode) -> tuple[int, int, int, int] | None:
+        chain = [node]
+        while (above := self._parent.get(id(chain[-1]))) is not None:
+            chain.append(above)
+        if len(chain) < 2 or chain[-1] is not self._module:
+            return None
+        statement = chain[-2]
+        anchor, row = statement, self._row(statement)
+        indents: tuple[str, ...] = ()
+        if isinstance(statement, cst.ClassDef) and len(chain) >= 4 and chain[-3] is statement.body \
+                and isinstance(statement.body, cst.IndentedBlock):
+            member = chain[-4]  # ClassDef -> IndentedBlock -> member
+            indent = statement.body.indent
+            anchor, indents = member, (self._module.default_indent if indent is None else indent,)
+            row = self._member_row(statement, member)
+        if row is None:
+            return None
+        computed = self._by_anchor.get(id(anchor))
+        if computed is None:
+            local = _positions_of(self._module, anchor, indents)
+            shift = row + 1 - local[id(anchor)][0]
+            computed = {key: (a + shift, b, c + shift, d) for key, (a, b, c, d) in local.items()}
+            self._by_anchor[id(anchor)] = computed
+        return computed.get(id(node))
+
+    def _row(self, statement: cst.CSTNode) -> int | None:
+        """0-based row where tree-sitter starts the top-level ``statement``."""
+        return self._statement_rows().top_level(_index_of(self._module.body, statement), len(self._module.body))
+
+    def _member_row(self, statement: cst.ClassDef, member: cst.CSTNode) -> int | None:
+        """0-based row where tree-sitter starts ``member`` of the top-level class ``statement``."""
+        body = statement.body
+        assert isinstance(body, cst.IndentedBlock)
+        position = _index_of(self._module.body, statement)
+        return self._statement_rows().member(position, len(self._module.body), _index_of(body.body, member), len(body.body))
+
+    def _statement_rows(self) -> _StatementRows:
+        if self._rows is None:
+            self._rows = _StatementRows(self._text)
+        return self._rows
+
+
+def _index_of(items: Sequence[cst.CSTNode], node: cst.CSTNode) -> int:
+    return next(i for i, item in enumerate(items) if item is node)
+
+
+class _StatementRows:
+    """Where tree-sitter starts the statements of a text, grouped as LibCST groups
+    them: statements sharing a line (``a = 1; b = 2``) make one."""
+
+    def __init__(self, code: str) -> None:
+        from ..syntax import parse_fresh
+
+        tree = parse_fresh(code)
+        self._ok = not tree.root_node.has_error
+        self._top = _grouped(tree.root_node.children)
+
+    def top_level(self, position: int, count: int) -> int | None:
+        if not self._ok or len(self._top) != count:
+            return None
+        return _syntactic_row(self._top[position])
+
+    def member(self, position: int, count: int, index: int, members: int) -> int | None:
+        if not self._ok or len(self._top) != count:
+            return None
+        definition = self._top[position]
+        if definition.type == "decorated_definition":
+            definition = definition.child_by_field_name("definition") or definition
+        body = definition.child_by_field_name("body") if definition.type == "class_definition" else None
+        grouped = _grouped(body.children) if body is not None else []
+        if len(grouped) != members:
+            return None
+        return _syntactic_row(grouped[index])
+
+
+def _grouped(children: Sequence[tree_sitter.Node]) -> list[tree_sitter.Node]:
+    """The first statement of each line that starts statements, comments left out."""
+    grouped: list[tree_sitter.Node] = []
+    for child in children:
+        if child.type == "comment":
+            continue
+        if grouped and child.start_point[0] <= grouped[-1].end_point[0]:
+            continue  # shares a line with the statement before it
+        grouped.append(child)
+    return grouped
+
+
+def _syntactic_row(statement: tree_sitter.Node) -> int:
+    """A definition starts at its ``def``/``class`` line, after its decorators, as LibCST counts it."""
+    if statement.type == "decorated_definition":
+        definition = statement.child_by_field_name("definition")
+        if definition is not None:
+            return definition.start_point[0]
+    return statement.start_point[0]
 
 
 @dataclass(frozen=True)
@@ -163,11 +308,13 @@ class FileContext:
         line_offset: int = 0,
         imports: ImportTable | None = None,
         execution: ExecutionMap = NO_FUNCTIONS,
+        text: str | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``.
 
         A region is always a run of whole top-level statements, so columns are the
-        file's columns; ``imports`` then carries the file's top-level imports.
+        file's columns; ``imports`` then carries the file's top-level imports. ``text``,
+        the source ``module`` was parsed from, lets positions be computed per statement.
         """
         self.path = path
         self.module = module
@@ -175,11 +322,12 @@ class FileContext:
         self.is_test = is_test
         self.definitions = definitions
         self.line_offset = line_offset
+        self.text = text
         self.execution = execution  # where each function of the whole file runs
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own
-        self._positions: dict[int, tuple[int, int, int, int]] | None = None
+        self._positions: _AnchoredPositions | _AllPositions | None = None
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
@@ -224,8 +372,9 @@ class FileContext:
     def span(self, node: cst.CSTNode) -> Span:
         """Location of ``node`` in the file (1-based lines and columns)."""
         if self._positions is None:
-            self._positions = positions(self.module)
-        line, column, end_line, end_column = self._positions[id(node)]
+            self._positions = _AnchoredPositions(self.module, self.text, self._parent) if self.text is not None \
+                else _AllPositions(self.module)
+        line, column, end_line, end_column = self._positions.of(node)
         offset = self.line_offset
         return Span(line + offset, column + 1, end_line + offset, end_column + 1)
 
