@@ -17,7 +17,7 @@ from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions import ChangeWindows, Region, RuleReach, change_windows, code_text, plan_regions, search_scope
-from .syntax import DefinitionMap, definitions, parse_tree
+from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
 from .types import Definition, FileError, FileOutcome, Finding, Hit
@@ -110,7 +110,7 @@ class Engine:
         }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
-        defs = _LazyDefinitions(text, tree)
+        defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
         reach = {
@@ -217,17 +217,18 @@ class Engine:
         return findings
 
 class _LazyDefinitions:
-    """Builds the definition map from the file's tree only when a hit needs it."""
+    """The definition around a line, looked up in the file's tree only for the lines
+    that hits and directives ask about."""
 
-    def __init__(self, text: str, tree: Tree) -> None:
-        self._text = text
+    def __init__(self, tree: Tree) -> None:
         self._tree = tree
-        self._map: DefinitionMap | None = None
+        self._found: dict[int, Definition] = {}
 
     def enclosing(self, line: int) -> Definition:
-        if self._map is None:
-            self._map = definitions(self._text, self._tree)
-        return self._map.enclosing(line)
+        found = self._found.get(line)
+        if found is None:
+            found = self._found[line] = enclosing_definition(self._tree, line)
+        return found
 
 
 def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:

@@ -118,15 +118,22 @@ def code_text(text: str, tree: Tree) -> str:
             spans.append((node.start_byte, node.end_byte))
     if not spans:
         return text
+    ascii_only = text.isascii()  # byte offsets are then character offsets
+
+    def cut(start: int, end: int | None) -> str:
+        return text[start:end] if ascii_only else data[start:end].decode("utf-8", "surrogatepass")
+
     pieces = []
     position = 0
     for start, end in sorted(spans):
         if start < position:
             continue
-        pieces.append(data[position:start].decode("utf-8", "surrogatepass"))
-        pieces.append(_BLANKED.sub(" ", data[start:end].decode("utf-8", "surrogatepass")))
+        pieces.append(cut(position, start))
+        hidden = cut(start, end)
+        one_line = "\n" not in hidden and "\r" not in hidden  # every comment, most docstrings
+        pieces.append(" " * len(hidden) if one_line else _BLANKED.sub(" ", hidden))
         position = end
-    pieces.append(data[position:].decode("utf-8", "surrogatepass"))
+    pieces.append(cut(position, None))
     return "".join(pieces)
 
 

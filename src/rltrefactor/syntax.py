@@ -83,6 +83,55 @@ def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMa
     return DefinitionMap(tuple(found))
 
 
+def enclosing_definition(tree: tree_sitter.Tree, line: int) -> Definition:
+    """``definitions(...).enclosing(line)``, found by descending from the root through
+    the statements that hold ``line`` instead of walking every definition of the file."""
+    row = line - 1
+    found: Definition | None = None
+    prefix = ""
+    node: tree_sitter.Node | None = tree.root_node
+    decorated_start: int | None = None
+    while node is not None:
+        kind = _DEFINITION_TYPES.get(node.type)
+        if kind is not None:
+            name_node = node.child_by_field_name("name")
+            name = name_node.text.decode("utf-8", "replace") if name_node is not None and name_node.text is not None else "?"
+            start = decorated_start if decorated_start is not None else node.start_point[0] + 1
+            found = Definition(prefix + name, kind, start, node.end_point[0] + 1)
+            prefix = found.qualname + (".<locals>." if kind == "function" else ".")
+        elif node.type not in _CONTAINERS:
+            break
+        decorated_start = node.start_point[0] + 1 if node.type == "decorated_definition" else None
+        node = _holder_of(node, row, decorated=decorated_start is not None)
+    return found or Definition("<module>", "module", 1, max(line, 1))
+
+
+def _holder_of(node: tree_sitter.Node, row: int, *, decorated: bool) -> tree_sitter.Node | None:
+    """The child of ``node`` that is or may hold a definition around ``row``; a
+    decorated definition holds its decorators' rows."""
+    if decorated:
+        definition = node.child_by_field_name("definition")
+        return definition if definition is not None and row <= definition.end_point[0] else None
+    # The last child starting at or before ``row``, by bisection: a module may hold
+    # thousands of statements.
+    low, high = 0, node.child_count
+    while low < high:
+        middle = (low + high) // 2
+        child = node.child(middle)
+        if child is not None and child.start_point[0] <= row:
+            low = middle + 1
+        else:
+            high = middle
+    # Children before it hold ``row`` only where they end on it: the last that does wins.
+    for position in range(low - 1, -1, -1):
+        child = node.child(position)
+        if child is None or child.end_point[0] < row:
+            break
+        if child.type in _HOLDERS:
+            return child
+    return None
+
+
 def first_syntax_error(tree: tree_sitter.Tree) -> int | None:
     """1-based line of the first ERROR or MISSING node, or None for a clean tree."""
     if not tree.root_node.has_error:

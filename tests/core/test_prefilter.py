@@ -147,3 +147,15 @@ def test_scanning_from_literal_starts_finds_what_the_regex_finds(source, pieces,
     assert [m.span() for m in finditer(pattern, text, pos, endpos)] == expected
     first = search(pattern, text, pos, endpos)
     assert (first.span() if first else None) == (expected[0] if expected else None)
+
+
+def test_code_text_blanks_comments_and_docstrings_in_any_encoding_keeping_offsets():
+    from rltrefactor.regions import code_text
+    from rltrefactor.syntax import parse_tree
+
+    text = "x = 'é'  # ünï .item()\r\n\"\"\"doc é\n.item()\"\"\"\ny = f'{z.item()}'\n"
+    code = code_text(text, parse_tree(text))
+    assert len(code) == len(text) and code.count("\n") == text.count("\n") and "\r" in code
+    rows = code.split("\n")
+    assert ".item()" not in rows[0] and "'é'" in rows[0]
+    assert rows[2].strip() == "" and "z.item()" in rows[3]  # an f-string's field stays code
