@@ -120,7 +120,7 @@ class Engine:
         regions = plan_regions(
             text, tree, reach, lines=lines, keep_method=is_setup_name,
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
-            code=code,
+            code=code, windows=windows,
         )
         hits: list[Hit] = []
         errors: list[FileError] = []

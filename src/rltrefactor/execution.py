@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Literal
 
+from .syntax import DEFINITION_HOLDERS
+
 if TYPE_CHECKING:
     import tree_sitter
     from tree_sitter import Node, Tree
@@ -250,7 +252,7 @@ def _functions(root: Node) -> Iterator[_Function]:
             qual = prefix + name
             body = node.child_by_field_name("body")
             if body is not None:
-                stack.extend((c, qual + ".", qual, parent, "", None) for c in reversed(body.children) if c.type in _HOLDERS)
+                stack.extend((c, qual + ".", qual, parent, "", None) for c in reversed(body.children) if c.type in DEFINITION_HOLDERS)
             continue
         if kind == "function_definition":
             name = _text(node.child_by_field_name("name"))
@@ -264,11 +266,11 @@ def _functions(root: Node) -> Iterator[_Function]:
             if body is not None:
                 stack.extend(
                     (c, function.qualname + ".<locals>.", None, function, "", None)
-                    for c in reversed(body.children) if c.type in _HOLDERS
+                    for c in reversed(body.children) if c.type in DEFINITION_HOLDERS
                 )
             continue
         if kind in _CONTAINERS:
-            stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children) if c.type in _HOLDERS)
+            stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children) if c.type in DEFINITION_HOLDERS)
 
 
 _CONTAINERS = {
@@ -276,8 +278,6 @@ _CONTAINERS = {
     "try_statement", "except_clause", "except_group_clause", "finally_clause", "with_statement",
     "match_statement", "case_clause", "ERROR",
 }
-# Nodes that are, or may hold, a definition: nothing else is walked into.
-_HOLDERS = _CONTAINERS | {"decorated_definition", "class_definition", "function_definition"}
 
 
 _CALLS_QUERY = """

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
 
 from .prefilter import AllOf, Prefilter, Token, finditer
+from .syntax import DEFINITION_HOLDERS
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -325,6 +326,7 @@ def plan_regions(
     keep_method: Callable[[str], bool] = lambda name: False,
     is_cold_line: Callable[[int], bool] = lambda line: False,
     code: str | None = None,
+    windows: ChangeWindows | None = None,
 ) -> list[Region]:
     """Regions to parse, each with the rules that may hit inside it.
 
@@ -334,7 +336,8 @@ def plan_regions(
     ``RuleReach.reads``): methods holding no token unless a selecting rule reads the
     whole class, and, in functions where only statement-local rules have tokens, the
     statements holding none. ``keep_method(name)`` names the methods that describe the
-    class (``__init__``): they keep at least their header.
+    class (``__init__``): they keep at least their header. ``windows``: what
+    ``change_windows`` gave for ``lines``, when the caller has it.
     """
     index = LineIndex(text)
     # Tokens are searched in code only: ``code`` (see ``code_text``) has the same lines
@@ -348,7 +351,8 @@ def plan_regions(
         return []
     # Tokens outside the touched statements or members select nothing (``search_scope``): a
     # change to a large file searches only the stretch it touches.
-    windows = _windows(lines, nodes, statements, touched, index) if lines is not None and touched else None
+    if windows is None and lines is not None and touched:
+        windows = _windows(lines, nodes, statements, touched, index)
     wanted: dict[int, set[str]] = {}
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
@@ -538,15 +542,7 @@ def _function_ranges(root: Node, first: int, last: int) -> Iterator[tuple[int, i
             continue
         if node.type == "function_definition":
             yield node.start_point[0] + 1, node.end_point[0] + 1
-        if node.type in _FUNCTION_HOLDERS or node.type.endswith("_clause"):
-            stack.extend(child for child in node.children if child.type in _FUNCTION_HOLDERS or child.type.endswith("_clause"))
-
-
-# Nodes that are, or may hold, a function definition (with every ``*_clause``).
-_FUNCTION_HOLDERS = frozenset({
-    "function_definition", "class_definition", "decorated_definition", "block", "module", "if_statement",
-    "for_statement", "while_statement", "try_statement", "with_statement", "match_statement", "ERROR",
-})
+        stack.extend(child for child in node.children if child.type in DEFINITION_HOLDERS)
 
 
 _ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)

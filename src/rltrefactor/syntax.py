@@ -18,7 +18,8 @@ _CONTAINERS = {
     "for_statement", "while_statement", "try_statement", "except_clause", "except_group_clause",
     "finally_clause", "with_statement", "match_statement", "case_clause", "ERROR",
 }
-_HOLDERS = _CONTAINERS | _DEFINITION_TYPES.keys()
+# Nodes that are, or may hold, a definition: walks that look for definitions enter nothing else.
+DEFINITION_HOLDERS = frozenset(_CONTAINERS | _DEFINITION_TYPES.keys())
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,7 @@ def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMa
         if kind is None and node.type not in _CONTAINERS:
             continue  # definitions only nest inside blocks and compound statements
         decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-        stack.extend((child, child_prefix, decorated) for child in reversed(node.children) if child.type in _HOLDERS)
+        stack.extend((child, child_prefix, decorated) for child in reversed(node.children) if child.type in DEFINITION_HOLDERS)
     found.sort(key=lambda d: (d.start_line, -d.end_line))
     return DefinitionMap(tuple(found))
 
@@ -127,7 +128,7 @@ def _holder_of(node: tree_sitter.Node, row: int, *, decorated: bool) -> tree_sit
         child = node.child(position)
         if child is None or child.end_point[0] < row:
             break
-        if child.type in _HOLDERS:
+        if child.type in DEFINITION_HOLDERS:
             return child
     return None
 

@@ -197,18 +197,20 @@ class _AnchoredPositions:
         if len(chain) < 2 or chain[-1] is not self._module:
             return None
         statement = chain[-2]
-        anchor, row = statement, self._row(statement)
-        indents: tuple[str, ...] = ()
-        if isinstance(statement, cst.ClassDef) and len(chain) >= 4 and chain[-3] is statement.body \
-                and isinstance(statement.body, cst.IndentedBlock):
-            member = chain[-4]  # ClassDef -> IndentedBlock -> member
-            indent = statement.body.indent
-            anchor, indents = member, (self._module.default_indent if indent is None else indent,)
-            row = self._member_row(statement, member)
-        if row is None:
-            return None
+        # Inside a class body the anchor is the member: ClassDef -> IndentedBlock -> member.
+        block = statement.body if isinstance(statement, cst.ClassDef) else None
+        member = chain[-4] if isinstance(block, cst.IndentedBlock) and len(chain) >= 4 and chain[-3] is block else None
+        anchor = member if member is not None else statement
         computed = self._by_anchor.get(id(anchor))
         if computed is None:
+            indents: tuple[str, ...] = ()
+            if member is not None and isinstance(block, cst.IndentedBlock):
+                row = self._member_row(statement, block, member)
+                indents = (self._module.default_indent if block.indent is None else block.indent,)
+            else:
+                row = self._row(statement)
+            if row is None:
+                return None
             local = _positions_of(self._module, anchor, indents)
             shift = row + 1 - local[id(anchor)][0]
             computed = {key: (a + shift, b, c + shift, d) for key, (a, b, c, d) in local.items()}
@@ -219,12 +221,10 @@ class _AnchoredPositions:
         """0-based row where tree-sitter starts the top-level ``statement``."""
         return self._statement_rows().top_level(_index_of(self._module.body, statement), len(self._module.body))
 
-    def _member_row(self, statement: cst.ClassDef, member: cst.CSTNode) -> int | None:
-        """0-based row where tree-sitter starts ``member`` of the top-level class ``statement``."""
-        body = statement.body
-        assert isinstance(body, cst.IndentedBlock)
+    def _member_row(self, statement: cst.CSTNode, block: cst.IndentedBlock, member: cst.CSTNode) -> int | None:
+        """0-based row where tree-sitter starts ``member`` of ``block``, the top-level class ``statement``'s body."""
         position = _index_of(self._module.body, statement)
-        return self._statement_rows().member(position, len(self._module.body), _index_of(body.body, member), len(body.body))
+        return self._statement_rows().member(position, len(self._module.body), _index_of(block.body, member), len(block.body))
 
     def _statement_rows(self) -> _StatementRows:
         if self._rows is None:
