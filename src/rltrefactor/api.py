@@ -123,7 +123,7 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
 
     by_path = {f.path: f for f in targets}
     kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
-    kept = mark_preexisting(kept, outcomes, by_path, change, engine, sources)
+    kept = mark_preexisting(kept, outcomes, by_path, change, engine, sources, kept_on_lines=request.scope == "lines")
     kept, repeats = group_repeats(kept)
     drops.extend(repeats)
     # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
@@ -193,7 +193,8 @@ def _review_targets(
     if not change.full_scan and request.scope != "files":
         limits = {f.path: f.added_lines for f in targets}
     by_file = review_files(
-        engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits, progress=request.progress
+        engine, texts, cache=cache, jobs=request.jobs or default_jobs(), lines=limits,
+        kept_on_lines=request.scope == "lines", progress=request.progress,
     )
     outcomes = [by_file[f.path] for f in targets if f.path in by_file]
     for outcome in outcomes:

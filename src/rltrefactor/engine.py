@@ -95,14 +95,18 @@ class Engine:
             chosen.append((rule, matcher))
         return chosen
 
-    def review_file(self, path: str, text: str, lines: frozenset[int] | None = None) -> FileOutcome:
-        """Findings in one file; with ``lines``, only statements touching those lines are matched."""
+    def review_file(
+        self, path: str, text: str, lines: frozenset[int] | None = None, *, kept_on_lines: bool = True
+    ) -> FileOutcome:
+        """Findings in one file; with ``lines``, only statements touching those lines are
+        matched. ``kept_on_lines``: the caller keeps only hits that touch ``lines``, not
+        every hit in a function that holds one, so less needs matching."""
         has_directive = "rltrefactor:" in text
         tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
         # Matchers match code: tokens in comments and docstrings select nothing.
         code = code_text(text, tree)
         # With ``lines``, most rules' tokens select only inside the touched statements.
-        windows = change_windows(text, tree, lines) if lines is not None else None
+        windows = change_windows(text, tree, lines, headers=kept_on_lines) if lines is not None else None
         candidates = {
             rule.id: (rule, matcher)
             for rule, matcher in self.applicable(path)
@@ -245,12 +249,15 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
 
 def _searched(code: str, matcher: Matcher, windows: ChangeWindows | None, *, limited: bool) -> str:
     """The code whose tokens may select a kept hit of ``matcher`` (see ``search_scope``)."""
-    reach = matcher.reach
-    scope = search_scope(reach.companions, reach.companion_lines, reach.whole_class)
-    if not limited or scope == "file":
+    if not limited:
         return code
-    window = windows.for_scope(scope) if windows is not None else None
-    return code[window[0] : window[1]] if window is not None else ""  # no statement touched: nothing
+    if windows is None:
+        return ""  # no statement touched: nothing
+    stretches = windows.for_scope(search_scope(matcher.reach))
+    if stretches is None:
+        return code
+    # Joined: a token matched across a seam only costs planning a look (it searches each stretch apart).
+    return "".join(code[first:stop] for first, stop in stretches)
 
 
 def may_match(tokens: Prefilter, text: str) -> bool:

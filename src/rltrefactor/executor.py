@@ -15,6 +15,8 @@ from .types import FileOutcome
 _POOL_MIN_FILES = 24
 _CHUNKS_PER_JOB = 12
 _worker_engine: Engine | None = None
+# What a worker reviews: path, text, changed lines (None: whole file), kept_on_lines.
+_Item = tuple[str, str, frozenset[int] | None, bool]
 
 
 def default_jobs() -> int:
@@ -28,10 +30,12 @@ def review_files(
     cache: ResultCache | None,
     jobs: int,
     lines: dict[str, frozenset[int]] | None = None,
+    kept_on_lines: bool = True,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, FileOutcome]:
     """Outcomes per path. With ``lines``, each file is matched only around its changed
-    lines; such partial outcomes are never cached, but a cached whole-file one is used."""
+    lines (see ``Engine.review_file`` for ``kept_on_lines``); such partial outcomes are
+    never cached, but a cached whole-file one is used."""
     outcomes: dict[str, FileOutcome] = {}
     todo: list[str] = []
     for path, text in texts.items():
@@ -43,11 +47,11 @@ def review_files(
     limits = lines or {}
     report = progress or (lambda done, total: None)
     if jobs > 1 and len(todo) >= _POOL_MIN_FILES:
-        fresh = _in_pool(engine, [(p, texts[p], limits.get(p)) for p in todo], jobs, report)
+        fresh = _in_pool(engine, [(p, texts[p], limits.get(p), kept_on_lines) for p in todo], jobs, report)
     else:
         fresh = {}
         for done, path in enumerate(todo, start=1):
-            fresh[path] = engine.review_file(path, texts[path], limits.get(path))
+            fresh[path] = engine.review_file(path, texts[path], limits.get(path), kept_on_lines=kept_on_lines)
             report(done, len(todo))
     for path, outcome in fresh.items():
         if cache is not None and path not in limits and not outcome.errors:
@@ -57,7 +61,7 @@ def review_files(
 
 
 def _in_pool(
-    engine: Engine, items: list[tuple[str, str, frozenset[int] | None]], jobs: int, report: Callable[[int, int], None]
+    engine: Engine, items: list[_Item], jobs: int, report: Callable[[int, int], None]
 ) -> dict[str, FileOutcome]:
     # Imported here: a review of a few files never starts a pool.
     from concurrent.futures import ProcessPoolExecutor
@@ -87,8 +91,11 @@ def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[s
     _worker_engine = Engine(rules, config, known_ids)
 
 
-def _review_chunk(items: list[tuple[str, str, frozenset[int] | None]]) -> tuple[dict[str, FileOutcome], dict[str, float]]:
+def _review_chunk(items: list[_Item]) -> tuple[dict[str, FileOutcome], dict[str, float]]:
     assert _worker_engine is not None
     _worker_engine.rule_seconds.clear()
-    outcomes = {path: _worker_engine.review_file(path, text, limit) for path, text, limit in items}
+    outcomes = {
+        path: _worker_engine.review_file(path, text, limit, kept_on_lines=kept_on_lines)
+        for path, text, limit, kept_on_lines in items
+    }
     return outcomes, dict(_worker_engine.rule_seconds)

@@ -35,11 +35,15 @@ def mark_preexisting(
     change: ChangeSet,
     engine: "Engine",
     head_texts: Mapping[str, object],
+    *,
+    kept_on_lines: bool = False,
 ) -> list[Finding]:
     """``kept`` with the findings whose identity also exists at the base marked ``pre-existing``.
 
     Identities are counted: if the head has more findings with one fingerprint than the
-    base had, that many of the kept ones are new.
+    base had, that many of the kept ones are new. ``kept_on_lines``: the head was
+    matched only for hits touching the changed lines (``Engine.review_file``), so where
+    a kept identity can also start on other lines, the head is counted there again.
     """
     if change.base is None or change.full_scan:
         return kept
@@ -52,18 +56,24 @@ def mark_preexisting(
     for finding in kept:
         kept_in[finding.path].append(finding)
     base_counts: Counter[str] = Counter()
+    recounted: dict[str, FileOutcome] = {}
     for path in paths:
         text = base_sources.get(old[path])
         if not isinstance(text, str):
             continue
         head = head_texts.get(path)
-        lines = base_lines(text, kept_in[path], head if isinstance(head, str) else None)
+        head_text = head if isinstance(head, str) else None
+        lines = base_lines(text, kept_in[path], head_text)
         if lines is None or lines:
             outcome = engine.review_file(path, text, lines)
             base_counts.update(f.fingerprint for f in outcome.findings)
+            if kept_on_lines and head_text is not None:
+                at_head = base_lines(head_text, kept_in[path], head_text)
+                if at_head is None or not at_head <= by_path[path].added_lines:
+                    recounted[path] = engine.review_file(path, head_text, at_head)
     head_counts: Counter[str] = Counter()
     for outcome in outcomes:
-        head_counts.update(f.fingerprint for f in outcome.findings)
+        head_counts.update(f.fingerprint for f in recounted.get(outcome.path, outcome).findings)
     kept_by_print: dict[str, list[int]] = defaultdict(list)
     for index, finding in enumerate(kept):
         kept_by_print[finding.fingerprint].append(index)

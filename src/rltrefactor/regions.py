@@ -15,7 +15,7 @@ import bisect
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, get_args
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Literal, Mapping, Sequence, get_args
 
 from .prefilter import AllOf, Prefilter, Token, finditer
 from .syntax import DEFINITION_HOLDERS
@@ -35,6 +35,8 @@ _IMPORT_LINE = re.compile(r"[ \t]*(?:import|from)[ \t]")
 Reads = Literal["function", "statement", "header"]
 CompanionLines = Literal["uses", "assignments"]
 Companions = Callable[[str], Iterable[str]]
+# Offsets in a file's text, from a line start to a line end (the next line's start).
+Stretch = tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -197,42 +199,61 @@ class _Lines:
 
 
 def token_lines(
-    text: str, tokens: Iterable[Token], index: LineIndex, window: tuple[int, int] | None = None,
+    text: str, tokens: Iterable[Token], index: LineIndex, windows: Sequence[Stretch] | None = None,
     tree: Tree | None = None,
 ) -> set[int]:
-    """Lines holding a token; with ``window`` (offsets, from a line start), only the
-    lines that start inside it. With ``tree``, a token whose words share a statement
-    counts only where its innermost statement holds them all."""
-    first, stop = window or (0, len(text))
+    """Lines holding a token; with ``windows`` (sorted, disjoint offsets, each from a
+    line start), only the lines that start inside one of them. With ``tree``, a token
+    whose words share a statement counts only where its innermost statement holds them
+    all."""
+    stretches = windows if windows is not None else ((0, len(text)),)
     lines: set[int] = set()
     for token in tokens:
-        if not isinstance(token, str):
-            # A compiled regex starts at the window; a guarded one finds its own few spots.
-            if isinstance(token, AllOf):
-                matches = token.finditer(text, first, stop)
-            else:
-                matches = finditer(token, text, first) if isinstance(token, re.Pattern) else token.finditer(text)
-            shared = tree if isinstance(token, AllOf) and token.within == "statement" else None
-            for match in matches:  # in order of their starts
-                if match.start() >= stop:
-                    break
-                if match.start() < first:
-                    continue
-                line = index.line_of(match.start())
-                if shared is not None and isinstance(token, AllOf):
-                    head_first, head_last = _header_lines(shared, index, match.start())
-                    if not token.all_in(index.text[index.starts[head_first - 1] : _line_end(index, head_last)]):
-                        continue
-                lines.add(line)
-            continue
-        start = text.find(token, first)
-        while start != -1 and start < stop:
-            line = index.line_of(start)
-            lines.add(line)
-            # Skip to the next line: one occurrence per line is enough.
-            next_line = index.starts[line] if line < len(index.starts) else len(text)
-            start = text.find(token, next_line)
+        if isinstance(token, str):
+            for first, stop in stretches:
+                _substring_lines(text, token, index, first, stop, lines)
+        elif isinstance(token, (AllOf, re.Pattern)):
+            for first, stop in stretches:
+                _add_match_lines(token.finditer(text, first, stop) if isinstance(token, AllOf) else finditer(token, text, first),
+                                 token, index, first, stop, tree, lines)
+        else:  # a guarded regex finds its own few spots in the whole text, once
+            _add_match_lines(token.finditer(text), token, index, 0, len(text), tree, lines, stretches)
     return lines
+
+
+def _substring_lines(text: str, token: str, index: LineIndex, first: int, stop: int, lines: set[int]) -> None:
+    start = text.find(token, first)
+    while start != -1 and start < stop:
+        line = index.line_of(start)
+        lines.add(line)
+        # Skip to the next line: one occurrence per line is enough.
+        next_line = index.starts[line] if line < len(index.starts) else len(text)
+        start = text.find(token, next_line)
+
+
+def _add_match_lines(
+    matches: Iterable[re.Match[str]], token: Token, index: LineIndex, first: int, stop: int, tree: Tree | None,
+    lines: set[int], stretches: Sequence[Stretch] | None = None,
+) -> None:
+    """Lines of ``matches`` (in order of their starts) that start in ``first..stop`` and,
+    given ``stretches``, inside one of them."""
+    shared = tree if isinstance(token, AllOf) and token.within == "statement" else None
+    for match in matches:
+        if match.start() >= stop:
+            break
+        if match.start() < first or (stretches is not None and not _inside(stretches, match.start())):
+            continue
+        line = index.line_of(match.start())
+        if shared is not None and isinstance(token, AllOf):
+            head_first, head_last = _header_lines(shared, index, match.start())
+            if not token.all_in(index.text[index.starts[head_first - 1] : _line_end(index, head_last)]):
+                continue
+        lines.add(line)
+
+
+def _inside(stretches: Sequence[Stretch], offset: int) -> bool:
+    position = bisect.bisect_right(stretches, offset, key=lambda stretch: stretch[0]) - 1
+    return position >= 0 and offset < stretches[position][1]
 
 
 def word_lines(index: LineIndex, names: Iterable[str]) -> set[int]:
@@ -279,6 +300,13 @@ def _header_lines(tree: Tree, index: LineIndex, offset: int) -> tuple[int, int]:
         node = node.parent
     if node is None:
         return line, line
+    first, last = _statement_header(node)
+    return first, max(last, line)
+
+
+def _statement_header(node: Node) -> tuple[int, int]:
+    """First and last line of a statement's header: a compound statement or clause up to
+    its block, a simple statement whole."""
     body = next((child for child in node.children if child.type == "block"), None)
     if node.type == "decorated_definition":
         definition = node.child_by_field_name("definition")
@@ -286,7 +314,7 @@ def _header_lines(tree: Tree, index: LineIndex, offset: int) -> tuple[int, int]:
     last = body.start_point[0] if body is not None and body.start_point[0] > node.start_point[0] else node.end_point[0] + 1
     if body is not None and body.start_point[0] == node.start_point[0]:
         last = node.start_point[0] + 1  # ``if x: y`` on one line
-    return node.start_point[0] + 1, max(last, line)
+    return node.start_point[0] + 1, last
 
 
 def _is_statement(node: Node) -> bool:
@@ -352,7 +380,7 @@ def plan_regions(
     # Tokens outside the touched statements or members select nothing (``search_scope``): a
     # change to a large file searches only the stretch it touches.
     if windows is None and lines is not None and touched:
-        windows = _windows(lines, nodes, statements, touched, index)
+        windows = _windows(lines, tree, nodes, statements, touched, index)
     wanted: dict[int, set[str]] = {}
     hits: dict[str, set[int]] = {reads: set() for reads in get_args(Reads)}  # token lines by what their rules read
     open_statements: set[int] = set()  # selected by a rule that may hit anywhere in them
@@ -360,8 +388,7 @@ def plan_regions(
     functions: list[tuple[int, int]] | None = None  # (first, last) line of every function, by first line
     assigned: dict[str, list[int]] | None = None  # name -> lines assigning it
     for rule_id, rule in reach.items():
-        scope = search_scope(rule.companions, rule.companion_lines, rule.whole_class)
-        search = windows.for_scope(scope) if windows is not None else None
+        search = windows.for_scope(search_scope(rule)) if windows is not None else None
         hit_lines = token_lines(code_index.text, rule.tokens, code_index, search, tree) if rule.tokens else None
         if hit_lines and rule.never_in_setup:
             if setup_lines is None:
@@ -397,48 +424,99 @@ def plan_regions(
     return _merge(sorted(wanted.items()), statements, index, blank)
 
 
-SearchScope = Literal["file", "statements", "members"]
+SearchScope = Literal["file", "statements", "members", "headers"]
 
 
-def search_scope(companions: Companions | None, companion_lines: CompanionLines, whole_class: bool) -> SearchScope:
+def search_scope(reach: RuleReach | MatcherReach) -> SearchScope:
     """Where, in a review limited to changed lines, a rule's tokens can select a kept hit.
 
     A rule hits only where it reads, in the function (or class-level statement) around
     its tokens, and a kept hit touches a changed line: so only tokens in the touched
     members matter, the class members (or whole top-level statements outside classes)
-    that hold changed lines. Companions that keep assignments stay in the token's
-    function too. A rule that reads every method of a class needs the touched top-level
-    statements whole; one whose companions keep every use of a name needs the file: a
-    token elsewhere may name what the changed lines use.
+    that hold changed lines. A rule that reads only the header of the statement holding
+    a token hits inside that statement, so the statement itself must hold a changed
+    line: its tokens matter only in the headers of the statements around each changed
+    line. Companions that keep assignments stay in the token's function too. A rule
+    that reads every method of a class needs the touched top-level statements whole;
+    one whose companions keep every use of a name needs the file: a token elsewhere may
+    name what the changed lines use.
     """
-    if companions is not None and companion_lines == "uses":
+    if reach.companions is not None and reach.companion_lines == "uses":
         return "file"
-    return "statements" if whole_class else "members"
+    if reach.whole_class:
+        return "statements"
+    return "headers" if reach.reads == "header" else "members"
 
 
 @dataclass(frozen=True)
 class ChangeWindows:
-    """Offsets (from a line start to a line end) of the stretch a change touches."""
+    """The stretches of a file a change touches, from the widest to the narrowest."""
 
-    statements: tuple[int, int]  # the touched top-level statements, whole
-    members: tuple[int, int]  # inside those, only the touched members of classes
+    statements: Stretch  # the touched top-level statements, whole
+    members: Stretch  # inside those, only the touched members of classes
+    # Around each changed line, the header of every statement holding it (a simple
+    # statement whole): sorted, disjoint. None where a hit is kept anywhere in a function
+    # that holds a changed line (not only on the line): header rules search the members.
+    headers: tuple[Stretch, ...] | None = None
 
-    def for_scope(self, scope: SearchScope) -> tuple[int, int] | None:
-        return None if scope == "file" else self.statements if scope == "statements" else self.members
+    def for_scope(self, scope: SearchScope) -> tuple[Stretch, ...] | None:
+        """The stretches whose tokens matter to a rule of ``scope``; None: the file."""
+        if scope == "file":
+            return None
+        if scope == "headers" and self.headers is not None:
+            return self.headers
+        return (self.statements if scope == "statements" else self.members,)
 
 
-def change_windows(text: str, tree: Tree, lines: frozenset[int]) -> ChangeWindows | None:
-    """The stretches ``lines`` touch (see ``search_scope``); None when they touch no statement."""
+def change_windows(text: str, tree: Tree, lines: frozenset[int], *, headers: bool = True) -> ChangeWindows | None:
+    """The stretches ``lines`` touch (see ``search_scope``); None when they touch no
+    statement. ``headers``: a kept hit touches a changed line, so header rules may
+    search only the headers around them."""
     nodes = _statement_nodes(tree)
     statements = [_line_range(node) for node in nodes]
     touched = set(_statements_for(set(lines), statements, [start for start, _ in statements]))
-    return _windows(lines, nodes, statements, touched, LineIndex(text)) if touched else None
+    return _windows(lines, tree, nodes, statements, touched, LineIndex(text), headers=headers) if touched else None
 
 
 def _windows(
-    lines: Iterable[int], nodes: list[Node], statements: list[tuple[int, int]], touched: set[int], index: LineIndex
+    lines: Iterable[int], tree: Tree, nodes: list[Node], statements: list[tuple[int, int]], touched: set[int],
+    index: LineIndex, *, headers: bool = True,
 ) -> ChangeWindows:
-    return ChangeWindows(_window(touched, statements, index), _member_window(lines, nodes, statements, index))
+    return ChangeWindows(
+        _window(touched, statements, index),
+        _member_window(lines, nodes, statements, index),
+        _header_window(lines, tree, index) if headers else None,
+    )
+
+
+def _header_window(lines: Iterable[int], tree: Tree, index: LineIndex) -> tuple[Stretch, ...]:
+    """Offsets of the headers of every statement holding a changed line (see
+    ``ChangeWindows.headers``), merged where they touch."""
+    ranges: set[tuple[int, int]] = set()
+    seen: set[tuple[int, int]] = set()  # statements whose enclosing ones are already in
+    root = tree.root_node
+    for line in lines:
+        if not 0 < line <= len(index.starts):
+            continue
+        row = index.line_text(line)
+        column = len(row) - len(row.lstrip(" \t"))  # leading blanks: bytes and characters agree
+        node: Node | None = root.descendant_for_point_range((line - 1, column), (line - 1, column))
+        while node is not None:
+            if _is_statement(node):
+                key = (node.start_byte, node.end_byte)
+                if key in seen:
+                    break
+                seen.add(key)
+                ranges.add(_statement_header(node))
+            node = node.parent
+    merged: list[Stretch] = []
+    for first, last in sorted(ranges):
+        start, stop = _offsets(first, last, index)
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], stop))
+        else:
+            merged.append((start, stop))
+    return tuple(merged)
 
 
 def _member_window(

@@ -87,3 +87,14 @@ def test_fingerprints_survive_re_wrapping_over_lines():
     assert fingerprint("r", "f", "torch.tensor([n, m],\n             device=dev)") == one_line
     assert fingerprint("r", "f", "total = a + \\\n    b") == fingerprint("r", "f", "total = a + b")
     assert fingerprint("r", "f", "torch.tensor([n, m], device=cpu)") != one_line
+
+
+def test_a_change_is_matched_only_where_a_kept_hit_could_touch_it(engine):
+    text = "def forward(x):\n    y = x.sum().item()\n    z = 1\n    return y + z\n"
+    # Line 3 holds no token, nor do the headers around it: a hit of these rules lies in
+    # the statement holding its token, so none could touch line 3. Nothing is parsed.
+    quiet = engine.review_file(HOT, text, frozenset({3}))
+    assert quiet.findings == () and quiet.parsed_lines == 0
+    # When hits anywhere in a changed function are kept, the function is matched.
+    assert _rules(engine.review_file(HOT, text, frozenset({3}), kept_on_lines=False)) == [("host-sync-in-hot-path", 2)]
+    assert _rules(engine.review_file(HOT, text, frozenset({2}))) == [("host-sync-in-hot-path", 2)]

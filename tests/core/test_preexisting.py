@@ -94,6 +94,17 @@ def test_a_second_copy_of_a_finding_is_new(repo, monkeypatch):
     assert by_rule and all(sorted(s) == ["new", "pre-existing"] for s in by_rule.values())
 
 
+def test_a_copy_added_beside_an_unchanged_one_is_new(repo, monkeypatch):
+    """The head is matched only around the changed lines; the unchanged copy with the
+    same identity must still be counted there, or the added one would pass as moved."""
+    repo.write(HOT, _module("def forward(x):\n    y = x * 2\n    a = y.sum().item()\n    return a\n"))
+    base = repo.commit("base")
+    added = "def forward(x):\n    y = x * 2\n    a = y.sum().item()\n    b = 1\n    c = y.sum().item()\n    return a + c\n"
+    repo.write(HOT, _module(added))
+    head = repo.commit("read it again")
+    assert _both_ways(repo, base, head, monkeypatch) == [(HOT, 8, "host-sync-in-hot-path", "new")]
+
+
 def _large_module(count: int) -> str:
     return _module(*(SYNC_FN.format(name=f"step_{i}") for i in range(count)))
 
@@ -118,9 +129,11 @@ def test_one_function_change_in_a_large_file_reviews_only_that_function_at_the_b
     status_at = {line: status for _, line, _, status in statuses}
     assert status_at[_line_of(edited, "    return y.sum().item()  # read once", "step_200")] == "pre-existing"
     assert status_at[_line_of(edited, "    w = x.cpu()", "step_200")] == "new"
-    (lines,) = seen
-    (function,) = [d for d in definitions(text).definitions if d.qualname == "step_200"]
-    assert lines and all(function.start_line <= line <= function.end_line for line in lines)
+    # The base is reviewed inside ``step_200`` only, and so is the head where the
+    # kept identities may also start on lines the change did not touch.
+    for lines, source in zip(seen, (text, edited), strict=True):
+        (function,) = [d for d in definitions(source).definitions if d.qualname == "step_200"]
+        assert lines and all(function.start_line <= line <= function.end_line for line in lines)
 
 
 def _line_of(text: str, needle: str, function: str) -> int:

@@ -8,7 +8,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from rltrefactor.matchers.base import positions
-from rltrefactor.prefilter import whole_word
+from rltrefactor.prefilter import GuardedRegex, whole_word
 from rltrefactor.regions import LineIndex, RuleReach, change_windows, plan_regions, search_scope, token_lines, word_lines
 from rltrefactor.syntax import parse_tree
 from rltrefactor.types import Span
@@ -217,10 +217,12 @@ def test_a_change_reads_tokens_elsewhere_only_for_rules_that_keep_every_use_of_a
 
 
 def test_search_scopes_follow_what_a_rule_reads():
-    assert search_scope(None, "uses", whole_class=False) == "members"
-    assert search_scope(_watched, "assignments", whole_class=False) == "members"
-    assert search_scope(None, "uses", whole_class=True) == "statements"
-    assert search_scope(_watched, "uses", whole_class=False) == "file"
+    assert search_scope(RuleReach((), reads="function")) == "members"
+    assert search_scope(RuleReach((), reads="statement", companions=_watched, companion_lines="assignments")) == "members"
+    assert search_scope(RuleReach((), reads="header")) == "headers"
+    assert search_scope(RuleReach((), reads="header", companions=_watched, companion_lines="assignments")) == "headers"
+    assert search_scope(RuleReach((), reads="header", whole_class=True)) == "statements"
+    assert search_scope(RuleReach((), reads="header", companions=_watched, companion_lines="uses")) == "file"
 
 
 MEMBERS_SOURCE = '''\
@@ -265,6 +267,77 @@ def test_change_windows_name_the_touched_members_and_statements():
     assert windows.statements == (0, len(text))
     assert windows.for_scope("file") is None
     assert change_windows(text, parse_tree(text), frozenset({11})) is None  # a blank line between statements
+
+
+HEADERS_SOURCE = '''\
+class Runner:
+    limit = 3
+
+    @torch.inference_mode()
+    def forward(self, x,
+                y):
+        total = x.sum()
+        for depth in range(3):
+            total += x.item()
+            count = 1
+        return total.item()
+'''
+
+
+def _rows(text, stretches):
+    return [text[start:stop] for start, stop in stretches]
+
+
+def test_header_windows_hold_the_headers_around_each_changed_line():
+    tree = parse_tree(HEADERS_SOURCE)
+    windows = change_windows(HEADERS_SOURCE, tree, frozenset({10}))
+    assert windows is not None
+    # The class header, the decorated definition's header (decorator and wrapped
+    # signature), the loop header and the changed statement.
+    assert _rows(HEADERS_SOURCE, windows.headers) == [
+        "class Runner:\n",
+        "    @torch.inference_mode()\n    def forward(self, x,\n                y):\n",
+        "        for depth in range(3):\n",
+        "            count = 1\n",
+    ]
+    # Stretches that touch are merged.
+    merged = change_windows(HEADERS_SOURCE, tree, frozenset({9, 10}))
+    assert merged is not None and _rows(HEADERS_SOURCE, merged.headers)[2:] == [
+        "        for depth in range(3):\n            total += x.item()\n            count = 1\n"
+    ]
+    assert windows.for_scope("headers") == windows.headers
+    # A changed line inside a wrapped statement brings the whole statement.
+    wrapped = change_windows(HEADERS_SOURCE, tree, frozenset({6}))
+    assert wrapped is not None and "    def forward(self, x,\n                y):\n" in "".join(_rows(HEADERS_SOURCE, wrapped.headers))
+    # Where hits are kept anywhere in a touched function, header rules search the members.
+    members = change_windows(HEADERS_SOURCE, tree, frozenset({10}), headers=False)
+    assert members is not None and members.headers is None and members.for_scope("headers") == (members.members,)
+
+
+def _header_rule_plan(lines, tokens):
+    reach = {"r": RuleReach(tokens, reads="header")}
+    return plan_regions(HEADERS_SOURCE, parse_tree(HEADERS_SOURCE), reach, lines=lines)
+
+
+def test_a_header_rule_parses_nothing_for_a_change_its_tokens_are_not_around():
+    # ``.item()`` occurs in the changed method but not in the changed statement or the
+    # headers holding it: no hit of a header rule could touch line 10.
+    assert _header_rule_plan(frozenset({10}), (".item(",)) == []
+    # The same token in the changed statement, or in the header of the loop holding it.
+    (region,) = _header_rule_plan(frozenset({9}), (".item(",))
+    assert "total += x.item()" in region.text and "return total.item()" not in region.text
+    assert _header_rule_plan(frozenset({10}), ("range(",)) != []
+
+
+def test_token_lines_in_several_windows_equal_the_lines_of_each_window():
+    text = "a = x.item()\nb = 1\nc = y.item()\nd = z.item()\n"
+    index = LineIndex(text)
+    first, third = (index.starts[0], index.starts[1]), (index.starts[2], index.starts[3])
+    tokens = (".item(", re.compile(r"\w\.item\("), GuardedRegex(re.compile(r"\w\.item"), ("item",)))
+    for token in tokens:
+        assert token_lines(text, (token,), index, (first, third)) == {1, 3}, token
+        assert token_lines(text, (token,), index, (third,)) == {3}, token
+        assert token_lines(text, (token,), index) == {1, 3, 4}, token
 
 
 def test_word_lines_find_what_whole_word_regexes_find():

@@ -214,10 +214,12 @@ def test_the_whole_library_at_once_has_findings_and_savings_to_compare():
 
 
 def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there(corpus):
-    """A diff review searches tokens only in the stretch of the file it touches."""
+    """A diff review searches tokens only in the stretch of the file it touches: the
+    touched members (hits kept anywhere in a changed function) or the headers around
+    the changed lines (hits kept where they touch one)."""
     config = Config(hot_paths=("**",))
     engine = Engine(tuple(AUTOMATED), config, frozenset(r.id for r in LIBRARY.rules))
-    compared = 0
+    compared = touching_compared = 0
     for path, text in sorted(corpus, key=lambda item: -len(item[1]))[:5]:
         statements = [_line_range(node) for node in _statement_nodes(parse_tree(text))]
         whole = engine.review_file(path, text).findings
@@ -227,7 +229,16 @@ def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there
         for chosen in [[pick] for pick in picks] + [picks]:
             lines = frozenset(first for first, _ in chosen)
             inside = lambda f: any(first <= f.span.line <= last for first, last in chosen)  # noqa: E731
-            limited = engine.review_file(path, text, lines).findings
+            limited = engine.review_file(path, text, lines, kept_on_lines=False).findings
             assert sorted(map(repr, filter(inside, limited))) == sorted(map(repr, filter(inside, whole)))
             compared += sum(map(inside, whole))
-    assert compared > 0
+        # Lines inside findings (first, last or a middle one) and lines spread over the file.
+        lines = frozenset(
+            [f.span.line + (i % 3) * (f.span.end_line - f.span.line) // 2 for i, f in enumerate(whole)]
+            + list(range(1, text.count("\n"), 37))
+        )
+        touching = lambda f: any(line in lines for line in range(f.span.line, f.span.end_line + 1))  # noqa: E731
+        limited = engine.review_file(path, text, lines).findings
+        assert sorted(map(repr, filter(touching, limited))) == sorted(map(repr, filter(touching, whole)))
+        touching_compared += sum(map(touching, whole))
+    assert compared > 0 and touching_compared > 0
