@@ -146,6 +146,23 @@ def test_enclosing_pattern_context_with_its_own_where():
     assert lines(block, code) == [2]
 
 
+@pytest.mark.parametrize(
+    ("context", "reads"),
+    [
+        ("for $D in $R: ...", "header"),
+        ("while $C: ...", "header"),
+        ("with $M: ...", "header"),
+        ("if $C: ...", "header"),
+        ("if $C: ...\nelse: ...", "function"),  # the else clause is compared too
+        ("for $D in $R:\n    $X += 1", "function"),  # the body is compared
+        ("$F($X)", "header"),  # an enclosing expression lies in the match's statement
+    ],
+)
+def test_a_context_that_compares_only_a_header_keeps_the_rule_reading_headers(context, reads):
+    block = {"pattern": "$P.item()", "inside": [{"pattern": context}]}
+    assert compile_pattern("r", block).reach.reads == reads
+
+
 def test_where_regex_not_regex_kind_and_qualified_name():
     code = "import numpy as np\nimport torch\nnp.asarray(a)\ntorch.asarray(b)\nx_np.tolist()\ny.tolist()\nf('s')\nf(3)\n"
     assert lines({"pattern": "$M.asarray($A)", "where": {"M": {"qualified-name": ["torch"]}}}, code) == [4]
@@ -207,15 +224,22 @@ def test_prefilter_of_a_subscript_comparison_is_a_bracket_aware_regex():
 
 
 def test_prefilter_falls_back_on_an_enclosing_pattern_or_a_where_regex():
-    block = {
-        "pattern": "$P += $N",
-        "inside": [{"pattern": {"pattern": "for $D in $R: ...", "where": {"D": {"regex": "depth|loop"}}}}],
-    }
-    # The loop's regex and the position's both occur in every match: the rarer selects.
-    both = {**block, "where": {"P": {"regex": "position"}}}
-    (token,) = compile_pattern("r", both).prefilter
-    assert [w.pattern for w in token.words] == ["depth|loop", "position"]
-    assert [t.pattern for t in compile_pattern("r", block).prefilter] == ["depth|loop"]
+    loop = {"pattern": {"pattern": "for $D in $R: ...", "where": {"D": {"regex": "depth|loop"}}}}
+    block = {"pattern": "$P += $N", "inside": [loop]}
+    # Only the loop's regex selects: it lies in the loop's header, above the match,
+    # so the whole function around it is read.
+    matcher = compile_pattern("r", block)
+    assert [t.pattern for t in matcher.prefilter] == ["depth|loop"] and matcher.reach.reads == "function"
+    # The position's regex lies at the match itself, and the loop context compares only
+    # the loop's header: that regex alone selects, and only the headers around it are read.
+    matcher = compile_pattern("r", {**block, "where": {"P": {"regex": "position"}}})
+    assert [t.pattern for t in matcher.prefilter] == ["position"] and matcher.reach.reads == "header"
+    # A context that compares more than a header (here its ``else``): both regexes occur
+    # in every match's top-level statement, and the rarer selects.
+    branch = {"pattern": {"pattern": "if $C: ...\nelse: ...", "where": {"C": {"regex": "depth|loop"}}}}
+    matcher = compile_pattern("r", {"pattern": "$P += $N", "inside": [branch], "where": {"P": {"regex": "position"}}})
+    (token,) = matcher.prefilter
+    assert [w.pattern for w in token.words] == ["depth|loop", "position"] and matcher.reach.reads == "function"
     where = {"pattern": "$P += $N", "where": {"P": {"regex": "position"}}}
     assert [t.pattern for t in compile_pattern("r", where).prefilter] == ["position"]
     # A regex anchored to the metavariable's own text cannot be searched in the file.

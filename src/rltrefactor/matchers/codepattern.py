@@ -231,7 +231,7 @@ def match_node(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) ->
     if dotted is not None:
         return b if _same_name(dotted, t, ctx) else None
     if type(p) is not type(t):
-        return b if _is_ellipsis_suite(p) and isinstance(t, cst.BaseSuite) else None
+        return b if is_ellipsis_suite(p) and isinstance(t, cst.BaseSuite) else None
     if isinstance(p, cst.Attribute) and isinstance(t, cst.Attribute):  # t: same type as p
         if not (is_metavar(p.attr) or p.attr.value == t.attr.value):
             return None
@@ -242,7 +242,7 @@ def match_node(p: cst.CSTNode, t: cst.CSTNode, b: Bindings, ctx: FileContext) ->
         return None if found is None else _match_args(p.args, t.args, found, ctx)
     if isinstance(p, (cst.SimpleString, cst.Integer, cst.Float)):
         return b if _literal(p) == _literal(t) else None
-    if _is_ellipsis_suite(p):
+    if is_ellipsis_suite(p):
         return b
     return _match_fields(p, t, b, ctx)
 
@@ -266,7 +266,7 @@ def _literal(node: cst.CSTNode) -> object:
         return getattr(node, "value", None)
 
 
-def _is_ellipsis_suite(p: cst.CSTNode) -> bool:
+def is_ellipsis_suite(p: cst.CSTNode) -> bool:
     """``if $C: ...`` written on one line: the body matches any block."""
     return (
         isinstance(p, cst.SimpleStatementSuite)

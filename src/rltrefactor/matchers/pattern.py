@@ -28,7 +28,7 @@ import libcst as cst
 
 from ..prefilter import AllOf, Prefilter, Token
 from .base import FileContext, Match, MatcherReach
-from .codepattern import Bindings, CodePattern, compile_code
+from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
 from .companions import residency_companions
 from .residency import on_host
@@ -144,8 +144,18 @@ def _blocks(items: Any, line: int | None, key: str) -> list[Block]:
 
 def _code_block(code: CodePattern) -> Block:
     tokens = (code.token,) if code.token else ()
-    simple = not isinstance(code.root, cst.BaseCompoundStatement)
-    return Block(code.anchors, code.match, code.metavars, tokens, code.metavars, simple)
+    return Block(code.anchors, code.match, code.metavars, tokens, code.metavars, _compares_header_only(code.root))
+
+
+def _compares_header_only(root: cst.CSTNode) -> bool:
+    """Whether matching ``root`` reads no more than a statement's header: it is no
+    compound statement, or a loop, ``if`` or ``with`` whose body is ``...`` (any block)
+    and that has no ``else`` (one a code has is not compared)."""
+    if not isinstance(root, cst.BaseCompoundStatement):
+        return True
+    if not isinstance(root, (cst.For, cst.While, cst.If, cst.With)) or getattr(root, "orelse", None) is not None:
+        return False
+    return is_ellipsis_suite(root.body)
 
 
 def _selectivity(token: Token) -> int:
@@ -194,9 +204,21 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     inside = _contexts(data.get("inside"), _line(data, "inside", line), "inside")
     outside = _contexts(data.get("not-inside"), _line(data, "not-inside", line), "not-inside")
     where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
-    tokens = inner.tokens or _derived_tokens(data, inner.required, line)
+    header_only = (
+        inner.header_only
+        and all(n.header_only for n in negated)
+        and not _compares_enclosing_nodes(data.get("inside"), line)
+        and not _compares_enclosing_nodes(data.get("not-inside"), line)
+    )
+    tokens = inner.tokens
+    if not tokens and header_only:
+        # Planning reads only the header around a token: it must lie in the match's own code.
+        tokens = _derived_tokens(data, inner.required, line, enclosing=False)
+        header_only = bool(tokens)
+    if not tokens:
+        tokens = _derived_tokens(data, inner.required, line)
     if not (negated or inside or outside or where):
-        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, inner.header_only)
+        return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, header_only)
 
     def test(node: cst.CSTNode, ctx: FileContext, b: Bindings) -> Bindings | None:
         found = inner.test(node, ctx, b)
@@ -208,20 +230,19 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
             return None
         return found if all(w(ctx, found) for w in where) else None
 
-    header_only = (
-        inner.header_only
-        and all(n.header_only for n in negated)
-        and not _compares_enclosing_nodes(data.get("inside"))
-        and not _compares_enclosing_nodes(data.get("not-inside"))
-    )
     return Block(inner.anchors, test, inner.metavars, tokens, inner.required, header_only)
 
 
-def _compares_enclosing_nodes(contexts: Any) -> bool:
-    """Whether a ``pattern:`` context (possibly under ``any``) compares whole enclosing
-    nodes, bodies included (``if:`` and ``with:`` compare only headers)."""
+def _compares_enclosing_nodes(contexts: Any, line: int | None) -> bool:
+    """Whether a ``pattern:`` context (possibly under ``any``) compares more of an
+    enclosing node than its header (``if:`` and ``with:`` compare only headers, and so
+    does ``for $D in $R: ...``). The contexts have been compiled once already."""
     for item in contexts or ():
-        if isinstance(item, dict) and ("pattern" in item or _compares_enclosing_nodes(item.get("any"))):
+        if not isinstance(item, dict):
+            continue
+        if "pattern" in item and not compile_block(item["pattern"], line).header_only:
+            return True
+        if _compares_enclosing_nodes(item.get("any"), line):
             return True
     return False
 
@@ -232,13 +253,14 @@ def _compares_enclosing_nodes(contexts: Any) -> bool:
 _CONTEXT_SENSITIVE = re.compile(r"\^|\$|\\[AZ]|\(\?[=!<]")
 
 
-def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None) -> Prefilter:
+def _derived_tokens(data: Mapping[str, Any], required: frozenset[str], line: int | None, *, enclosing: bool = True) -> Prefilter:
     """A prefilter for a block whose code has no literal word: an enclosing pattern's
-    tokens (the enclosing node lies in the same top-level statement) and the ``regex``
-    a metavariable bound by every match must satisfy (its code is in the statement's
-    text). Where there are both, whichever is rarer in a file selects."""
+    tokens (the enclosing node lies in the same top-level statement; only with
+    ``enclosing``) and the ``regex`` a metavariable bound by every match must satisfy
+    (its code is in the match's text). Where there are both, whichever is rarer in a
+    file selects."""
     found: list[Token] = []
-    for item in data.get("inside") or ():
+    for item in data.get("inside") or () if enclosing else ():
         if isinstance(item, dict) and set(item) == {"pattern"}:
             tokens = compile_block(item["pattern"], line).tokens
             if len(tokens) > 1:
