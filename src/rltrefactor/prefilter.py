@@ -144,8 +144,12 @@ class GuardedRegex:
     """
 
     pattern: "re.Pattern[str]"
-    guards: tuple[str, ...]
+    guards: tuple[str, ...]  # a guard holding another is dropped: the other finds its lines
     context: int = 0
+
+    def __post_init__(self) -> None:
+        needed = tuple(g for g in dict.fromkeys(self.guards) if not any(o != g and o in g for o in self.guards))
+        object.__setattr__(self, "guards", needed)
 
     def search(self, text: str) -> "re.Match[str] | None":
         if self.context:

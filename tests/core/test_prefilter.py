@@ -36,6 +36,17 @@ def test_overlapping_windows_are_searched_as_one():
     assert [m.start() for m in GuardedRegex(pattern, ("a", "c"), context=1).finditer(text)] == [2]
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["blk = 1", "nblks = 2", "blks", "x = nblk", "lps", "y", ""]), max_size=10))
+def test_a_guard_holding_another_guard_is_not_searched_for_again(rows):
+    pattern = re.compile(r"\w*(?:blk|lp)\w*")
+    guarded = GuardedRegex(pattern, ("blk", "blks", "nblk", "lp", "lps", "blk"))
+    assert guarded.guards == ("blk", "lp")
+    text = "\n".join(rows) + "\n"
+    index = LineIndex(text)
+    assert token_lines(text, (guarded,), index) == token_lines(text, (pattern,), index)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["use_x: bool", "use_y:bool = 1", "bool(z)", "use_q: int", "", "  # bool"]), max_size=12))
 def test_guarded_lines_equal_plain_regex_lines_for_single_line_matches(rows):

@@ -410,3 +410,20 @@ def test_the_number_prefilter_starts_where_an_unallowed_literal_starts(text, all
 
     found = [m.start() for m in _literal_start(allowed).finditer(text)]
     assert found == [i for i in range(len(text)) if _starts_a_reported_number(text, i, allowed)]
+
+
+@pytest.mark.parametrize(
+    ("matcher_id", "options", "deletion", "look_alike"),
+    [
+        ("foreign-private-attribute", {"writes": True, "reads": False}, "del batch._cache\n", "out = self.execute_model(batch)\n"),
+        ("registration-not-undone-on-failure", {}, "del self.requests[rid]\n",
+         "runner = self.model\nself.requests[rid] = req\n"),
+        ("chunk-kept-alive-by-loop-variable", {}, "del chunk\n", "runner = self.model\nyield\n"),
+    ],
+)
+def test_deletion_tokens_need_del_as_a_word_of_its_own(matcher_id, options, deletion, look_alike):
+    """``model(`` and ``model`` at a line's end are no ``del`` statement: such lines
+    select nothing to parse."""
+    m = matcher(matcher_id, **options)
+    assert _token_lines(m, deletion) == [1]
+    assert _token_lines(m, look_alike) == []

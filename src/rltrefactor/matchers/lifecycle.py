@@ -243,7 +243,7 @@ class RegistrationNotUndoneOnFailure:
         # puts its key on the next line, so the regex also searches the line after a guard.
         removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
         self.prefilter: Prefilter = (
-            re.compile(r"del\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
+            re.compile(r"del(?<![\w.]del)\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
         )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:

@@ -36,7 +36,7 @@ _FOREIGN_PRIVATE_WRITE = (
     ),
     re.compile(_PRIVATE + r"\s*\.\s*(?:" + "|".join(MUTATORS) + r")\s*\("),
     # A deletion names the attribute on its own line, or opens a parenthesised list.
-    re.compile(r"del\b(?:[^\n#]*\._|[ \t]*\()"),
+    re.compile(r"del(?<![\w.]del)\b(?:[^\n#]*\._|[ \t]*\()"),
 )
 # Modules, parameters and tensors that engines use as namespaces for attached state
 # (``layer._scale = ...`` while processing weights): no component owns invariants there.
