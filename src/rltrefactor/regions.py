@@ -493,7 +493,7 @@ def _header_window(lines: Iterable[int], tree: Tree, index: LineIndex) -> tuple[
     """Offsets of the headers of every statement holding a changed line (see
     ``ChangeWindows.headers``), merged where they touch."""
     ranges: set[tuple[int, int]] = set()
-    seen: set[tuple[int, int]] = set()  # statements whose enclosing ones are already in
+    seen: set[int] = set()  # statements whose enclosing ones are already in, by node id
     root = tree.root_node
     for line in lines:
         if not 0 < line <= len(index.starts):
@@ -503,10 +503,9 @@ def _header_window(lines: Iterable[int], tree: Tree, index: LineIndex) -> tuple[
         node: Node | None = root.descendant_for_point_range((line - 1, column), (line - 1, column))
         while node is not None:
             if _is_statement(node):
-                key = (node.start_byte, node.end_byte)
-                if key in seen:
+                if node.id in seen:
                     break
-                seen.add(key)
+                seen.add(node.id)
                 ranges.add(_statement_header(node))
             node = node.parent
     merged: list[Stretch] = []
