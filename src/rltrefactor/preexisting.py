@@ -10,7 +10,9 @@ fingerprint starts on a base line that
   collapsing whitespace leaves as it is).
 
 Only the statements holding such lines are reviewed at the base: a one-function change
-in a large file costs what that function costs, not what the file costs.
+in a large file costs what that function costs, not what the file costs. The head,
+matched only where hits touch the changed lines, is matched again on its own such
+lines where they lie elsewhere, so that both sides count every copy.
 """
 
 from __future__ import annotations
@@ -63,12 +65,12 @@ def mark_preexisting(
             continue
         head = head_texts.get(path)
         head_text = head if isinstance(head, str) else None
-        lines = base_lines(text, kept_in[path], head_text)
+        lines = identity_lines(text, kept_in[path], head_text)
         if lines is None or lines:
             outcome = engine.review_file(path, text, lines)
             base_counts.update(f.fingerprint for f in outcome.findings)
             if kept_on_lines and head_text is not None:
-                at_head = base_lines(head_text, kept_in[path], head_text)
+                at_head = identity_lines(head_text, kept_in[path], head_text)
                 if at_head is None or not at_head <= by_path[path].added_lines:
                     recounted[path] = engine.review_file(path, head_text, at_head)
     head_counts: Counter[str] = Counter()
@@ -85,16 +87,17 @@ def mark_preexisting(
     return result
 
 
-def base_lines(base_text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:
-    """Base lines on which a finding with one of these fingerprints can start; None
-    when that cannot be narrowed (the whole base file is then reviewed)."""
+def identity_lines(text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:
+    """Lines of ``text`` (the base, or the head itself) on which a finding with one of
+    these fingerprints can start; None when that cannot be narrowed (the whole text is
+    then reviewed). ``head_text``: where the findings were made."""
     head_lines = head_text.split("\n") if head_text is not None else None
     words = [(finding, _first_word(finding, head_lines)) for finding in findings]
-    words = [(finding, word) for finding, word in words if word is None or word in base_text]
+    words = [(finding, word) for finding, word in words if word is None or word in text]
     if not words:
-        return frozenset()  # no matched text occurs at the base: nothing to parse there
-    defs = definitions(base_text, parse_tree(base_text))
-    index = LineIndex(base_text)
+        return frozenset()  # no matched text occurs in ``text``: nothing to parse there
+    defs = definitions(text, parse_tree(text))
+    index = LineIndex(text)
     found: set[int] = set()
     for finding, word in words:
         ranges = _ranges_named(defs, finding.definition)
@@ -103,7 +106,7 @@ def base_lines(base_text: str, findings: Iterable[Finding], head_text: str | Non
                 return None
             found.update(line for first, last in ranges for line in range(first, last + 1))
             continue
-        for line in token_lines(base_text, (word,), index):
+        for line in token_lines(text, (word,), index):
             if _encloses(defs, ranges, finding.definition, line):
                 found.add(line)
     return frozenset(found)

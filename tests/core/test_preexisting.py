@@ -19,7 +19,7 @@ SYNC_FN = "def {name}(x):\n    y = x * 2\n    return y.sum().item()\n"
 
 def _statuses(repo, base: str, head: str, *, whole_base: bool = False, monkeypatch=None) -> list[tuple]:
     if whole_base:
-        monkeypatch.setattr(preexisting, "base_lines", lambda *args: None)
+        monkeypatch.setattr(preexisting, "identity_lines", lambda *args: None)
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", use_cache=False))
     return [(f.path, f.span.line, f.rule_id, f.status) for f in result.findings if f.area == "device-residency"]
 
@@ -121,8 +121,8 @@ def test_one_function_change_in_a_large_file_reviews_only_that_function_at_the_b
     head = repo.commit("edit one function")
 
     seen: list = []
-    real = preexisting.base_lines
-    monkeypatch.setattr(preexisting, "base_lines", lambda *args: seen.append(real(*args)) or seen[-1])
+    real = preexisting.identity_lines
+    monkeypatch.setattr(preexisting, "identity_lines", lambda *args: seen.append(real(*args)) or seen[-1])
     statuses = _statuses(repo, base, head)
     monkeypatch.undo()
     assert statuses == _statuses(repo, base, head, whole_base=True, monkeypatch=monkeypatch)
@@ -155,10 +155,10 @@ def test_base_lines_are_the_first_word_inside_the_named_definition(definition, b
         "host-sync-in-hot-path", "device-residency", "t", "warning", HOT, Span(line, 12, line, 26),
         "", "", "fp", definition=definition, snippet=head.split("\n")[line - 1],
     )
-    assert preexisting.base_lines(base, [finding], head) == frozenset(expected)
+    assert preexisting.identity_lines(base, [finding], head) == frozenset(expected)
     # Without the head text the definition's lines are kept whole; a module-level
     # finding then needs the whole base file.
-    assert preexisting.base_lines(base, [finding], None) >= frozenset(expected)
+    assert preexisting.identity_lines(base, [finding], None) >= frozenset(expected)
     module_level = replace(finding, definition="<module>")
-    assert preexisting.base_lines(base, [module_level], None) is None
-    assert preexisting.base_lines(base, [module_level], head) == frozenset()
+    assert preexisting.identity_lines(base, [module_level], None) is None
+    assert preexisting.identity_lines(base, [module_level], head) == frozenset()
