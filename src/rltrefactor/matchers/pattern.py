@@ -212,11 +212,12 @@ def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     )
     tokens = inner.tokens
     if not tokens and header_only:
-        # Planning reads only the header around a token: it must lie in the match's own code.
+        # Planning reads only the headers around a token: it must lie in the match's own code.
         tokens = _derived_tokens(data, inner.required, line, enclosing=False)
-        header_only = bool(tokens)
     if not tokens:
         tokens = _derived_tokens(data, inner.required, line)
+        # An enclosing pattern's tokens lie above the match: the function around them is read.
+        header_only = header_only and not tokens
     if not (negated or inside or outside or where):
         return Block(inner.anchors, inner.test, inner.metavars, tokens, inner.required, header_only)
 
