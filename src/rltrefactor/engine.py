@@ -16,7 +16,7 @@ from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_
 from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
-from .regions import ChangeWindows, Region, RuleReach, change_windows, code_text, plan_regions, search_scope
+from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
 from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
@@ -107,11 +107,14 @@ class Engine:
         code = code_text(text, tree)
         # With ``lines``, most rules' tokens select only inside the touched statements.
         windows = change_windows(text, tree, lines, headers=kept_on_lines) if lines is not None else None
-        candidates = {
-            rule.id: (rule, matcher)
-            for rule, matcher in self.applicable(path)
-            if may_match(matcher.prefilter, _searched(code, matcher, windows, limited=lines is not None))
-        }
+        searched: dict[SearchScope, str] = {}  # the code a rule's tokens are searched in, by scope
+        candidates = {}
+        for rule, matcher in self.applicable(path):
+            scope = search_scope(matcher.reach)
+            if scope not in searched:
+                searched[scope] = _searched(code, scope, windows, limited=lines is not None)
+            if may_match(matcher.prefilter, searched[scope]):
+                candidates[rule.id] = (rule, matcher)
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(tree)
@@ -247,13 +250,13 @@ def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = Fals
     )
 
 
-def _searched(code: str, matcher: Matcher, windows: ChangeWindows | None, *, limited: bool) -> str:
-    """The code whose tokens may select a kept hit of ``matcher`` (see ``search_scope``)."""
+def _searched(code: str, scope: SearchScope, windows: ChangeWindows | None, *, limited: bool) -> str:
+    """The code whose tokens may select a kept hit of a rule of ``scope``."""
     if not limited:
         return code
     if windows is None:
         return ""  # no statement touched: nothing
-    stretches = windows.for_scope(search_scope(matcher.reach))
+    stretches = windows.for_scope(scope)
     if stretches is None:
         return code
     # Joined: a token matched across a seam only costs planning a look (it searches each stretch apart).

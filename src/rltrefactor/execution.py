@@ -269,15 +269,8 @@ def _functions(root: Node) -> Iterator[_Function]:
                     for c in reversed(body.children) if c.type in DEFINITION_HOLDERS
                 )
             continue
-        if kind in _CONTAINERS:
+        if kind in DEFINITION_HOLDERS:  # a block or compound statement: definitions nest inside
             stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children) if c.type in DEFINITION_HOLDERS)
-
-
-_CONTAINERS = {
-    "module", "block", "if_statement", "elif_clause", "else_clause", "for_statement", "while_statement",
-    "try_statement", "except_clause", "except_group_clause", "finally_clause", "with_statement",
-    "match_statement", "case_clause", "ERROR",
-}
 
 
 _CALLS_QUERY = """

@@ -498,9 +498,7 @@ def _header_window(lines: Iterable[int], tree: Tree, index: LineIndex) -> tuple[
     for line in lines:
         if not 0 < line <= len(index.starts):
             continue
-        row = index.line_text(line)
-        column = len(row) - len(row.lstrip(" \t"))  # leading blanks: bytes and characters agree
-        node: Node | None = root.descendant_for_point_range((line - 1, column), (line - 1, column))
+        node: Node | None = _node_at_line_start(root, index, line)
         while node is not None:
             if _is_statement(node):
                 if node.id in seen:
@@ -636,12 +634,17 @@ def _assignment_lines(index: LineIndex, window: tuple[int, int]) -> dict[str, li
 
 def _statement_first_line(root: Node, index: LineIndex, line: int) -> int:
     """First line of the innermost statement holding the first code of ``line``."""
-    row = index.line_text(line)
-    column = len(row) - len(row.lstrip(" \t"))  # leading blanks: bytes and characters agree
-    node: Node | None = root.descendant_for_point_range((line - 1, column), (line - 1, column))
+    node: Node | None = _node_at_line_start(root, index, line)
     while node is not None and node.parent is not None and node.parent.type not in ("block", "module"):
         node = node.parent
     return node.start_point[0] + 1 if node is not None else line
+
+
+def _node_at_line_start(root: Node, index: LineIndex, line: int) -> Node | None:
+    """The innermost node at the first code of ``line`` (its start, if blank)."""
+    row = index.line_text(line)
+    column = len(row) - len(row.lstrip(" \t"))  # leading blanks: bytes and characters agree
+    return root.descendant_for_point_range((line - 1, column), (line - 1, column))
 
 
 def _from_line(index: LineIndex, line: int) -> str:
