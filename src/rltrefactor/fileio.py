@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 
 from .errors import ConfigError
@@ -12,10 +13,16 @@ def write_atomic(path: str, text: str) -> None:
     """Replace ``path`` with ``text`` in one step.
 
     A new file gets the mode any other new file gets (0666 less the umask); an existing
-    one keeps its mode. The temporary file never outlives a failed write.
+    one keeps its mode. The temporary file never outlives a failed write. A symbolic
+    link is followed, never replaced; a device or pipe (``/dev/null``, ``/dev/stdout``)
+    is written to as it is, since only a regular file can be replaced.
     """
     if os.path.isdir(path):
         raise ConfigError(f"{path}: cannot write: is a directory; give a file name, e.g. {os.path.join(path, 'report.txt')}")
+    path = os.path.realpath(path)
+    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+        _write_in_place(path, text)
+        return
     directory = os.path.dirname(os.path.abspath(path))
     try:
         fd, temp = tempfile.mkstemp(prefix=".rltrefactor-", dir=directory)
@@ -32,6 +39,14 @@ def write_atomic(path: str, text: str) -> None:
     except BaseException:
         _discard(temp)
         raise
+
+
+def _write_in_place(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror}; check the path is writable") from None
 
 
 def _mode_for(path: str) -> int:

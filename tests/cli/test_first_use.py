@@ -226,3 +226,24 @@ def test_declared_python_is_one_the_code_runs_on_and_the_readme_agrees():
     if any(re.search(r"^\s*import tomllib", text, re.M) for text in sources):
         assert minimum >= (3, 11), "the standard library's tomllib needs Python 3.11"
     assert f"Python ≥ {minimum[0]}.{minimum[1]}," in (ROOT / "README.md").read_text()
+
+
+def test_output_to_a_pipe_or_through_a_link_writes_there_and_replaces_neither(repo, cli, tmp_path):
+    import threading
+
+    repo.write(HOT, SYNCING)
+    repo.commit("base")
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)  # a device or pipe (``-o /dev/null``) is written to, never replaced by a file
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
+    reader.start()
+    result = cli("review", "model_executor", "--format", "json", "-o", str(pipe), cwd=repo.path)
+    reader.join(timeout=60)
+    assert result.code == 1 and stat.S_ISFIFO(pipe.lstat().st_mode)
+    assert b'"host-sync-in-hot-path"' in received[0]
+    target, link = tmp_path / "report.json", tmp_path / "latest.json"
+    target.write_text("old")
+    link.symlink_to(target)
+    assert cli("review", "model_executor", "--format", "json", "-o", str(link), cwd=repo.path).code == 1
+    assert link.is_symlink() and "host-sync-in-hot-path" in target.read_text()
