@@ -192,6 +192,32 @@ class GuardedRegex:
 
 # Matches of a regex word counted at most, when no substring word bounds the count.
 _REGEX_COUNT_CAP = 64
+# Counts in the last text counted, by (word, pos, end): a file's AllOf tokens share words.
+# A regex's count may stop at a cap: (count, cap), exact when count < cap.
+_last_counts: tuple[str | None, dict[tuple[object, int, int], tuple[int, int]]] = (None, {})
+
+
+def _occurrences(text: str, word: "str | re.Pattern[str]", pos: int, end: int, cap: int) -> int:
+    """Occurrences of ``word`` in ``text[pos:end]``; of a regex, at most ``cap``."""
+    global _last_counts
+    if _last_counts[0] is not text:
+        _last_counts = (text, {})
+    counts = _last_counts[1]
+    key = (word, pos, end)
+    known = counts.get(key)
+    if known is not None and (known[0] < known[1] or cap <= known[0]):
+        return min(known[0], cap)
+    if isinstance(word, str):
+        count = text.count(word, pos, end)
+        counts[key] = (count, count + 1)
+        return count
+    count = 0
+    for _ in finditer(word, text, pos, end):
+        count += 1
+        if count >= cap:
+            break
+    counts[key] = (count, cap)
+    return count
 
 
 @dataclass(frozen=True)
@@ -238,20 +264,22 @@ class AllOf:
         """The word with the fewest occurrences from ``pos`` on; substrings are counted
         first, and a regex only while it could still be the rarest (any word selects
         soundly: the count only saves work)."""
-        words = sorted(self.words, key=lambda word: isinstance(word, re.Pattern))
-        rarest, fewest = words[0], None
-        for word in words:
-            if isinstance(word, str):
-                count = text.count(word, pos, end)
-            else:
-                count = 0
-                for _ in finditer(word, text, pos, end):
-                    count += 1
-                    if count >= (fewest if fewest is not None else _REGEX_COUNT_CAP):
-                        break
+        rarest, fewest = self._counted[0], None
+        for word in self._counted:
+            count = _occurrences(text, word, pos, end, fewest if fewest is not None else _REGEX_COUNT_CAP)
             if fewest is None or count < fewest:
                 rarest, fewest = word, count
         return rarest
+
+    @functools.cached_property
+    def _counted(self) -> tuple["str | re.Pattern[str]", ...]:
+        """The words in the order they are counted (substrings first); a substring
+        inside one counted before it occurs at least as often, so it is never picked."""
+        words = sorted(self.words, key=lambda word: isinstance(word, re.Pattern))
+        return tuple(
+            word for position, word in enumerate(words)
+            if not (isinstance(word, str) and any(isinstance(before, str) and word in before for before in words[:position]))
+        )
 
     def alias(self, local: str, target: str) -> "AllOf | None":
         """What selects a match that names ``target`` (a dotted import target) by the

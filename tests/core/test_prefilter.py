@@ -79,6 +79,27 @@ def test_an_all_of_token_selects_by_its_rarest_word_in_each_file():
     assert token.search("a = x.to(d)\n") is None  # a file without "cpu" holds no match
 
 
+def test_a_word_inside_an_earlier_word_is_not_counted_but_selects_the_same_lines():
+    token = AllOf((".to(", "to", "cpu"))
+    assert token._counted == (".to(", "cpu")  # "to" occurs at least as often as ".to("
+    text = "a = x.to(d)\nb = 'cpu'\nc = 'cpu'\nd = z.to('cpu')\ntotal = 1\n"
+    assert _lines(token, text) == _lines(AllOf((".to(", "cpu")), text) == [1, 4]
+
+
+def test_counts_shared_between_tokens_of_one_text_match_fresh_counts():
+    branch = re.compile(r"(?:if|while)\b")
+    text = "".join(f"if x{i}:\n    pass\n" for i in range(100)) + "s = t.sum()\n"
+    from rltrefactor.prefilter import _occurrences
+
+    assert _occurrences(text, branch, 0, len(text), 5) == 5  # stops at the cap
+    assert _occurrences(text, branch, 0, len(text), 3) == 3  # a lower cap reads the stored count
+    assert _occurrences(text, branch, 0, len(text), 1000) == 100  # a higher cap counts again
+    assert _occurrences(text, "sum", 0, len(text), 1) == 1 and _occurrences(text + "sum", "sum", 0, len(text), 1) == 1
+    # Two tokens sharing the regex word pick the same rarest word as when counted alone.
+    first, second = (AllOf((re.compile(r"sum\("), branch)) for _ in range(2))
+    assert first._rarest(text, 0, len(text)) is second._rarest(text, 0, len(text)) is first.words[0]
+
+
 def test_a_called_word_counts_only_where_it_is_called():
     token = AllOf(("tensor",), calls=frozenset({"tensor"}))
     text = "def f(tensor):\n    n = tensor.shape\n    t = torch.tensor (n)\n    u = th.tensor(\n        n)\n"

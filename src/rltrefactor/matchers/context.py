@@ -19,7 +19,7 @@ import libcst as cst
 
 from ..execution import COLD_KINDS
 from ..execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
-from .base import FileContext
+from .base import TRIVIA_FIELDS, FileContext
 
 _COLD_NAME = re.compile(r"TYPE_CHECKING|is_compiling|isEnabledFor|debug|^__name__$", re.IGNORECASE)
 
@@ -174,15 +174,27 @@ def subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        for name in reversed(_child_fields(type(current))):
+        for name in _child_fields(type(current)):
             value = getattr(current, name)
-            if isinstance(value, cst.CSTNode):
+            kind = type(value)
+            if kind is tuple or kind is list:
+                stack.extend(reversed([item for item in value if _is_cst(type(item))]))
+            elif _is_cst(kind):
                 stack.append(value)
-            elif isinstance(value, (tuple, list)):
-                stack.extend(reversed([v for v in value if isinstance(v, cst.CSTNode)]))
 
 
 @functools.lru_cache(maxsize=None)
 def _child_fields(kind: type) -> tuple[str, ...]:
-    skip = ("whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header", "footer", "trailing_whitespace", "newline", "indent")
-    return tuple(f.name for f in dataclasses.fields(kind) if not f.name.startswith(skip))
+    """Fields that may hold code, last first (the stack pops the first field first)."""
+    return tuple(reversed([f.name for f in dataclasses.fields(kind) if not f.name.startswith(TRIVIA_FIELDS)]))
+
+
+_IS_CST: dict[type, bool] = {}
+
+
+def _is_cst(kind: type) -> bool:
+    # A dict lookup: CSTNode is an ABC, and isinstance() against an ABC is slow.
+    flag = _IS_CST.get(kind)
+    if flag is None:
+        flag = _IS_CST[kind] = issubclass(kind, cst.CSTNode)
+    return flag
