@@ -161,7 +161,7 @@ class Engine:
         try:
             module = parse_module(region.text)
         except CodeSyntaxError as exc:
-            line = exc.line + region.start_line - 1
+            line = region.file_line(exc.line)
             errors.append(FileError(path, f"syntax error: {exc.message}", line, syntax=True))
             return None
         except RecursionError:
@@ -176,6 +176,7 @@ class Engine:
             is_test=matches(path, self.config.test_paths),
             definitions=defs,
             line_offset=region.start_line - 1,
+            file_lines=region.file_lines,
             imports=imports,
             execution=execution,
             text=region.text,

@@ -4,9 +4,10 @@ LibCST costs ~13x a tree-sitter parse, so the engine parses only *regions*: runs
 whole top-level statements that contain a prefilter token of some rule (and, when a
 diff limits the review, a changed line). Inside a region, what no selected rule reads
 is left empty: methods of a class that hold no token, and, when only statement-local
-rules hit a function, the statements of its body that hold none. Emptied lines stay
-as blank lines, so a region always starts at column 0, its columns are the file's
-columns and only its lines are offset.
+rules hit a function, the statements of its body that hold none. Emptied lines are
+left out of the region's text (LibCST's time grows with lines, blank ones too) and the
+region keeps the file line of each line it holds; a region always starts at column 0
+and its columns are the file's columns.
 """
 
 from __future__ import annotations
@@ -100,10 +101,27 @@ class Region:
     text: str
     rule_ids: frozenset[str]  # rules with a prefilter token (or no prefilter) in the region
     blanked: int = 0  # lines left empty (or holding the ``pass`` that keeps a block valid)
+    # The file line of each line of ``text`` where emptied lines were left out; None
+    # when ``text`` holds every line from ``start_line`` to ``end_line``.
+    file_lines: tuple[int, ...] | None = None
 
     @property
     def parsed_lines(self) -> int:
         return self.end_line - self.start_line + 1 - self.blanked
+
+    def file_line(self, line: int) -> int:
+        """The file line of ``line`` (1-based) of ``text``."""
+        return file_line(line, self.start_line - 1, self.file_lines)
+
+
+def file_line(line: int, offset: int, file_lines: Sequence[int] | None) -> int:
+    """The file line of ``line`` of a region's text (see ``Region.file_lines``); a line
+    past its last one (where a node's end may point) follows the last file line."""
+    if file_lines is None:
+        return line + offset
+    if line <= len(file_lines):
+        return file_lines[line - 1]
+    return file_lines[-1] + line - len(file_lines)
 
 
 _BLANKED = re.compile(r"[^\n\r]")
@@ -169,18 +187,27 @@ class LineIndex:
         end = self.starts[line] if line < len(self.starts) else len(self.text)
         return self.text[self.starts[line - 1] : end]
 
-    def slice(self, first: int, last: int, blank: Mapping[int, str] | None = None) -> str:
-        """Lines ``first..last``; a line in ``blank`` is replaced by its value there
-        (line numbers kept, a line's carriage return kept)."""
+    def slice(self, first: int, last: int) -> str:
+        """Lines ``first..last``, ending in a newline."""
         end = self.starts[last] if last < len(self.starts) else len(self.text)
         text = self.text[self.starts[first - 1] : end]
-        if blank and _count_within(sorted(blank), first, last):
-            rows = text.split("\n")
-            for i, row in enumerate(rows):
-                if first + i in blank:
-                    rows[i] = blank[first + i] + ("\r" if row.endswith("\r") else "")
-            text = "\n".join(rows)
         return text if text.endswith("\n") else text + "\n"
+
+    def kept(self, first: int, last: int, blank: Mapping[int, str]) -> tuple[str, tuple[int, ...]]:
+        """Lines ``first..last`` with a line in ``blank`` replaced by its value there (a
+        line's carriage return kept) or, where that value is empty, left out; and the
+        line number of each line kept."""
+        rows = self.slice(first, last).split("\n")[:-1]
+        kept_rows, numbers = [], []
+        for number, row in enumerate(rows, start=first):
+            replacement = blank.get(number)
+            if replacement == "":
+                continue
+            if replacement is not None:
+                row = replacement + ("\r" if row.endswith("\r") else "")
+            kept_rows.append(row)
+            numbers.append(number)
+        return "\n".join(kept_rows) + "\n", tuple(numbers)
 
 
 class _Lines:
@@ -699,7 +726,7 @@ def _unread_in_class(cls: Node, reads: _Reads, index: LineIndex, keep_method: Ca
         return {}
     children = [child for child in body.children if child.type != "comment"]
     keep_whole = reads.function.any_within(*_line_range(cls))
-    blank: dict[int, str] = {}
+    blank: dict[int, str] = {} if keep_whole else _comment_lines(body, index)
     emptied = []
     for child in children:
         node = _definition(child)
@@ -740,7 +767,7 @@ def _unread_in_block(block: Node, reads: _Reads, index: LineIndex) -> dict[int, 
     their blocks, or only tokens of rules that read headers, are opened in turn. The
     block keeps at least a ``pass``."""
     children = [child for child in block.children if child.type != "comment"]
-    blank: dict[int, str] = {}
+    blank = _comment_lines(block, index)
     emptied = []
     for child in children:
         first, last = _line_range(child)
@@ -754,6 +781,21 @@ def _unread_in_block(block: Node, reads: _Reads, index: LineIndex) -> dict[int, 
     if emptied and len(emptied) == len(children):
         blank[emptied[0].start_point[0] + 1] = _placeholder(emptied[0], index)
     return blank
+
+
+def _comment_lines(block: Node, index: LineIndex) -> dict[int, str]:
+    """The lines of ``block`` that hold only a comment, emptied: no matcher reads comments.
+    Comments above a block's first statement are the block's too (tree-sitter puts them
+    before it)."""
+    comments = [child for child in block.children if child.type == "comment"]
+    before = block.prev_sibling
+    while before is not None and before.type == "comment":
+        comments.append(before)
+        before = before.prev_sibling
+    return {
+        line: "" for comment in comments
+        if index.line_text(line := comment.start_point[0] + 1).lstrip(" \t").startswith("#")
+    }
 
 
 def _placeholder(statement: Node, index: LineIndex) -> str:
@@ -820,8 +862,10 @@ def _merge(
 
     def region(first: int, last: int, rules: set[str]) -> Region:
         blanked = _count_within(blank_lines, first, last)
-        text = index.slice(first, last, blank if blanked else None)
-        return Region(first, last, text, frozenset(rules), blanked)
+        if not blanked:
+            return Region(first, last, index.slice(first, last), frozenset(rules))
+        text, numbers = index.kept(first, last, blank)
+        return Region(first, last, text, frozenset(rules), blanked, numbers)
 
     for position, rule_ids in items:
         start, end = statements[position]

@@ -131,6 +131,23 @@ def test_positions_computed_per_statement_equal_the_whole_module_codegen():
     assert ctx._positions._whole is None and len(ctx._positions._by_anchor) > 3
 
 
+def test_spans_in_a_region_with_emptied_lines_left_out_are_the_files_spans():
+    from rltrefactor.matchers.base import FileContext
+
+    (region,) = plan_regions(ANCHORS_SOURCE, parse_tree(ANCHORS_SOURCE), _reach({"r": (".item(",)}, reads="header"),
+                             lines=None)
+    assert region.file_lines is not None and len(region.text.splitlines()) < region.end_line - region.start_line + 1
+    module = cst.parse_module(region.text)
+    ctx = FileContext("f.py", module, is_hot_path=False, is_test=False, definitions=None,
+                      line_offset=region.start_line - 1, text=region.text, file_lines=region.file_lines)
+    _, whole_ctx, _ = _all_spans(ANCHORS_SOURCE)
+    in_file = {whole_ctx.code(node): whole_ctx.span(node) for node in whole_ctx.nodes(cst.Call)}
+    calls = ctx.nodes(cst.Call)
+    assert any(ctx.code(call).endswith(".item()") for call in calls)
+    for call in calls:
+        assert ctx.span(call) == in_file[ctx.code(call)], ctx.code(call)
+
+
 def test_positions_fall_back_to_the_whole_module_where_tree_sitter_disagrees():
     text = "def f():\n    return 1\n"
     module, ctx, nodes = _all_spans(text)
@@ -164,10 +181,10 @@ class Runner:
 def test_idle_methods_are_blanked_and_setup_methods_kept():
     (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach({"r": (".item(",)}), lines=None,
                              keep_method=lambda name: name == "__init__")
-    rows = region.text.split("\n")
-    assert rows[4] == rows[5] == ""  # idle() blanked, line numbers kept
-    assert "self._scratch" in rows[2] and "x.item()" in rows[8]
-    assert region.parsed_lines == 9 - 2
+    rows = dict(zip(region.file_lines or (), region.text.split("\n")))
+    assert 5 not in rows and 6 not in rows and "idle" not in region.text  # idle() left out
+    assert "self._scratch" in rows[3] and "x.item()" in rows[9]  # the file's line numbers
+    assert region.parsed_lines == 9 - 2 == len(region.text.splitlines())
 
 
 def test_whole_class_rules_see_every_method():

@@ -27,12 +27,16 @@ from rltrefactor.syntax import parse_tree
 
 
 def _rows(text: str, reach: dict[str, RuleReach], keep_method=is_setup_name) -> dict[int, str]:
-    """Line number -> planned text, for every planned line."""
+    """File line -> planned text, for every planned line; an emptied line, left out of
+    the region's text, reads as empty."""
     rows: dict[int, str] = {}
     for region in plan_regions(text, parse_tree(text), reach, lines=None, keep_method=keep_method):
         cst.parse_module(region.text)  # every region must stay valid Python
-        for offset, row in enumerate(region.text.split("\n")[: region.end_line - region.start_line + 1]):
-            rows[region.start_line + offset] = row
+        numbers = region.file_lines or range(region.start_line, region.end_line + 1)
+        kept = region.text.split("\n")[:-1]
+        assert len(kept) == len(numbers) and list(numbers) == sorted(numbers)
+        rows.update((line, "") for line in range(region.start_line, region.end_line + 1))
+        rows.update(zip(numbers, kept))
     return rows
 
 
@@ -139,7 +143,7 @@ def test_setup_methods_stay_whole_for_rules_reading_whole_functions():
 def test_carriage_returns_survive_emptying():
     text = FUNCTION.replace("\n", "\r\n")
     rows = _rows(text, {"sync": RuleReach((".item(",), reads="header")})
-    assert rows[3] == "\r" and rows[5] == "    value = total.item()\r"
+    assert rows[3] == "" and rows[5] == "    value = total.item()\r"  # emptied lines are left out
 
 
 class _ReadsWholeFunctions:
@@ -242,3 +246,21 @@ def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there
         assert sorted(map(repr, filter(touching, limited))) == sorted(map(repr, filter(touching, whole)))
         touching_compared += sum(map(touching, whole))
     assert compared > 0 and touching_compared > 0
+
+
+COMMENTED = """\
+def step(self, batch):
+    # how the batch is laid out
+    sizes = [len(x) for x in batch]
+    value = sizes.item()  # one sync
+        # an over-indented comment
+    return value
+"""
+
+
+def test_comment_lines_are_left_out_where_statements_are_emptied_and_kept_in_whole_functions():
+    rows = _rows(COMMENTED, {"sync": RuleReach((".item(",), reads="header")})
+    assert rows[2] == rows[5] == "" and rows[3] == ""
+    assert rows[4] == "    value = sizes.item()  # one sync"  # a comment beside code stays with it
+    whole = _rows(COMMENTED, {"sync": RuleReach((".item(",), reads="function")})
+    assert whole[2] == "    # how the batch is laid out" and whole[5] == "        # an over-indented comment"

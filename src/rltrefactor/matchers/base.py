@@ -17,7 +17,7 @@ import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
-from ..regions import MatcherReach
+from ..regions import MatcherReach, file_line
 from ..prefilter import Prefilter
 from ..types import Definition, Span
 from .imports import ImportTable, resolve, table_from_nodes
@@ -321,8 +321,10 @@ class FileContext:
         imports: ImportTable | None = None,
         execution: ExecutionMap = NO_FUNCTIONS,
         text: str | None = None,
+        file_lines: Sequence[int] | None = None,
     ) -> None:
-        """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``.
+        """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
+        or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
 
         A region is always a run of whole top-level statements, so columns are the
         file's columns; ``imports`` then carries the file's top-level imports. ``text``,
@@ -334,6 +336,7 @@ class FileContext:
         self.is_test = is_test
         self.definitions = definitions
         self.line_offset = line_offset
+        self.file_lines = file_lines
         self.text = text
         self.execution = execution  # where each function of the whole file runs
         self._by_type, self._parent = _index(module)
@@ -387,8 +390,12 @@ class FileContext:
             self._positions = _AnchoredPositions(self.module, self.text, self._parent) if self.text is not None \
                 else _AllPositions(self.module)
         line, column, end_line, end_column = self._positions.of(node)
-        offset = self.line_offset
-        return Span(line + offset, column + 1, end_line + offset, end_column + 1)
+        offset, lines = self.line_offset, self.file_lines
+        if end_column == 0 and end_line > 1:  # ends with the line before: just after it in the file
+            end = file_line(end_line - 1, offset, lines) + 1
+        else:
+            end = file_line(end_line, offset, lines)
+        return Span(file_line(line, offset, lines), column + 1, end, end_column + 1)
 
 
 class DefinitionLookup(Protocol):
