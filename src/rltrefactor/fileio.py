@@ -19,11 +19,11 @@ def write_atomic(path: str, text: str) -> None:
     """
     if os.path.isdir(path):
         raise ConfigError(f"{path}: cannot write: is a directory; give a file name, e.g. {os.path.join(path, 'report.txt')}")
-    path = os.path.realpath(path)
-    if os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode):
+    target = os.path.realpath(path)  # messages name the path as given
+    if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
         _write_in_place(path, text)
         return
-    directory = os.path.dirname(os.path.abspath(path))
+    directory = os.path.dirname(target)
     try:
         fd, temp = tempfile.mkstemp(prefix=".rltrefactor-", dir=directory)
     except OSError as exc:
@@ -31,8 +31,8 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)
-        os.chmod(temp, _mode_for(path))
-        os.replace(temp, path)
+        os.chmod(temp, _mode_for(target))
+        os.replace(temp, target)
     except OSError as exc:
         _discard(temp)
         raise ConfigError(f"{path}: cannot write: {exc.strerror}; check the path is a writable file") from None
