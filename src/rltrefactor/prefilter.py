@@ -127,6 +127,11 @@ def _candidates(text: str, starts: tuple[str, ...], pos: int, end: int) -> list[
     return sorted(found)
 
 
+# The ``del`` keyword, not the end of a word or attribute (``model``, ``x.del``): a
+# regex starting with it keeps ``del`` as its literal prefix, which ``re`` skips to.
+DEL_KEYWORD = r"del(?<![\w.]del)"
+
+
 @functools.lru_cache(maxsize=4096)
 def whole_word(name: str) -> "re.Pattern[str]":
     """``name`` not inside a longer identifier (``version`` but not ``version_info``)."""

@@ -100,7 +100,7 @@ class Region:
     end_line: int  # 1-based, inclusive
     text: str
     rule_ids: frozenset[str]  # rules with a prefilter token (or no prefilter) in the region
-    blanked: int = 0  # lines left empty (or holding the ``pass`` that keeps a block valid)
+    blanked: int = 0  # emptied lines (left out of ``text``, or holding the ``pass`` that keeps a block valid)
     # The file line of each line of ``text`` where emptied lines were left out; None
     # when ``text`` holds every line from ``start_line`` to ``end_line``.
     file_lines: tuple[int, ...] | None = None

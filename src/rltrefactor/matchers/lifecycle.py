@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
-from ..prefilter import GuardedRegex, Prefilter
+from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .companions import guarded_names
 from .context import is_setup_name, subtree
@@ -243,7 +243,7 @@ class RegistrationNotUndoneOnFailure:
         # puts its key on the next line, so the regex also searches the line after a guard.
         removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
         self.prefilter: Prefilter = (
-            re.compile(r"del(?<![\w.]del)\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
+            re.compile(DEL_KEYWORD + r"\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
         )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:

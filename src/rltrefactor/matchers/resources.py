@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..prefilter import Prefilter, GuardedRegex
+from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import subtree
 from .options import Option
@@ -158,7 +158,7 @@ class ChunkKeptAliveByLoopVariable:
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         # ``del`` of plain names only: far rarer than loops over tensors or ``del d[k]``.
-        self.prefilter: Prefilter = (re.compile(r"del(?<![\w.]del)\s+\w+\s*(?:,\s*\w+\s*)*(?:#[^\n]*)?$", re.MULTILINE),)
+        self.prefilter: Prefilter = (re.compile(DEL_KEYWORD + r"\s+\w+\s*(?:,\s*\w+\s*)*(?:#[^\n]*)?$", re.MULTILINE),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Del):

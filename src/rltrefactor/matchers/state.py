@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..prefilter import GuardedRegex, Prefilter
+from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .companions import SELF_NAMES, SELF_PRIVATE_WRITE, foreign_receivers, written_self_names
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
@@ -36,7 +36,7 @@ _FOREIGN_PRIVATE_WRITE = (
     ),
     re.compile(_PRIVATE + r"\s*\.\s*(?:" + "|".join(MUTATORS) + r")\s*\("),
     # A deletion names the attribute on its own line, or opens a parenthesised list.
-    re.compile(r"del(?<![\w.]del)\b(?:[^\n#]*\._|[ \t]*\()"),
+    re.compile(DEL_KEYWORD + r"\b(?:[^\n#]*\._|[ \t]*\()"),
 )
 # Modules, parameters and tensors that engines use as namespaces for attached state
 # (``layer._scale = ...`` while processing weights): no component owns invariants there.
