@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", help="also write the report to this file")
     args = parser.parse_args(argv)
     repo = os.path.abspath(args.corpus) if args.corpus else corpora.torch_corpus(quick=args.quick).path
+    if not os.path.isdir(repo):
+        parser.error(f"--corpus {args.corpus}: no such directory")
     spent, total, texts, findings = profile_scan(repo)
     parse_times: dict[str, list[float]] = collections.defaultdict(list)
     for name, seconds in rounds(parse_all(texts), max(1, args.runs)):
