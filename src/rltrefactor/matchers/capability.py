@@ -37,7 +37,7 @@ class ComparedProbe:
     OPTIONS: ClassVar[dict[str, Option]] = {
         "calls": Option("strings", (), "last names of probing calls, such as get_device_capability"),
         "attributes": Option("strings", (), "qualified names of probed values, such as torch.version.cuda"),
-        "truthiness": Option("bool", False, "also report a probe used directly as a condition"),
+        "truthiness": Option("bool", False, "also report a probe used directly as a condition or tested against None"),
         "branches-only": Option("bool", True, "only comparisons inside if/while/conditional-expression conditions"),
         "skip-functions": Option("regex", "", "functions whose purpose is the probe (is_hopper, check_version); empty = none"),
     }
@@ -74,6 +74,8 @@ class ComparedProbe:
 
     def _anywhere(self, ctx: FileContext, derived: dict[int, frozenset[str]]) -> Iterator[Match]:
         for comparison in ctx.nodes(cst.Comparison):
+            if not self.truthiness and _tests_none(comparison):
+                continue
             names = derived.get(_enclosing_scope(comparison, ctx), frozenset())
             operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
             if any(self._probe(o, ctx, names) for o in operands):
@@ -81,7 +83,7 @@ class ComparedProbe:
 
     def _in_condition(self, test: cst.BaseExpression, ctx: FileContext, names: frozenset[str]) -> cst.CSTNode | None:
         for node in subtree(test):
-            if isinstance(node, cst.Comparison):
+            if isinstance(node, cst.Comparison) and (self.truthiness or not _tests_none(node)):
                 operands = [node.left, *(t.comparator for t in node.comparisons)]
                 if any(self._probe(o, ctx, names) for o in operands):
                     return node
@@ -134,6 +136,16 @@ class ComparedProbe:
             for target in assign.targets:
                 scope.update(_target_names(target.target))
         return {key: frozenset(value) for key, value in found.items()}
+
+
+def _tests_none(comparison: cst.Comparison) -> bool:
+    """``x is None`` or ``x is not None``: whether a probe has a value at all, which is a
+    truth test of it (``torch.version.hip is not None`` asks for a ROCm build, not a
+    version)."""
+    if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in comparison.comparisons):
+        return False
+    operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+    return any(isinstance(o, cst.Name) and o.value == "None" for o in operands)
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[str]:
