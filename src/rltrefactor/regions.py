@@ -64,7 +64,7 @@ class RuleReach:
     # begun above it is asked about together with that statement's first line.
     companions: Companions | None = None
     # Which lines of a companion name are kept: every line using it, or only the lines
-    # assigning it (``name = ...``), for rules that ask where a value came from.
+    # binding it (``name = ...``, ``def name``), for rules that ask where a value came from.
     companion_lines: CompanionLines = "uses"
 
 
@@ -620,19 +620,21 @@ def _companion_lines(
 
 
 def _in_same_function(found: set[int], hit_lines: set[int], functions: list[tuple[int, int]]) -> set[int]:
-    """The lines of ``found`` whose innermost function also holds a line of ``hit_lines``."""
+    """The lines of ``found`` whose innermost function also holds a line of ``hit_lines``.
+    A ``def`` line of ``found`` binds its name in the function around that definition."""
 
     starts = [start for start, _ in functions]
 
-    def innermost(line: int) -> tuple[int, int] | None:
+    def innermost(line: int, *, binding: bool) -> tuple[int, int] | None:
         # Functions nest: the innermost holding ``line`` is the last-starting one that does.
         for position in range(bisect.bisect_right(starts, line) - 1, -1, -1):
-            if line <= functions[position][1]:
+            start, end = functions[position]
+            if line <= end and not (binding and start == line):
                 return functions[position]
         return None
 
-    wanted = {innermost(line) for line in hit_lines}
-    return {line for line in found if innermost(line) in wanted}
+    wanted = {innermost(line, binding=False) for line in hit_lines}
+    return {line for line in found if innermost(line, binding=True) in wanted}
 
 
 def _function_ranges(root: Node, first: int, last: int) -> Iterator[tuple[int, int]]:
@@ -647,15 +649,19 @@ def _function_ranges(root: Node, first: int, last: int) -> Iterator[tuple[int, i
         stack.extend(child for child in node.children if child.type in DEFINITION_HOLDERS)
 
 
-_ASSIGNMENT = re.compile(r"^[ \t]*([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=)", re.M)
+# A line that binds a plain name: ``def x(``, ``class x``, ``x = ...``, ``x: T = ...``.
+_ASSIGNMENT = re.compile(
+    r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=))", re.M
+)
 
 
 def _assignment_lines(index: LineIndex, window: tuple[int, int]) -> dict[str, list[int]]:
-    """Lines that assign a plain name (``x = ...``, ``x: T = ...``) in ``window``
-    (offsets from a line start), by name: one pass."""
+    """Lines that bind a plain name (``x = ...``, ``x: T = ...``, ``def x``, ``class x``)
+    in ``window`` (offsets from a line start), by name: one pass."""
     lines: dict[str, list[int]] = {}
     for match in _ASSIGNMENT.finditer(index.text, *window):
-        lines.setdefault(match.group(1), []).append(index.line_of(match.start(1)))
+        group = match.lastindex or 0
+        lines.setdefault(match.group(group), []).append(index.line_of(match.start(group)))
     return lines
 
 

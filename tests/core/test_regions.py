@@ -233,6 +233,34 @@ def test_a_change_reads_tokens_elsewhere_only_for_rules_that_keep_every_use_of_a
     assert region.start_line == 5 and 'watch("other")' in region.text and "staging" not in region.text
 
 
+DEFINED_SOURCE = '''\
+def decorator(func):
+    def wrapper(*args):
+        return func(*args)
+
+    wrapper._tagged = True
+    return wrapper
+
+
+def other():
+    def wrapper():
+        pass
+
+    return wrapper
+'''
+
+
+def test_assignment_companions_keep_a_definition_of_the_name_in_the_tokens_function():
+    # ``wrapper._tagged`` asks where ``wrapper`` came from: its ``def`` in the same
+    # function is kept (its header), the ``wrapper`` defined in ``other`` is not.
+    reach = {"rule": RuleReach(("._tagged",), reads="header", companions=lambda text: ["wrapper"],
+                               companion_lines="assignments")}
+    (region,) = plan_regions(DEFINED_SOURCE, parse_tree(DEFINED_SOURCE), reach, lines=None)
+    rows = dict(zip(region.file_lines or range(region.start_line, region.end_line + 1), region.text.split("\n")))
+    assert "def wrapper(*args):" in rows[2] and "wrapper._tagged = True" in rows[5]
+    assert region.end_line == 6 and "return func" not in region.text  # the definition's body is not read
+
+
 def test_search_scopes_follow_what_a_rule_reads():
     assert search_scope(RuleReach((), reads="function")) == "members"
     assert search_scope(RuleReach((), reads="statement", companions=_watched, companion_lines="assignments")) == "members"

@@ -82,10 +82,10 @@ class ForeignPrivateAttribute:
         self.prefilter: Prefilter = (_FOREIGN_PRIVATE,) if self.report_reads else _FOREIGN_PRIVATE_WRITE
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
-        own_instances = _own_instances(ctx)
+        owned = _owned_locals(ctx)
         for node in ctx.nodes(cst.Attribute):
             name = node.attr.value
-            if not _is_private(name) or name in self.allowed or self._own(node.value, ctx, own_instances):
+            if not _is_private(name) or name in self.allowed or self._own(node.value, ctx, owned):
                 continue
             if self.namespace.search(_last_name(node.value)) or in_setup_function(node, ctx):
                 continue  # state attached to a module/tensor, or wiring done during construction
@@ -125,9 +125,18 @@ def _is_write(node: cst.Attribute, ctx: FileContext) -> bool:
     return False
 
 
-def _own_instances(ctx: FileContext) -> set[tuple[int, str]]:
-    """(function, local name) pairs bound to a new instance of the enclosing class."""
+def _owned_locals(ctx: FileContext) -> set[tuple[int, str]]:
+    """(function, local name) pairs the function owns: names bound to a new instance of
+    the enclosing class, and the functions and classes it defines (a decorator tags the
+    wrapper it returns: ``wrapper._is_task = True``). Module-level definitions do not
+    count: planning keeps a companion definition in the token's region only inside one
+    function."""
     own: set[tuple[int, str]] = set()
+    definitions: list[cst.FunctionDef | cst.ClassDef] = [*ctx.nodes(cst.FunctionDef), *ctx.nodes(cst.ClassDef)]
+    for definition in definitions:
+        function = ctx.enclosing_function(definition)
+        if function is not None:
+            own.add((id(function), definition.name.value))
     for assign in ctx.nodes(cst.Assign):
         if not isinstance(assign.value, cst.Call):
             continue
