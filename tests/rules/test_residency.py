@@ -30,7 +30,8 @@ def step(self, batch, q, dev):
         guarded = q
     unguarded = q
     probe(lengths.max(), pinned, on_gpu, cpu_named, moved.view(-1), joined, arr, ids, back, guarded, unguarded,
-          self.slots_cpu_tensor[0], batch.host_ids, torch.zeros_like(on_gpu), torch.zeros_like(lengths))
+          self.slots_cpu_tensor[0], batch.host_ids, torch.zeros_like(on_gpu), torch.zeros_like(lengths),
+          torch.randperm(8), torch.eye(8, device=dev), torch.randn_like(on_gpu), torch.randn_like(lengths))
 """
 
 
@@ -58,6 +59,10 @@ def _probe_args(code: str):
         (12, True),
         (13, False),  # like a device tensor
         (14, True),  # like a host tensor
+        (15, True),  # every torch factory allocates on the host without a device
+        (16, False),
+        (17, False),  # random values like a device tensor
+        (18, True),
     ],
 )
 def test_values_known_on_the_host(index, host):

@@ -27,11 +27,12 @@ _SAME_PLACE = frozenset(
 )
 _HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
 _FACTORIES = frozenset(
-    "tensor as_tensor zeros ones empty full arange linspace rand randn randint zeros_like ones_like empty_like "
-    "full_like from_numpy frombuffer".split()
+    "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm "
+    "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
+    "from_numpy frombuffer".split()
 )
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
-_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"})
+_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 _DEPTH = 4
 
 
