@@ -74,7 +74,7 @@ class ComparedProbe:
 
     def _anywhere(self, ctx: FileContext, derived: dict[int, frozenset[str]]) -> Iterator[Match]:
         for comparison in ctx.nodes(cst.Comparison):
-            if not self.truthiness and _tests_none(comparison):
+            if not self.truthiness and _compares_with_none(comparison):
                 continue
             names = derived.get(_enclosing_scope(comparison, ctx), frozenset())
             operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
@@ -83,7 +83,7 @@ class ComparedProbe:
 
     def _in_condition(self, test: cst.BaseExpression, ctx: FileContext, names: frozenset[str]) -> cst.CSTNode | None:
         for node in subtree(test):
-            if isinstance(node, cst.Comparison) and (self.truthiness or not _tests_none(node)):
+            if isinstance(node, cst.Comparison) and (self.truthiness or not _compares_with_none(node)):
                 operands = [node.left, *(t.comparator for t in node.comparisons)]
                 if any(self._probe(o, ctx, names) for o in operands):
                     return node
@@ -138,7 +138,7 @@ class ComparedProbe:
         return {key: frozenset(value) for key, value in found.items()}
 
 
-def _tests_none(comparison: cst.Comparison) -> bool:
+def _compares_with_none(comparison: cst.Comparison) -> bool:
     """``x is None`` or ``x is not None``: whether a probe has a value at all, which is a
     truth test of it (``torch.version.hip is not None`` asks for a ROCm build, not a
     version)."""
