@@ -56,6 +56,8 @@ STAGES: dict[str, tuple[Any, str]] = {
     "findings": (engine_module.Engine, "_to_findings"),
 }
 NESTED = {"positions of hits": ("matching", matcher_base.FileContext, "span")}
+# The stage whose inputs are kept, to be parsed again by the other parsers.
+RECORDED = "LibCST parse"
 # Stages that exist only on LibCST trees or only to spare LibCST work.
 LIBCST_BOUND = ("LibCST parse", "matching", "planning (what each rule reads)")
 
@@ -71,19 +73,25 @@ def timed(spent: dict[str, float], name: str, function: Callable[..., Any]) -> C
     return wrapper
 
 
+def recording(function: Callable[[str], Any], texts: list[str]) -> Callable[[str], Any]:
+    def wrapper(text: str) -> Any:
+        texts.append(text)
+        return function(text)
+
+    return wrapper
+
+
 def profile_scan(repo: str) -> tuple[dict[str, float], float, list[str], int]:
     """Seconds per stage, the whole review's seconds, the region texts LibCST parsed,
     and the number of findings."""
     spent: dict[str, float] = collections.defaultdict(float)
     regions: list[str] = []
-
-    def keep_text(text: str) -> Any:
-        regions.append(text)
-        return parse_module(text)
-
+    timed_stages = {**STAGES, **{name: (owner, attribute) for name, (_, owner, attribute) in NESTED.items()}}
     with ExitStack() as patches:
-        for name, (owner, attribute) in {**STAGES, **{k: v[1:] for k, v in NESTED.items()}}.items():
-            original = keep_text if attribute == "parse_module" else getattr(owner, attribute)
+        for name, (owner, attribute) in timed_stages.items():
+            original = getattr(owner, attribute)
+            if name == RECORDED:
+                original = recording(original, regions)
             patches.enter_context(mock.patch.object(owner, attribute, timed(spent, name, original)))
         started = time.perf_counter()
         result = review(ReviewRequest(repo=repo, paths=(repo,), use_cache=False, jobs=1))
