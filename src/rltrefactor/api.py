@@ -16,7 +16,7 @@ from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
-from .execution import execution_map
+from .execution import declared_for, execution_map
 from .executor import default_jobs, review_files
 from .rule_findings import normalise_code
 from .globs import matches
@@ -166,10 +166,7 @@ def _changed_functions(
         text = sources.get(target.path)
         if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
             continue
-        where = execution_map(
-            parse_tree(text), hot_functions=config.hot_functions,
-            offline_file=matches(target.path, config.cold_paths), per_step_file=matches(target.path, config.hot_paths),
-        )
+        where = execution_map(parse_tree(text), declared_for(config, target.path))
         for line in sorted(target.added_lines):
             function = where.at(line)
             if function is None:

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
-from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
 from .types import SEVERITIES, Severity
 
@@ -34,7 +33,10 @@ class Config:
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
     cold_paths: tuple[str, ...] = DEFAULT_COLD_PATHS
-    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS  # regexes for function names
+    # Regexes for whole function names that run per step / never run per step; they
+    # beat whatever the code or the names suggest (see ``execution.Declared``).
+    hot_functions: tuple[str, ...] = ()
+    cold_functions: tuple[str, ...] = ()
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
@@ -54,6 +56,7 @@ _KEYS = {
     "cold-paths": "list of globs",
     "extend-cold-paths": "list of globs",
     "hot-functions": "list of regular expressions",
+    "cold-functions": "list of regular expressions",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",
@@ -115,9 +118,11 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     cold += tuple(get("extend-cold-paths") or ())
     # Micro-checks of the perf hook exercise engine code; they never run in serving.
     cold += (f"{(get('perf-hooks') or 'perf_hooks').strip('/')}/**",)
-    hot_functions = DEFAULT_HOT_FUNCTIONS + tuple(get("hot-functions") or ())
-    for pattern in hot_functions:
-        _check_regex(pattern, path, text, "hot-functions")
+    hot_functions = tuple(get("hot-functions") or ())
+    cold_functions = tuple(get("cold-functions") or ())
+    for key, patterns in (("hot-functions", hot_functions), ("cold-functions", cold_functions)):
+        for pattern in patterns:
+            _check_regex(pattern, path, text, key)
     exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
@@ -131,6 +136,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         hot_paths=hot,
         cold_paths=cold,
         hot_functions=hot_functions,
+        cold_functions=cold_functions,
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),

@@ -12,7 +12,7 @@ from .config import Config
 from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name
 from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
@@ -151,9 +151,7 @@ class Engine:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
         if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
             return EMPTY
-        return execution_map(
-            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
-        )
+        return execution_map(tree, declared_for(self.config, path))
 
     def _context(
         self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]

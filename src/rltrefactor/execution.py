@@ -30,6 +30,8 @@ from .syntax import DEFINITION_HOLDERS
 
 if TYPE_CHECKING:
     import tree_sitter
+
+    from .config import Config
     from tree_sitter import Node, Tree
 
 
@@ -124,33 +126,60 @@ class _Function:
     evidence: str = ""
 
 
-def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS,
-                  offline_file: bool = False, per_step_file: bool = False) -> ExecutionMap:
+@dataclass(frozen=True)
+class Declared:
+    """What the configuration says about one file's functions; it beats every heuristic.
+
+    Function keys beat path keys, and ``cold-functions`` beats ``hot-functions`` (a cold
+    pattern names the exceptions to a broad hot one)."""
+
+    hot_functions: tuple[str, ...] = ()  # regexes matched against a function's whole name
+    cold_functions: tuple[str, ...] = ()
+    hot_file: bool = False  # under hot-paths
+    cold_file: bool = False  # under cold-paths
+
+
+NOTHING_DECLARED = Declared()
+
+
+def declared_for(config: "Config", path: str) -> Declared:
+    """What ``config`` declares about the functions of ``path``."""
+    from .globs import matches
+
+    return Declared(
+        config.hot_functions, config.cold_functions,
+        hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
+    )
+
+
+def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
-    ``offline_file`` (the path is under ``cold-paths``) makes every function offline;
-    ``per_step_file`` (under ``hot-paths``) makes functions that stay unknown per-step.
+    Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
+    is per-step unless its code shows otherwise (construction dunders, cached functions,
+    helpers only those call): a name word is never evidence enough there. A function
+    named by ``cold-functions`` or ``hot-functions`` is what the configuration says.
     """
-    return _classified(tree, hot_functions, offline_file, per_step_file)
+    return _classified(tree, declared)
 
 
 @functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
-def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool) -> ExecutionMap:
+def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY
     _collect_calls(tree.root_node, functions)
-    if offline_file:
-        return _frozen(functions, "offline", "the file is under cold-paths")
-    hot = re.compile("^(?:" + "|".join(hot_functions) + ")$")
+    hot = re.compile("^(?:" + "|".join(DEFAULT_HOT_FUNCTIONS) + ")$")
     by_key = {_key(f): f for f in functions}
     for function in functions:
-        function.kind, function.evidence = _own_verdict(function, hot)
+        function.kind, function.evidence = _declared_verdict(function.name, declared) or _own_verdict(
+            function, hot, declared.hot_file
+        )
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
-    if per_step_file:
+    if declared.hot_file:
         for function in functions:
             if function.kind == "unknown":
                 function.kind, function.evidence = "per-step", "the file is under hot-paths"
@@ -160,22 +189,24 @@ def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, 
     ))
 
 
-def _frozen(functions: list[_Function], kind: ExecutionKind, evidence: str) -> ExecutionMap:
-    return ExecutionMap(tuple(
-        FunctionExecution(f.qualname, kind, evidence, f.start_line, f.end_line)
-        for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
-    ))
+def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
+    if any(re.fullmatch(pattern, name) for pattern in declared.cold_functions):
+        return "one-time", f"`{name}` matches `cold-functions` in the configuration"
+    if any(re.fullmatch(pattern, name) for pattern in declared.hot_functions):
+        return "per-step", f"`{name}` matches `hot-functions` in the configuration"
+    if declared.cold_file:
+        return "offline", "the file is under cold-paths"
+    return None
 
 
-def _own_verdict(function: _Function, hot: re.Pattern[str]) -> tuple[ExecutionKind, str]:
-    """What the function's own name, class and decorators say."""
+def _own_verdict(function: _Function, hot: re.Pattern[str], hot_file: bool) -> tuple[ExecutionKind, str]:
+    """What the function's own name, class and decorators say. Under ``hot-paths`` a
+    name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
-    words = {w for w in name.lower().split("_") if w}
-    if words & _OFFLINE_WORDS or (function.owner and _OFFLINE_CLASS.search(function.owner.rpartition(".")[2])):
-        return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
-    if name == "main":
-        return "offline", "a script's `main`"
-    if is_setup_name(name):
+    by_name = None if hot_file else _verdict_by_name(function)
+    if by_name is not None:
+        return by_name
+    if name.startswith("__") and name.endswith("__") and name[2:-2] in SETUP_DUNDERS:
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
     if _ONE_TIME_DECORATORS.search(function.decorators):
         return "one-time", "a cached function runs once per argument set"
@@ -185,6 +216,19 @@ def _own_verdict(function: _Function, hot: re.Pattern[str]) -> tuple[ExecutionKi
     if _PER_STEP_DECORATORS.search(function.decorators):
         return "per-step", "a compiled kernel or inference-mode function"
     return "unknown", ""
+
+
+def _verdict_by_name(function: _Function) -> tuple[ExecutionKind, str] | None:
+    """The words of a name: evidence of last resort."""
+    name = function.name
+    words = {w for w in name.lower().split("_") if w}
+    if words & _OFFLINE_WORDS or (function.owner and _OFFLINE_CLASS.search(function.owner.rpartition(".")[2])):
+        return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
+    if name == "main":
+        return "offline", "a script's `main`"
+    if is_setup_name(name):
+        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
+    return None
 
 
 def _inherit_from_parents(functions: list[_Function]) -> None:

@@ -47,7 +47,9 @@ _MESSAGE_CALLS = frozenset("debug info warning warning_once info_once error exce
 
 
 def in_cold_code(node: cst.CSTNode, ctx: FileContext) -> bool:
-    if in_setup_function(node, ctx) or in_message(node, ctx) or in_cold_function(node, ctx):
+    # Whether a function runs once is the execution stage's verdict (configuration
+    # included), never its name alone.
+    if in_message(node, ctx) or in_cold_function(node, ctx):
         return True
     return any(is_cold_condition(branch.test) or is_one_time_guard(branch) for branch in guarded_by(node, ctx))
 

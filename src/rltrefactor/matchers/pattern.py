@@ -70,8 +70,7 @@ class PatternMatcher:
         self.rule_id = rule_id
         self.block = block
         self.prefilter: Prefilter = block.tokens
-        # ``on-host`` constraints read how the receivers were assigned; ``not-inside:
-        # cold-code`` never reports in set-up methods, so tokens there select nothing.
+        # ``on-host`` constraints read how the receivers were assigned.
         self.reach = MatcherReach(
             reads="header" if block.header_only else "function",
             never_in_setup=never_in_setup,
@@ -88,12 +87,7 @@ class PatternMatcher:
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
-    skips_cold = isinstance(block, dict) and any(
-        isinstance(item, dict) and item.get("cold-code") is True for item in block.get("not-inside") or ()
-    )
-    return PatternMatcher(
-        rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"), never_in_setup=skips_cold
-    )
+    return PatternMatcher(rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"))
 
 
 def _mentions(data: Any, key: str) -> bool:
