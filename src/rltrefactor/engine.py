@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import traceback
@@ -12,7 +13,7 @@ from .config import Config
 from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
@@ -125,7 +126,7 @@ class Engine:
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
-            text, tree, reach, lines=lines, keep_method=is_setup_name,
+            text, tree, reach, lines=lines, keep_method=functools.partial(is_setup_name, names=names_for(self.config.names)),
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
             code=code, windows=windows,
         )
@@ -178,6 +179,7 @@ class Engine:
             imports=imports,
             execution=execution,
             text=region.text,
+            names=names_for(self.config.names),
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Literal
 
+from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DEFINITION_HOLDERS
 
 if TYPE_CHECKING:
@@ -35,48 +36,16 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Tree
 
 
-# A function is setup code when one of the words of its name (split at '_') is here.
-SETUP_WORDS = frozenset(
-    "init initialize setup warmup profile capture dummy register compile benchmark "
-    "debug dump repr shutdown close teardown finalize reset weights sleep wake preprocess".split()
-)
-# Dunder methods that run at construction, teardown or when printing, never per step.
-SETUP_DUNDERS = frozenset(
-    "init post_init new del repr str format getstate setstate reduce reduce_ex enter exit".split()
-)
-_NAMED_SETUP = re.compile(
-    r"^_*((allocate|alloc|make|create)_\w*(buffer|cache|workspace|tensor)s?"
-    r"|load_(model|weights|state_dict|checkpoint)\w*)$"
-)
-
-
-def is_setup_name(name: str) -> bool:
+def is_setup_name(name: str, names: Names | None = None) -> bool:
+    """The name says construction, loading, warm-up or teardown (``set-up-*`` names)."""
+    names = names or bundled_names()
     if name.startswith("__") and name.endswith("__"):
-        return name[2:-2] in SETUP_DUNDERS
-    words = [w for w in name.lower().split("_") if w]
-    if "warm" in words and "up" in words:
-        return True
-    return any(w in SETUP_WORDS for w in words) or bool(_NAMED_SETUP.match(name))
+        return name[2:-2] in names.entry("set-up-dunders").values
+    return names.has_word("set-up-words", name_words(name)) or bool(names.regex("set-up-functions").fullmatch(name))
 
 
 ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
 COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
-
-# Names of functions that run on every step, launch or request; extended by the
-# ``hot-functions`` configuration key (regular expressions matched against the name).
-DEFAULT_HOT_FUNCTIONS = (
-    r"forward", r"_?forward_\w+", r"__call__", r"step", r"\w+_step", r"_?step_\w+",
-    r"_?execute_model", r"_?execute_\w+", r"_?(decode|prefill|extend)(_\w+)?", r"_?sample(_\w+)?",
-    r"_?propose(_\w+)?", r"_?prepare_inputs?(_\w+)?", r"_?update_states", r"schedule", r"_?iterate\w*",
-    r"\w*_busy_loop", r"_?run_(step|batch|iteration)\w*",
-)
-_OFFLINE_WORDS = frozenset(
-    "test tests bench benchmark benchmarks tune tuning autotune tuner profile profiling debug dump demo example".split()
-)
-_OFFLINE_CLASS = re.compile(r"^(Test|Bench)|(Test|Tests|Benchmark|Tuner)$")
-_ONE_TIME_DECORATORS = re.compile(r"\b(cache|lru_cache|cached_property|cached)\b")
-_PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|compile|triton\.jit|jit|inference_mode|no_grad)\b")
-
 
 @dataclass(frozen=True)
 class FunctionExecution:
@@ -137,6 +106,7 @@ class Declared:
     cold_functions: tuple[str, ...] = ()
     hot_file: bool = False  # under hot-paths
     cold_file: bool = False  # under cold-paths
+    names: Names | None = None  # the name lists, changed by the configuration; None: the bundled ones
 
 
 NOTHING_DECLARED = Declared()
@@ -149,7 +119,14 @@ def declared_for(config: "Config", path: str) -> Declared:
     return Declared(
         config.hot_functions, config.cold_functions,
         hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
+        names=names_for(config.names),
     )
+
+
+@functools.lru_cache(maxsize=4)
+def names_for(changes: tuple[NameChange, ...]) -> Names:
+    """The bundled name lists with the configuration's changes."""
+    return bundled_names().overridden(changes)
 
 
 def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED) -> ExecutionMap:
@@ -169,11 +146,11 @@ def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
     if not functions:
         return EMPTY
     _collect_calls(tree.root_node, functions)
-    hot = re.compile("^(?:" + "|".join(DEFAULT_HOT_FUNCTIONS) + ")$")
+    names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     for function in functions:
         function.kind, function.evidence = _declared_verdict(function.name, declared) or _own_verdict(
-            function, hot, declared.hot_file
+            function, names, declared.hot_file
         )
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
@@ -199,34 +176,34 @@ def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str
     return None
 
 
-def _own_verdict(function: _Function, hot: re.Pattern[str], hot_file: bool) -> tuple[ExecutionKind, str]:
+def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
     """What the function's own name, class and decorators say. Under ``hot-paths`` a
     name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
-    by_name = None if hot_file else _verdict_by_name(function)
+    by_name = None if hot_file else _verdict_by_name(function, names)
     if by_name is not None:
         return by_name
-    if name.startswith("__") and name.endswith("__") and name[2:-2] in SETUP_DUNDERS:
+    if name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
-    if _ONE_TIME_DECORATORS.search(function.decorators):
+    if names.regex("one-time-decorators").search(function.decorators):
         return "one-time", "a cached function runs once per argument set"
-    if hot.match(name) and (function.owner or name not in ("forward", "__call__")):
+    if names.regex("per-step-functions").fullmatch(name) and (function.owner or name not in ("forward", "__call__")):
         what = f"{name} of {function.owner}" if function.owner and name in ("forward", "__call__") else f"`{name}`"
         return "per-step", f"{what} runs per step"
-    if _PER_STEP_DECORATORS.search(function.decorators):
+    if names.regex("per-step-decorators").search(function.decorators):
         return "per-step", "a compiled kernel or inference-mode function"
     return "unknown", ""
 
 
-def _verdict_by_name(function: _Function) -> tuple[ExecutionKind, str] | None:
+def _verdict_by_name(function: _Function, names: Names) -> tuple[ExecutionKind, str] | None:
     """The words of a name: evidence of last resort."""
     name = function.name
-    words = {w for w in name.lower().split("_") if w}
-    if words & _OFFLINE_WORDS or (function.owner and _OFFLINE_CLASS.search(function.owner.rpartition(".")[2])):
+    owner = function.owner.rpartition(".")[2] if function.owner else None
+    if names.has_word("offline-words", name_words(name)) or (owner and names.regex("offline-classes").search(owner)):
         return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
     if name == "main":
         return "offline", "a script's `main`"
-    if is_setup_name(name):
+    if is_setup_name(name, names):
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
     return None
 

@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
+from ..names import bundled_names
 from ..prefilter import AllOf, Prefilter
 from .base import FileContext, Match, MatcherReach
 from .context import in_cold_code, in_per_step_function, subtree
@@ -17,7 +18,8 @@ from .options import Option
 
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.
-HOST_NAMES = r"\bnp\b|numpy|_np\b|\bcpu|_cpu\b|\bhost|_host\b|\.tolist\(\)"
+# The one spelling of host-data names, from the bundled name lists (``rules/names.yaml``).
+HOST_NAMES = bundled_names().pattern_text("host-names")
 
 
 _CONVERSION = re.compile(r"(?:int|float|bool)\s*\(")

@@ -15,7 +15,8 @@ Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN
 node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``per-step: true``
 (the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
 or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
-values not known to live in host memory (see ``residency``). Nothing is ever evaluated.
+values not known to live in host memory (see ``residency``), ``host-named: false`` only
+code that names no host data (the ``host-names`` list of ``rules/names.yaml``). Nothing is ever evaluated.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
     "loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "per-step", "target", "any",
 )
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host")
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "host-named")
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),
@@ -389,6 +390,10 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
         if not isinstance(value, bool):
             raise MatcherSpecError(f"where: ${name}: on-host: expected true or false (got {value!r}); fix it", line)
         return lambda ctx, b: name not in b or on_host(b[name], ctx) == value
+    if key == "host-named":
+        if not isinstance(value, bool):
+            raise MatcherSpecError(f"where: ${name}: host-named: expected true or false (got {value!r}); fix it", line)
+        return lambda ctx, b: name not in b or (ctx.names.regex("host-names").search(ctx.code(b[name])) is not None) == value
     raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
 
 
