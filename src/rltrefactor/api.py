@@ -159,7 +159,7 @@ def _changed_functions(
     config: Config,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
-    if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
+    if change.full_scan or not any(rule.applicability.per_step for rule in rules):
         return ()
     found: dict[tuple[str, str], ChangedFunction] = {}
     for target in targets:

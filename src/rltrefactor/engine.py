@@ -89,7 +89,7 @@ class Engine:
             scope = rule.applicability
             if rule.id in ignored or rule.area in ignored:
                 continue
-            if (scope.hot_paths_only and is_offline) or (is_test and not scope.tests):
+            if (scope.per_step and is_offline) or (is_test and not scope.tests):
                 continue
             if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
                 continue
@@ -122,7 +122,7 @@ class Engine:
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
         reach = {
-            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
+            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.per_step)
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
@@ -150,7 +150,7 @@ class Engine:
 
     def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
-        if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
+        if not any(rule.applicability.per_step for rule, _ in candidates):
             return EMPTY
         return execution_map(tree, declared_for(self.config, path))
 
@@ -183,11 +183,17 @@ class Engine:
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
+        """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
+        run per step (the one place that filters cold code: matchers never ask)."""
+        from .matchers.context import runs_cold
+
         hits: list[Hit] = []
         for rule, matcher in candidates:
             started = time.perf_counter()
             try:
                 for match in matcher.find(ctx):
+                    if rule.applicability.per_step and runs_cold(match.node, ctx):
+                        continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
             except RecursionError:
@@ -219,7 +225,7 @@ class Engine:
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
                 )
-            if rule.applicability.hot_paths_only:
+            if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             findings.append(finding)
         return findings

@@ -39,7 +39,9 @@ class Origin:
 class Applicability:
     paths: tuple[str, ...] = ("**/*.py",)
     exclude: tuple[str, ...] = ()
-    hot_paths_only: bool = False
+    # "per-step": findings only in code that may run on every step, launch or request;
+    # the engine leaves out the rest (see ``engine`` and ``matchers.context.runs_cold``).
+    per_step: bool = False  # ``runs: per-step`` in YAML
     tests: bool = False  # whether test files are reviewed by this rule
 
 

@@ -35,7 +35,9 @@ RULE_KEYS = (
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
     "matcher", "manual", "examples",
 )  # fmt: skip
-APPLIES_KEYS = ("paths", "exclude", "hot-paths-only", "tests")
+APPLIES_KEYS = ("paths", "exclude", "runs", "tests")
+# ``runs``: where a rule's findings can be (see docs/writing-rules.md), and whether that is per-step code only.
+RUNS = {"anywhere": False, "per-step": True}
 EXAMPLE_KEYS = ("path", "bad", "good")
 # The three forms of a matcher block, as a bad one's error names them (docs/writing-rules.md).
 MATCHER_FORMS = (
@@ -128,6 +130,8 @@ def _applicability(r: Reader) -> Applicability:
     if data is None:
         return Applicability()
     a = Reader(data, r.file, r.where + ": applies-to", r.line_of("applies-to"))
+    if a.has("hot-paths-only"):
+        raise a.error(a.line_of("hot-paths-only"), "hot-paths-only: replaced by `runs: per-step` (the engine then leaves out code that runs once or offline); rename the key")
     a.check_keys(APPLIES_KEYS)
     paths = a.strings("paths", default=("**/*.py",))
     exclude = a.strings("exclude")
@@ -140,7 +144,7 @@ def _applicability(r: Reader) -> Applicability:
     return Applicability(
         paths=paths,
         exclude=exclude,
-        hot_paths_only=a.get("hot-paths-only", bool, default=False),
+        per_step=RUNS[a.choice("runs", tuple(RUNS), default="anywhere")],
         tests=a.get("tests", bool, default=False),
     )
 

@@ -41,9 +41,11 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
         child = ancestor
 
 
-def in_cold_code(node: cst.CSTNode, ctx: FileContext) -> bool:
-    # Whether a function runs once is the execution stage's verdict (configuration
-    # included), never its name alone.
+def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` runs once or offline: in a function the execution stage found so
+    (configuration included; never a name alone), in a message, or under a cold or
+    one-time guard. The engine drops hits of ``runs: per-step`` rules there; matchers
+    never ask."""
     if in_message(node, ctx) or in_cold_function(node, ctx):
         return True
     return any(
