@@ -15,6 +15,7 @@ from .globs import matches
 from .library.model import Library, Rule
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
+from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
@@ -116,6 +117,12 @@ class Engine:
                 searched[scope] = _searched(code, scope, windows, limited=lines is not None)
             if may_match(matcher.prefilter, searched[scope]):
                 candidates[rule.id] = (rule, matcher)
+        if any(rule.applicability.exclude_modules for rule, _ in candidates.values()):
+            kinds = module_kinds(tree, names_for(self.config.names))
+            candidates = {
+                rule_id: (rule, matcher) for rule_id, (rule, matcher) in candidates.items()
+                if kinds.isdisjoint(rule.applicability.exclude_modules)
+            }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(tree)

@@ -152,6 +152,8 @@ def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
         function.kind, function.evidence = _declared_verdict(function.name, declared) or _own_verdict(
             function, names, declared.hot_file
         )
+        if function.kind == "unknown" and _times_itself(function, names):
+            function.kind, function.evidence = "offline", f"`{function.name}` times itself (a device wait and a clock read)"
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
@@ -199,13 +201,23 @@ def _verdict_by_name(function: _Function, names: Names) -> tuple[ExecutionKind, 
     """The words of a name: evidence of last resort."""
     name = function.name
     owner = function.owner.rpartition(".")[2] if function.owner else None
-    if names.has_word("offline-words", name_words(name)) or (owner and names.regex("offline-classes").search(owner)):
+    if (
+        names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
+        or (owner and names.regex("offline-classes").search(owner))
+    ):
         return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
     if name == "main":
         return "offline", "a script's `main`"
     if is_setup_name(name, names):
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
     return None
+
+
+def _times_itself(function: _Function, names: Names) -> bool:
+    """A device wait and a clock read in the function's own body: it measures itself."""
+    body = function.node.child_by_field_name("body") if function.node is not None else None
+    text = _text(body)
+    return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
 
 
 def _inherit_from_parents(functions: list[_Function]) -> None:

@@ -20,7 +20,7 @@ from typing import Literal
 
 MatchKind = Literal["words", "names", "substrings", "patterns"]
 MATCH_KINDS: tuple[MatchKind, ...] = ("words", "names", "substrings", "patterns")
-EVIDENCE = ("per-step", "one-time", "offline", "host memory")
+EVIDENCE = ("per-step", "one-time", "offline", "host memory", "kernel module")
 _ENTRY_KEYS = ("evidence", "match", "description", "ignore-case", "values")
 
 

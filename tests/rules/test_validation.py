@@ -293,3 +293,11 @@ def test_runs_per_step_is_read(tmp_path):
 def test_bad_runs(tmp_path, applies, expected):
     body = RULE.replace("    problem:", f"    applies-to: {applies}\n    problem:")
     assert expected in load_error(write_rules(tmp_path, body))
+
+
+def test_exclude_modules_names_known_kinds(tmp_path):
+    body = RULE.replace("    problem:", "    applies-to: {exclude-modules: [kernel]}\n    problem:")
+    (rule,) = read_rule_dir(write_rules(tmp_path, body), label="x", bundled=False).rules
+    assert rule.applicability.exclude_modules == ("kernel",)
+    bad = RULE.replace("    problem:", "    applies-to: {exclude-modules: [kernels]}\n    problem:")
+    assert "exclude-modules: unknown module kind 'kernels' (did you mean 'kernel'?)" in load_error(write_rules(tmp_path, bad))

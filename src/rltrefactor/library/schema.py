@@ -13,16 +13,18 @@ import tokenize
 
 from ..globs import GlobError, compile_glob
 from ..types import SEVERITIES
-from .fields import Reader, _kind, _short
+from .fields import Reader, _kind, _short, suggest
 from .model import (
     AREAS,
     CONFIDENCES,
     FIX_SAFETY,
+    MODULE_KINDS,
     STATUSES,
     Applicability,
     Example,
     ExampleKind,
     MatcherSpec,
+    ModuleKind,
     Origin,
     Rule,
 )
@@ -35,7 +37,7 @@ RULE_KEYS = (
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
     "matcher", "manual", "examples",
 )  # fmt: skip
-APPLIES_KEYS = ("paths", "exclude", "runs", "tests")
+APPLIES_KEYS = ("paths", "exclude", "exclude-modules", "runs", "tests")
 # ``runs``: where a rule's findings can be (see docs/writing-rules.md), and whether that is per-step code only.
 RUNS = {"anywhere": False, "per-step": True}
 EXAMPLE_KEYS = ("path", "bad", "good")
@@ -145,8 +147,17 @@ def _applicability(r: Reader) -> Applicability:
         paths=paths,
         exclude=exclude,
         per_step=RUNS[a.choice("runs", tuple(RUNS), default="anywhere")],
+        exclude_modules=_module_kinds(a),
         tests=a.get("tests", bool, default=False),
     )
+
+
+def _module_kinds(a: Reader) -> tuple[ModuleKind, ...]:
+    kinds = a.strings("exclude-modules")
+    for kind in kinds:
+        if kind not in MODULE_KINDS:
+            raise a.error(a.line_of("exclude-modules"), f"exclude-modules: unknown module kind {kind!r}{suggest(kind, MODULE_KINDS)}; use one of {', '.join(MODULE_KINDS)}")
+    return tuple(k for k in MODULE_KINDS if k in kinds)
 
 
 def _examples(r: Reader, rule_id: str, *, testable: bool) -> tuple[Example, ...]:
