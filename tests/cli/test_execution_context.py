@@ -148,3 +148,17 @@ def test_configured_cold_functions_beat_forward(repo, cli):
     assert document["findings"] == []
     contexts = {f["definition"]: f["context"] for f in document["changed_functions"]}
     assert contexts == {"Runner._make_dummy_batch_meta": "one-time", "Runner.forward": "one-time"}
+
+
+def test_an_error_where_the_code_may_not_run_per_step_is_only_a_warning(repo, cli):
+    _base(repo)
+    repo.write(ENGINE, BASE.replace(
+        "        return self.model(batch)\n",
+        "        out = self.model(batch)\n        self.total = out.sum().item()\n        return out\n",
+    ).replace("        return logits\n", "        return logits.max().item()\n"))
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    by_definition = {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}
+    assert by_definition["Runner.execute_model"]["severity"] == "error"
+    unknown = by_definition["Runner.summarize"]
+    assert unknown["severity"] == "warning"
+    assert "Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." in unknown["impact"]
