@@ -16,7 +16,7 @@ from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
-from .execution import execution_map
+from .execution import declared_for, execution_map
 from .executor import default_jobs, review_files
 from .rule_findings import normalise_code
 from .globs import matches
@@ -159,17 +159,14 @@ def _changed_functions(
     config: Config,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
-    if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
+    if change.full_scan or not any(rule.applicability.per_step for rule in rules):
         return ()
     found: dict[tuple[str, str], ChangedFunction] = {}
     for target in targets:
         text = sources.get(target.path)
         if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
             continue
-        where = execution_map(
-            parse_tree(text), hot_functions=config.hot_functions,
-            offline_file=matches(target.path, config.cold_paths), per_step_file=matches(target.path, config.hot_paths),
-        )
+        where = execution_map(parse_tree(text), declared_for(config, target.path))
         for line in sorted(target.added_lines):
             function = where.at(line)
             if function is None:

@@ -107,7 +107,7 @@ def _show(args: argparse.Namespace) -> int:
         ("severity", rule.severity), ("confidence", rule.confidence),
         ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
         ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
-                       f"hot paths only: {'yes' if scope.hot_paths_only else 'no'}; tests: {'yes' if scope.tests else 'no'}"),
+                       "runs: " + ("per-step" if scope.per_step else "anywhere") + f"; tests: {'yes' if scope.tests else 'no'}"),
         ("problem", rule.problem), ("preferred", rule.preferred), ("exceptions", rule.exceptions),
         ("impact", rule.impact), ("fix", rule.fix), ("fix safety", rule.fix_safety),
         ("references", ", ".join(rule.references) or "-"),

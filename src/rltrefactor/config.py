@@ -10,8 +10,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
-from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
+from .names import NameChange
 from .types import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
@@ -34,7 +34,11 @@ class Config:
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
     cold_paths: tuple[str, ...] = DEFAULT_COLD_PATHS
-    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS  # regexes for function names
+    # Regexes for whole function names that run per step / never run per step; they
+    # beat whatever the code or the names suggest (see ``execution.Declared``).
+    hot_functions: tuple[str, ...] = ()
+    cold_functions: tuple[str, ...] = ()
+    names: tuple[NameChange, ...] = ()  # changes to the bundled name lists (``names``)
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
@@ -54,6 +58,8 @@ _KEYS = {
     "cold-paths": "list of globs",
     "extend-cold-paths": "list of globs",
     "hot-functions": "list of regular expressions",
+    "cold-functions": "list of regular expressions",
+    "names": "table of extend-<list> / remove-<list> = [values]",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",
@@ -115,9 +121,11 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     cold += tuple(get("extend-cold-paths") or ())
     # Micro-checks of the perf hook exercise engine code; they never run in serving.
     cold += (f"{(get('perf-hooks') or 'perf_hooks').strip('/')}/**",)
-    hot_functions = DEFAULT_HOT_FUNCTIONS + tuple(get("hot-functions") or ())
-    for pattern in hot_functions:
-        _check_regex(pattern, path, text, "hot-functions")
+    hot_functions = tuple(get("hot-functions") or ())
+    cold_functions = tuple(get("cold-functions") or ())
+    for key, patterns in (("hot-functions", hot_functions), ("cold-functions", cold_functions)):
+        for pattern in patterns:
+            _check_regex(pattern, path, text, key)
     exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
@@ -131,6 +139,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         hot_paths=hot,
         cold_paths=cold,
         hot_functions=hot_functions,
+        cold_functions=cold_functions,
+        names=_name_changes(get("names") or {}, path, text),
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
@@ -140,6 +150,28 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         perf_hooks=get("perf-hooks") or "perf_hooks",
         source=path if table else "defaults",
     )
+
+
+def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameChange, ...]:
+    """``[tool.rltrefactor.names]``: ``extend-<list>`` / ``remove-<list>`` of a bundled name list."""
+    from .names import bundled_names
+
+    changes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for key, values in table.items():
+        line = _line_in(text, "tool.rltrefactor.names", key)
+        where = f"{_at(path, text, line, 'names')}: [tool.rltrefactor.names] {key}"
+        action, _, entry = key.partition("-")
+        if action not in ("extend", "remove") or not entry:
+            raise ConfigError(f"{where}: expected extend-<list> or remove-<list> (got {key!r}); "
+                              "name a list of rules/names.yaml, such as extend-set-up-words")
+        if not (isinstance(values, list) and all(isinstance(v, str) for v in values)):
+            raise ConfigError(f"{where}: expected a list of strings (got {values!r}); fix the value")
+        problem = bundled_names().check_change(action, entry, tuple(values))
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+        extend, remove = changes.get(entry, ((), ()))
+        changes[entry] = (extend + tuple(values), remove) if action == "extend" else (extend, remove + tuple(values))
+    return tuple(NameChange(entry, extend, remove) for entry, (extend, remove) in sorted(changes.items()))
 
 
 def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import traceback
@@ -12,8 +13,9 @@ from .config import Config
 from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
+from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
@@ -88,7 +90,7 @@ class Engine:
             scope = rule.applicability
             if rule.id in ignored or rule.area in ignored:
                 continue
-            if (scope.hot_paths_only and is_offline) or (is_test and not scope.tests):
+            if (scope.per_step and is_offline) or (is_test and not scope.tests):
                 continue
             if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
                 continue
@@ -115,17 +117,23 @@ class Engine:
                 searched[scope] = _searched(code, scope, windows, limited=lines is not None)
             if may_match(matcher.prefilter, searched[scope]):
                 candidates[rule.id] = (rule, matcher)
+        if any(rule.applicability.exclude_modules for rule, _ in candidates.values()):
+            kinds = module_kinds(tree, names_for(self.config.names))
+            candidates = {
+                rule_id: (rule, matcher) for rule_id, (rule, matcher) in candidates.items()
+                if kinds.isdisjoint(rule.applicability.exclude_modules)
+            }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
         reach = {
-            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
+            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.per_step)
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
-            text, tree, reach, lines=lines, keep_method=is_setup_name,
+            text, tree, reach, lines=lines, keep_method=functools.partial(is_setup_name, names=names_for(self.config.names)),
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
             code=code, windows=windows,
         )
@@ -149,11 +157,9 @@ class Engine:
 
     def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
-        if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
+        if not any(rule.applicability.per_step for rule, _ in candidates):
             return EMPTY
-        return execution_map(
-            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
-        )
+        return execution_map(tree, declared_for(self.config, path))
 
     def _context(
         self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]
@@ -180,14 +186,21 @@ class Engine:
             imports=imports,
             execution=execution,
             text=region.text,
+            names=names_for(self.config.names),
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
+        """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
+        run per step (the one place that filters cold code: matchers never ask)."""
+        from .matchers.context import runs_cold
+
         hits: list[Hit] = []
         for rule, matcher in candidates:
             started = time.perf_counter()
             try:
                 for match in matcher.find(ctx):
+                    if rule.applicability.per_step and runs_cold(match.node, ctx):
+                        continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
             except RecursionError:
@@ -219,7 +232,7 @@ class Engine:
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
                 )
-            if rule.applicability.hot_paths_only:
+            if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             findings.append(finding)
         return findings

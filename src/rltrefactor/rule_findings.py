@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from dataclasses import replace
 
-from .types import Finding, Span
+from .types import Finding, Span, at_least
 
 if TYPE_CHECKING:
     from .execution import FunctionExecution
@@ -61,15 +61,20 @@ def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
 
 
 def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:
-    """Say where the flagged code runs; a rule's confidence drops to medium where that is unknown."""
+    """Say where the flagged code runs. Where that is unknown, a rule's confidence drops
+    to medium and an ``error`` is reported as a ``warning``, saying why: an error needs
+    per-step code that a call chain or the configuration proves."""
     if where is not None and where.kind == "per-step":
         return replace(
             finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
             impact=f"{finding.impact} (Per-step code: {where.evidence}.)",
         )
     evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
+    lowered = at_least(finding.severity, "error")
+    note = " Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." if lowered else ""
     return replace(
         finding, execution="unknown", execution_evidence=evidence,
         confidence="medium" if rule.confidence == "high" else rule.confidence,
-        impact=f"{finding.impact} (How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.)",
+        severity="warning" if lowered else finding.severity,
+        impact=f"{finding.impact} (How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.{note})",
     )

@@ -202,7 +202,8 @@ def test_statistics_and_color(repo, cli):
     _base(repo)
     repo.write(HOT, SYNCING)
     stats = cli("review", "--diff", "HEAD", "--statistics", "--quiet", cwd=repo.path)
-    assert any(line.split()[:3] == ["1", "error", "host-sync-in-hot-path"] for line in stats.out.splitlines())
+    # A module-level `forward` may not run per step: an error there is reported as a warning.
+    assert any(line.split()[:3] == ["1", "warning", "host-sync-in-hot-path"] for line in stats.out.splitlines())
     assert "\x1b[" in cli("review", "--diff", "HEAD", "--color", "always", cwd=repo.path).out
     assert "\x1b[" not in cli("review", "--diff", "HEAD", "--color", "never", cwd=repo.path).out
 

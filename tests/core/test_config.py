@@ -80,7 +80,7 @@ def test_cold_paths_and_hot_functions_are_read(tmp_path):
     config = load_config(str(tmp_path))
     # The perf hook's micro-checks are offline too.
     assert config.cold_paths == ("tools/**", "legacy/**", "perf_hooks/**")
-    assert "run_engine_loop" in config.hot_functions and "forward" in config.hot_functions
+    assert config.hot_functions == ("run_engine_loop",)
 
 
 def test_invalid_hot_function_regex_names_the_key(tmp_path):
@@ -113,3 +113,12 @@ def test_nested_test_directories_are_test_paths():
     assert matches("sglang/multimodal_gen/test/test_x.py", DEFAULT_TEST_PATHS)
     assert matches("pkg/tests/helpers.py", DEFAULT_TEST_PATHS)
     assert not matches("pkg/testing_utils.py", DEFAULT_TEST_PATHS)
+
+
+def test_cold_functions_are_read_and_checked(tmp_path):
+    _write(tmp_path, 'cold-functions = ["warm_step", "forward_(debug"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path))
+    assert "cold-functions: invalid regular expression 'forward_(debug'" in str(info.value)
+    _write(tmp_path, 'cold-functions = ["warm_step"]\n')
+    assert load_config(str(tmp_path)).cold_functions == ("warm_step",)

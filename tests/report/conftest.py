@@ -28,7 +28,7 @@ def rule(rule_id: str = "host-sync-in-hot-path", **overrides: Any) -> Rule:
         since="1.0.0",
         severity="error",
         confidence="high",
-        applicability=Applicability(hot_paths_only=True),
+        applicability=Applicability(per_step=True),
         problem="`.item()` blocks the host until the device queue drains.",
         preferred="Keep values on the device.",
         exceptions="Once per request, outside the step loop.",

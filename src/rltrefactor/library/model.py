@@ -20,6 +20,8 @@ AREAS = (
 RuleStatus = Literal["active", "experimental", "retired"]
 STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
 ExampleKind = Literal["bad", "good"]
+ModuleKind = Literal["kernel", "configuration"]
+MODULE_KINDS: tuple[ModuleKind, ...] = get_args(ModuleKind)
 CONFIDENCES = ("high", "medium", "low")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 
@@ -39,7 +41,11 @@ class Origin:
 class Applicability:
     paths: tuple[str, ...] = ("**/*.py",)
     exclude: tuple[str, ...] = ()
-    hot_paths_only: bool = False
+    # "per-step": findings only in code that may run on every step, launch or request;
+    # the engine leaves out the rest (see ``engine`` and ``matchers.context.runs_cold``).
+    per_step: bool = False  # ``runs: per-step`` in YAML
+    # Kinds of module (read from their content, see ``module_kinds``) the rule leaves alone.
+    exclude_modules: tuple[ModuleKind, ...] = ()
     tests: bool = False  # whether test files are reviewed by this rule
 
 

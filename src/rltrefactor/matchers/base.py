@@ -17,6 +17,7 @@ import libcst as cst
 from libcst.metadata.position_provider import PositionProvidingCodegenState
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..names import Names, bundled_names
 from ..regions import MatcherReach, file_line
 from ..prefilter import Prefilter
 from ..types import Definition, Span
@@ -322,6 +323,7 @@ class FileContext:
         execution: ExecutionMap = NO_FUNCTIONS,
         text: str | None = None,
         file_lines: Sequence[int] | None = None,
+        names: Names | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -339,6 +341,7 @@ class FileContext:
         self.file_lines = file_lines
         self.text = text
         self.execution = execution  # where each function of the whole file runs
+        self.names = names if names is not None else bundled_names()  # name lists, as configured
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own

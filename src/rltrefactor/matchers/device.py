@@ -7,9 +7,10 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
+from ..names import bundled_names
 from ..prefilter import AllOf, Prefilter
 from .base import FileContext, Match, MatcherReach
-from .context import in_cold_code, in_per_step_function, subtree
+from .context import in_per_step_function, subtree
 from .companions import residency_companions
 from .residency import on_host
 from .imports import dotted_name
@@ -17,7 +18,8 @@ from .options import Option
 
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.
-HOST_NAMES = r"\bnp\b|numpy|_np\b|\bcpu|_cpu\b|\bhost|_host\b|\.tolist\(\)"
+# The one spelling of host-data names, from the bundled name lists (``rules/names.yaml``).
+HOST_NAMES = bundled_names().pattern_text("host-names")
 
 
 _CONVERSION = re.compile(r"(?:int|float|bool)\s*\(")
@@ -58,14 +60,14 @@ class TensorToHostConversion:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
             if ctx.qualified_name(call.func) in ("int", "float", "bool") and len(call.args) == 1:
-                if self._holds_device_value(call.args[0].value, ctx) and not in_cold_code(call, ctx):
+                if self._holds_device_value(call.args[0].value, ctx):
                     yield Match(call, {"X": ctx.code(call.args[0].value), "CONVERSION": ctx.code(call.func)})
         kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 # One branch reads one value, so it is reported once.
                 for operand in _truth_operands(branch.test):
-                    if self._device_value(operand, ctx) and not in_cold_code(operand, ctx):
+                    if self._device_value(operand, ctx):
                         yield Match(operand, {"X": ctx.code(operand), "CONVERSION": "a branch condition"})
                         break
 
@@ -142,9 +144,7 @@ class ZeroFilledKernelOutput:
                 used = _names_in(statement) & pending.keys()
                 if used:
                     for name in self._overwritten(statement, used, ctx):
-                        call = pending[name]
-                        if not in_cold_code(call, ctx):
-                            yield Match(call, {"X": name})
+                        yield Match(pending[name], {"X": name})
                     for name in used:
                         del pending[name]
                 target, zeros = _zeros_assignment(statement, ctx)
@@ -216,7 +216,7 @@ class PerStepHostStaging:
                 continue
             filled = _filled_in_loops(function.body, allocations.keys())
             for name, call in allocations.items():
-                if name in filled and not in_cold_code(call, ctx):
+                if name in filled:
                     yield Match(call, {"X": name})
 
 

@@ -18,7 +18,6 @@ from .base import FileContext
 from .context import guarded_by, subtree
 from .imports import dotted_name
 
-HOST_NAMES = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])|\.tolist\(\)")
 # Methods whose result lives where their receiver lives.
 _SAME_PLACE = frozenset(
     "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
@@ -40,7 +39,7 @@ def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     """Whether ``expr`` is known to live in host memory."""
     if depth > _DEPTH:
         return False
-    if isinstance(expr, (cst.Name, cst.Attribute)) and HOST_NAMES.search(ctx.code(expr)):
+    if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
         return True
     if isinstance(expr, cst.Subscript):
         return on_host(expr.value, ctx, depth + 1)

@@ -94,11 +94,12 @@ def _print_unchecked(console: Console, result: ReviewResult) -> None:
             console.print(f"  {function.path}  {function.qualname}  {function.execution}: {function.evidence}")
         if len(skipped) > _UNCHECKED_SHOWN:
             console.print(f"  ... and {len(skipped) - _UNCHECKED_SHOWN} more (--format json lists them all)")
+        console.print("  One that runs per step after all: name it in `hot-functions` under [tool.rltrefactor].")
     if not checked:
         console.print(
             "No changed code runs per step, or might: device-residency rules had nothing to check. "
             "If some of it does, name it with `hot-functions` (function-name patterns) or `hot-paths` "
-            "(file globs) under [tool.rltrefactor] in pyproject.toml."
+            "(file globs) under [tool.rltrefactor] in pyproject.toml; they beat what names suggest."
         )
     if skipped or not checked:
         console.print()
