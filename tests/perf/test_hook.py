@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.changes import collect_changes
-from rltrefactor.errors import ChangeInputError
+from rltrefactor.errors import ChangeInputError, ConfigError
 from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
 from rltrefactor.perf.report import render_perf_text
@@ -381,7 +381,23 @@ def test_plan_names_the_files_it_executes_and_refuses_a_patch(demo, tmp_path: Pa
         plan(collect_changes(str(demo.path), diff_file=str(patch)))
 
 
-def test_a_missing_hooks_directory_is_an_error_value(demo):
-    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), hooks_dir="nowhere")
-    (error,) = summary.errors
-    assert error.message.startswith("nowhere: no micro-check files found")
+def test_a_missing_hooks_directory_is_a_config_error_naming_the_shipped_template(demo):
+    with pytest.raises(ConfigError, match=r"^nowhere/: perf hook: no micro-checks found \(got no nowhere/\*\.py at "):
+        run_perf(collect_changes(str(demo.path), diff="main..defects"), hooks_dir="nowhere")
+    assert os.path.isfile(hook_module.TEMPLATE)
+    assert hook_module.TEMPLATE.startswith(os.path.dirname(hook_module.__file__))  # inside the installed package
+
+
+@pytest.mark.parametrize("command", [["perf"], ["review", "--perf"]])
+def test_no_micro_checks_is_exit_2_with_one_line_naming_what_to_do(make_repo, cli, command):
+    repo = make_repo("no-checks")
+    repo.write("eng/runner.py", "def step(x):\n    return x\n")
+    repo.commit("base")
+    repo.write("eng/runner.py", "def step(x):\n    return x.item()\n")
+    result = cli(*command, "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 2, result.out
+    assert result.err.count("\n") == 1, result.err
+    assert result.err.startswith("rltrefactor: perf_hooks/: perf hook: no micro-checks found "
+                                 "(got no perf_hooks/*.py at working tree); "
+                                 f"copy the template shipped with rltrefactor, {hook_module.TEMPLATE}, into perf_hooks/")
+    assert "perf-hooks under [tool.rltrefactor]" in result.err
