@@ -8,17 +8,67 @@ included), per-check totals, device evidence and the profiled operator table.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
-from typing import Any
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
-from ..types import Finding, PerfSummary, PerfTotals
+from ..types import Finding, PerfDelta, PerfSummary, PerfTotals
 from .deltas import detail
-from .hook import PerfPlan
+
+if TYPE_CHECKING:
+    from .hook import PerfPlan
 
 _TABLE_ROWS = 15
 
 
-def plan_text(the_plan: PerfPlan) -> str:
+@dataclass(frozen=True)
+class CheckChange:
+    """What one check's deltas add and remove per call, by category (both as counts >= 0)."""
+
+    check: str
+    added: PerfTotals
+    removed: PerfTotals
+
+
+def changes_by_check(summary: PerfSummary) -> tuple[CheckChange, ...]:
+    """Per compared check with a delta, in the summary's check order."""
+    added: dict[str, Counter[str]] = {}
+    removed: dict[str, Counter[str]] = {}
+    for delta in summary.deltas:
+        change = delta.head_count - delta.base_count
+        side = added if change > 0 else removed
+        side.setdefault(delta.check, Counter())[delta.category] += abs(change)
+    order = [*summary.checks, *sorted({d.check for d in summary.deltas} - set(summary.checks))]
+    return tuple(CheckChange(name, _counted(added.get(name)), _counted(removed.get(name)))
+                 for name in order if name in added or name in removed)
+
+
+def _counted(counts: Counter[str] | None) -> PerfTotals:
+    counts = counts or Counter()
+    return PerfTotals(sync=counts["sync"], copy=counts["copy"], alloc=counts["alloc"])
+
+
+def improvements(summary: PerfSummary) -> tuple[PerfDelta, ...]:
+    """The removed syncs, copies and allocations: no findings, shown beside the additions."""
+    return tuple(d for d in summary.deltas if not d.added)
+
+
+def change_text(change: CheckChange) -> str:
+    """``added +2 sync, +1 alloc · improvements -47 sync`` (a side with nothing is left out)."""
+    parts = []
+    for label, totals, sign in (("added", change.added, "+"), ("improvements", change.removed, "-")):
+        counts = [f"{sign}{n} {category}" for category, n in asdict(totals).items() if n]
+        if counts:
+            parts.append(f"{label} {', '.join(counts)}")
+    return " · ".join(parts)
+
+
+def changes_to_list(summary: PerfSummary) -> list[dict[str, Any]]:
+    """JSON-ready per-check changes: ``{"check", "added": {...}, "removed": {...}}``."""
+    return [asdict(change) for change in changes_by_check(summary)]
+
+
+def plan_text(the_plan: "PerfPlan") -> str:
     files = ", ".join(the_plan.files) or "(none)"
     lines = [f"perf: executing micro-checks from {files}",
              f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}"]
@@ -36,10 +86,13 @@ def render_perf_text(summary: PerfSummary) -> str:
     else:
         out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
                f"({summary.wall_seconds:.1f} s)"]
+    changes = {change.check: change for change in changes_by_check(summary)}
     for check in summary.checks:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")
         if check in totals:
             out.append(f"    per call: base {_totals(totals[check].base)} -> head {_totals(totals[check].head)}")
+        if check in changes:
+            out.append(f"    {change_text(changes[check])}")
     for check in summary.head_only:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))} (new code: measured at head only)")
         if check in totals:
@@ -70,9 +123,11 @@ def _totals(totals: PerfTotals | None) -> str:
 
 
 def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
-    """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail."""
+    """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail,
+    and per check the counts added and removed (improvements)."""
     data = asdict(summary)
     data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
+    data["per_check"] = changes_to_list(summary)
     return data
 
 
