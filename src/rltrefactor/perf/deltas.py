@@ -16,10 +16,10 @@ each only over what the previous ones left:
    moved into a helper: ``tokens = logits.argmax(-1)`` -> ``return logits.argmax(-1)``).
 
 Only what is left is a delta: an unpaired head unit is an addition at its head line,
-an unpaired base unit a removal, shown at the head line of the same text when the
-statement is still there, else at its base line. Pass 3 runs in every function, changed
-or not: an unchanged function doing the same ops per call costs the same. A base path
-renamed by the change is compared under its head path.
+an unpaired base unit a removal, shown at the head line of the same text in the same
+function when the statement is still there, else at its base line. Pass 3 runs in every
+function, changed or not: an unchanged function doing the same ops per call costs the
+same. A base path renamed by the change is compared under its head path.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: I
     labels: dict[str, str] = {}
     for (category, path, line, _), place in sorted(places.items()):
         if place.net == 0:
-            continue  # one statement trading an op for another of the same category
+            continue  # all paired, or one statement trading an op for another of its category
         counts = (place.count - place.net, place.count) if place.at_head else (place.count, place.count + place.net)
         delta = PerfDelta(check=check, category=category,  # type: ignore[arg-type]  # a CountRow category
                           path=path, line=line, source=place.source, base_count=counts[0], head_count=counts[1],
@@ -174,8 +174,7 @@ def _places(base: list[_Unit], head: list[_Unit]) -> dict[PlaceKey, _Place]:
     for unit in base:
         if not unit.left:
             continue
-        line = still_there.get((unit.category, unit.path, unit.function, unit.text),
-                               still_there.get((unit.category, unit.path, "", unit.text)))
+        line = still_there.get((unit.category, unit.path, unit.function, unit.text))
         if line is None:
             place = places[(unit.category, unit.path, unit.line, False)]
             place.at_head, place.source = False, unit.source
@@ -193,12 +192,11 @@ def _show(place: _Place, unit: _Unit, net: int) -> None:
 
 
 def _head_lines_by_text(head: list[_Unit]) -> dict[tuple[str, str, str, str], int]:
-    """(category, path, function or "", text) -> the first head line of that text."""
+    """(category, path, function, text) -> the first head line of that text there."""
     lines: dict[tuple[str, str, str, str], int] = {}
     for unit in head:
-        for function in (unit.function, ""):
-            key = (unit.category, unit.path, function, unit.text)
-            lines[key] = min(lines.get(key, unit.line), unit.line)
+        key = (unit.category, unit.path, unit.function, unit.text)
+        lines[key] = min(lines.get(key, unit.line), unit.line)
     return lines
 
 
