@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from rltrefactor.perf.report import changes_by_check, perf_to_dict, render_perf_text
+from rltrefactor.perf.report import perf_to_dict, render_perf_text
+from rltrefactor.perf.summary import changes_by_check
 from rltrefactor.report.json import render_json
 from rltrefactor.report.markdown import render_markdown
 from rltrefactor.report.text import render_text

@@ -8,12 +8,12 @@ included), per-check totals, device evidence and the profiled operator table.
 from __future__ import annotations
 
 import json
-from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..types import Finding, PerfDelta, PerfSummary, PerfTotals
+from ..types import Finding, PerfSummary, PerfTotals
 from .deltas import detail
+from .summary import change_text, changes_by_check, changes_to_list
 
 if TYPE_CHECKING:
     from .hook import PerfPlan
@@ -21,54 +21,7 @@ if TYPE_CHECKING:
 _TABLE_ROWS = 15
 
 
-@dataclass(frozen=True)
-class CheckChange:
-    """What one check's deltas add and remove per call, by category (both as counts >= 0)."""
-
-    check: str
-    added: PerfTotals
-    removed: PerfTotals
-
-
-def changes_by_check(summary: PerfSummary) -> tuple[CheckChange, ...]:
-    """Per compared check with a delta, in the summary's check order."""
-    added: dict[str, Counter[str]] = {}
-    removed: dict[str, Counter[str]] = {}
-    for delta in summary.deltas:
-        change = delta.head_count - delta.base_count
-        side = added if change > 0 else removed
-        side.setdefault(delta.check, Counter())[delta.category] += abs(change)
-    order = [*summary.checks, *sorted({d.check for d in summary.deltas} - set(summary.checks))]
-    return tuple(CheckChange(name, _counted(added.get(name)), _counted(removed.get(name)))
-                 for name in order if name in added or name in removed)
-
-
-def _counted(counts: Counter[str] | None) -> PerfTotals:
-    counts = counts or Counter()
-    return PerfTotals(sync=counts["sync"], copy=counts["copy"], alloc=counts["alloc"])
-
-
-def improvements(summary: PerfSummary) -> tuple[PerfDelta, ...]:
-    """The removed syncs, copies and allocations: no findings, shown beside the additions."""
-    return tuple(d for d in summary.deltas if not d.added)
-
-
-def change_text(change: CheckChange) -> str:
-    """``added +2 sync, +1 alloc · improvements -47 sync`` (a side with nothing is left out)."""
-    parts = []
-    for label, totals, sign in (("added", change.added, "+"), ("improvements", change.removed, "-")):
-        counts = [f"{sign}{n} {category}" for category, n in asdict(totals).items() if n]
-        if counts:
-            parts.append(f"{label} {', '.join(counts)}")
-    return " · ".join(parts)
-
-
-def changes_to_list(summary: PerfSummary) -> list[dict[str, Any]]:
-    """JSON-ready per-check changes: ``{"check", "added": {...}, "removed": {...}}``."""
-    return [asdict(change) for change in changes_by_check(summary)]
-
-
-def plan_text(the_plan: "PerfPlan") -> str:
+def plan_text(the_plan: PerfPlan) -> str:
     files = ", ".join(the_plan.files) or "(none)"
     lines = [f"perf: executing micro-checks from {files}",
              f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}"]

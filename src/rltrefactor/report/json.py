@@ -85,7 +85,7 @@ def render_json(
     if baseline is not None:
         document["baseline"] = baseline.to_dict()
     if result.perf is not None:
-        from ..perf.report import changes_to_list
+        from ..perf.summary import changes_to_list
 
         perf = result.perf
         document["perf"] = {

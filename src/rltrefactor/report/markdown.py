@@ -177,7 +177,7 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
 
 def _perf_changes(perf: PerfSummary) -> str:
     """Per check, what it adds and what it removes: removals are improvements, shown beside."""
-    from ..perf.report import change_text, changes_by_check
+    from ..perf.summary import change_text, changes_by_check
 
     return "\n".join(f"- `{_cell(change.check)}`: {change_text(change)}" for change in changes_by_check(perf))
 

@@ -111,7 +111,7 @@ def _print_perf_changes(console: Console, result: ReviewResult) -> None:
     if result.perf is None or not result.perf.deltas:
         return
     from ..perf.deltas import detail
-    from ..perf.report import change_text, changes_by_check, improvements
+    from ..perf.summary import change_text, changes_by_check, improvements
 
     console.print(Text("Perf hook, per call (additions are the perf-added-* findings):", style="bold"))
     for change in changes_by_check(result.perf):
