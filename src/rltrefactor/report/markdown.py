@@ -161,6 +161,7 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
     ran = f"{_plural(len(perf.checks), 'micro-check')} ran at base and head on `{perf.device}`"
     parts = ["### Perf", f"{ran} ({perf.wall_seconds:.1f} s)."]
     if perf.deltas:
+        parts.append(_perf_changes(perf))
         parts.append(_perf_table(perf.deltas, links))
     else:
         parts.append("No device synchronization, copy or allocation was added or removed.")
@@ -172,6 +173,13 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
         failed = [f"- `{e.path}`: {_inline(e.message)}" for e in perf.errors]
         parts.append("Micro-checks that did not complete:\n\n" + "\n".join(failed))
     return "\n\n".join(parts)
+
+
+def _perf_changes(perf: PerfSummary) -> str:
+    """Per check, what it adds and what it removes: removals are improvements, shown beside."""
+    from ..perf.summary import change_text, changes_by_check
+
+    return "\n".join(f"- `{_cell(change.check)}`: {change_text(change)}" for change in changes_by_check(perf))
 
 
 def _perf_table(deltas: Iterable[PerfDelta], links: _Links) -> str:

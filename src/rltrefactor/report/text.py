@@ -40,6 +40,7 @@ def render_text(
             where = f"{error.path}:{error.line}" if error.line else error.path
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
         _print_unchecked(console, result)
+        _print_perf_changes(console, result)
     if statistics:
         _print_statistics(console, shown)
     console.print(_summary(result, shown, show_preexisting))
@@ -103,6 +104,25 @@ def _print_unchecked(console: Console, result: ReviewResult) -> None:
         )
     if skipped or not checked:
         console.print()
+
+
+def _print_perf_changes(console: Console, result: ReviewResult) -> None:
+    """Per check, what the perf hook measured added and removed; removals are improvements,
+    never findings, so they are listed here by site."""
+    if result.perf is None or not result.perf.deltas:
+        return
+    from ..perf.deltas import detail
+    from ..perf.summary import change_text, changes_by_check, improvements
+
+    console.print(Text("Perf hook, per call (additions are the perf-added-* findings):", style="bold"))
+    for change in changes_by_check(result.perf):
+        console.print(f"  {change.check}  {change_text(change)}")
+    removed = improvements(result.perf)
+    for delta in removed[:_UNCHECKED_SHOWN]:
+        console.print(Text.assemble(("  improvement ", "green"), f"{detail(delta)}  [{delta.check}]"))
+    if len(removed) > _UNCHECKED_SHOWN:
+        console.print(f"  ... and {len(removed) - _UNCHECKED_SHOWN} more improvements (--format json lists them all)")
+    console.print()
 
 
 def _print_statistics(console: Console, shown: list[Finding]) -> None:
