@@ -16,7 +16,10 @@ from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_
 from .aliases import ImportTable, import_table
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
-from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
+from .regions.code import code_text
+from .regions.plan import Region, plan_regions
+from .regions.reach import MatcherReach, SearchScope, search_scope
+from .regions.windows import ChangeWindows, change_windows
 from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
@@ -120,12 +123,12 @@ class Engine:
         defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
-        reach = {
-            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
+        planned = {
+            rule_id: (_with_aliases(matcher.prefilter, imports), _reach(matcher.reach, never_in_cold=rule.applicability.hot_paths_only))
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
-            text, tree, reach, lines=lines, keep_method=is_setup_name,
+            text, tree, planned, lines=lines, keep_method=is_setup_name,
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
             code=code, windows=windows,
         )
@@ -239,16 +242,9 @@ class _LazyDefinitions:
         return found
 
 
-def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:
-    return RuleReach(
-        never_in_cold=never_in_cold,
-        tokens=_with_aliases(matcher.prefilter, imports),
-        whole_class=matcher.reach.whole_class,
-        never_in_setup=matcher.reach.never_in_setup,
-        reads=matcher.reach.reads,
-        companions=matcher.reach.companions,
-        companion_lines=matcher.reach.companion_lines,
-    )
+def _reach(reach: MatcherReach, *, never_in_cold: bool) -> MatcherReach:
+    """A matcher's reach; a rule that applies to hot paths only also never hits in cold code."""
+    return replace(reach, never_in_cold=True) if never_in_cold else reach
 
 
 def _searched(code: str, scope: SearchScope, windows: ChangeWindows | None, *, limited: bool) -> str:

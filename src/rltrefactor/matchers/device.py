@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Iterable, Iterator
 import libcst as cst
 
 from ..prefilter import AllOf, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .context import in_cold_code, in_per_step_function, subtree
 from .companions import residency_companions
 from .residency import on_host
