@@ -25,9 +25,10 @@ from .rule_index import load_rules
 from .preexisting import mark_preexisting
 from .contents import read_sources
 from .syntax import definitions, parse_tree
-from .types import (
-    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
-)
+from .perf.records import PerfSummary
+from .result import ReviewResult
+from .severity import Severity, at_least
+from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .baseline import Baseline, BaselineReport

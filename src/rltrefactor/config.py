@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError
 from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
-from .types import SEVERITIES, Severity
+from .severity import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
 # Empty by default: where code runs is read from the code (``execution``); this is

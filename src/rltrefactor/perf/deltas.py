@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Iterable, Mapping
 
-from ..types import PerfDelta
+from .records import PerfDelta
 from .attribution import normalize_source
 from .protocol import CountRow
 
