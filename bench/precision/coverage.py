@@ -32,7 +32,8 @@ def main(root: str) -> None:
         tree = parse_tree(text)
         imports = import_table(tree)
         tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, m in candidates.items()}
-        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, {k: (tuple(v), MatcherReach()) for k, v in tokens.items()}, lines=None))
+        every_rule = {rule_id: (tuple(rule_tokens), MatcherReach()) for rule_id, rule_tokens in tokens.items()}
+        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, every_rule, lines=None))
         for rule_id, rule_tokens in tokens.items():
             regions = plan_regions(text, tree, {rule_id: (tuple(rule_tokens), MatcherReach())}, lines=None)
             per_rule[rule_id] += sum(r.end_line - r.start_line + 1 for r in regions)

@@ -124,7 +124,10 @@ class Engine:
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
         planned = {
-            rule_id: (_with_aliases(matcher.prefilter, imports), _reach(matcher.reach, never_in_cold=rule.applicability.hot_paths_only))
+            rule_id: (
+                _with_aliases(matcher.prefilter, imports),
+                _reach(matcher.reach, never_in_cold=rule.applicability.hot_paths_only),
+            )
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(

@@ -243,6 +243,15 @@ def test_tokens_in_setup_methods_select_nothing_for_rules_that_never_report_ther
                         keep_method=lambda name: name == "__init__") != []
 
 
+def test_tokens_on_cold_lines_select_nothing_for_rules_that_never_report_there():
+    tokens = {"r": (".item(",)}
+    cold = lambda line: line == 9  # ``forward``'s ``x.item()``: found to run once or offline
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens, never_in_cold=True), lines=None,
+                        is_cold_line=cold) == []
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens), lines=None, is_cold_line=cold)
+    assert "x.item()" in region.text
+
+
 COMPANION_SOURCE = '''\
 def setup(pool):
     pool.watch("staging")
