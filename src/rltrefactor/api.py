@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
-from .config import Config, check_names, default_cache_dir, load_config
+from .config import Config, check_names, declared_for, default_cache_dir, load_config
 from .engine import Engine, select_rules
-from .execution import declared_for, execution_map
+from .execution import execution_map
 from .executor import default_jobs, review_files
 from .rule_findings import normalise_code
 from .globs import matches
@@ -25,9 +25,10 @@ from .rule_index import load_rules
 from .preexisting import mark_preexisting
 from .contents import read_sources
 from .syntax import definitions, parse_tree
-from .types import (
-    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
-)
+from .perf.records import PerfSummary
+from .result import ReviewResult
+from .severity import Severity, at_least
+from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .baseline import Baseline, BaselineReport

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 
 from .errors import ConfigError
 from .fileio import write_atomic
-from .types import Drop, ReviewResult
+from .result import ReviewResult
+from .types import Drop
 
 FORMAT_VERSION = 1
 

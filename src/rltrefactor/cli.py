@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
-from .types import SEVERITIES, ChangeSet, PerfSummary, ReviewResult
+from .perf.records import PerfSummary
+from .result import ReviewResult
+from .severity import SEVERITIES
+from .types import ChangeSet
 
 if TYPE_CHECKING:
     from .api import PerfRequest, ReviewRequest

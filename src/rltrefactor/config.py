@@ -10,9 +10,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
-from .globs import GlobError, compile_glob
+from .execution import Declared, names_for
+from .globs import GlobError, compile_glob, matches
 from .names import NameChange
-from .types import SEVERITIES, Severity
+from .severity import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
 # Empty by default: where code runs is read from the code (``execution``); this is
@@ -326,3 +327,12 @@ def _line_in(text: str, section: str, key: str) -> int | None:
         if stripped.split("=")[0].strip().strip("\"'") == key:
             return number
     return None
+
+
+def declared_for(config: Config, path: str) -> Declared:
+    """What ``config`` declares about the functions of ``path`` (it wins over every heuristic)."""
+    return Declared(
+        config.hot_functions, config.cold_functions,
+        hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
+        names=names_for(config.names),
+    )

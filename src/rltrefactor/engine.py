@@ -9,16 +9,19 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .config import Config
 from .rule_findings import fill_template, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, declared_for, execution_map, is_setup_name, names_for
+from .config import Config, declared_for
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
 from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
-from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
+from .regions.code import code_text
+from .regions.plan import Region, plan_regions
+from .regions.reach import MatcherReach, SearchScope, search_scope
+from .regions.windows import ChangeWindows, change_windows
 from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, apply_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
@@ -128,12 +131,15 @@ class Engine:
         defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
-        reach = {
-            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.per_step)
+        planned = {
+            rule_id: (
+                _with_aliases(matcher.prefilter, imports),
+                _reach(matcher.reach, never_in_cold=rule.applicability.per_step),
+            )
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
-            text, tree, reach, lines=lines, keep_method=functools.partial(is_setup_name, names=names_for(self.config.names)),
+            text, tree, planned, lines=lines, keep_method=functools.partial(is_setup_name, names=names_for(self.config.names)),
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
             code=code, windows=windows,
         )
@@ -252,16 +258,9 @@ class _LazyDefinitions:
         return found
 
 
-def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:
-    return RuleReach(
-        never_in_cold=never_in_cold,
-        tokens=_with_aliases(matcher.prefilter, imports),
-        whole_class=matcher.reach.whole_class,
-        never_in_setup=matcher.reach.never_in_setup,
-        reads=matcher.reach.reads,
-        companions=matcher.reach.companions,
-        companion_lines=matcher.reach.companion_lines,
-    )
+def _reach(reach: MatcherReach, *, never_in_cold: bool) -> MatcherReach:
+    """A matcher's reach; a rule that applies to hot paths only also never hits in cold code."""
+    return replace(reach, never_in_cold=True) if never_in_cold else reach
 
 
 def _searched(code: str, scope: SearchScope, windows: ChangeWindows | None, *, limited: bool) -> str:

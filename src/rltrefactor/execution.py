@@ -32,7 +32,6 @@ from .syntax import DEFINITION_HOLDERS
 if TYPE_CHECKING:
     import tree_sitter
 
-    from .config import Config
     from tree_sitter import Node, Tree
 
 
@@ -110,17 +109,6 @@ class Declared:
 
 
 NOTHING_DECLARED = Declared()
-
-
-def declared_for(config: "Config", path: str) -> Declared:
-    """What ``config`` declares about the functions of ``path``."""
-    from .globs import matches
-
-    return Declared(
-        config.hot_functions, config.cold_functions,
-        hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
-        names=names_for(config.names),
-    )
 
 
 @functools.lru_cache(maxsize=4)

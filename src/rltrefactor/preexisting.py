@@ -21,7 +21,8 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from .regions import LineIndex, token_lines
+from .regions.lines import LineIndex
+from .regions.tokens import token_lines
 from .contents import read_base_sources
 from .syntax import DefinitionMap, definitions, parse_tree
 from .types import ChangedFile, ChangeSet, FileOutcome, Finding

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Mapping
 
 from dataclasses import replace
 
-from .types import Finding, Span, at_least
+from .severity import at_least
+from .types import Finding, Span
 
 if TYPE_CHECKING:
     from .execution import FunctionExecution

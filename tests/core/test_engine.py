@@ -106,7 +106,7 @@ class _EveryItem:
     prefilter = ("item",)
 
     def __init__(self):
-        from rltrefactor.regions import MatcherReach
+        from rltrefactor.regions.reach import MatcherReach
 
         self.reach = MatcherReach()
 

@@ -66,7 +66,7 @@ class _Silent:
     prefilter = ()
 
     def __init__(self):
-        from rltrefactor.regions import MatcherReach
+        from rltrefactor.regions.reach import MatcherReach
 
         self.reach = MatcherReach()
 

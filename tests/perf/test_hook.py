@@ -18,7 +18,7 @@ from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
 from rltrefactor.perf.report import render_perf_text
 from rltrefactor.perf.sides import SideRun
-from rltrefactor.types import PerfCheckTotals, PerfTotals
+from rltrefactor.perf.records import PerfCheckTotals, PerfTotals
 
 pytest.importorskip("torch")
 

@@ -197,14 +197,14 @@ def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
 
 
 def _summary(*deltas):
-    from rltrefactor.types import PerfDeviceEvidence, PerfSummary
+    from rltrefactor.perf.records import PerfDeviceEvidence, PerfSummary
 
     return PerfSummary(device="cpu", checks=("c",), deltas=deltas,
                        device_evidence=PerfDeviceEvidence(ops={"c|sync|a.py:9": "aten.item"}))
 
 
 def _delta(category, line, base, head, source="n = x.sum().item()"):
-    from rltrefactor.types import PerfDelta
+    from rltrefactor.perf.records import PerfDelta
 
     return PerfDelta("c", category, "a.py", line, source, base, head, "cpu")
 

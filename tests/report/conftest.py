@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from rltrefactor.library.model import Applicability, MatcherSpec, Origin, Rule
-from rltrefactor.types import ChangedFile, ChangeSet, Finding, ReviewResult, Revision, Span
+from rltrefactor.result import ReviewResult
+from rltrefactor.types import ChangedFile, ChangeSet, Finding, Revision, Span
 
 BASE_SHA = "1111111111111111111111111111111111111111"
 HEAD_SHA = "2222222222222222222222222222222222222222"

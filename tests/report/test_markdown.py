@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
 from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, manual_checklist, render_markdown
-from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfProfileRow, PerfSummary, Revision
+from rltrefactor.perf.records import PerfDelta, PerfProfileRow, PerfSummary
+from rltrefactor.types import ChangedFile, FileError, Revision
 
 GH = "git@github.com:acme/engine.git"
 DOCS = "https://d.test/rules.md"

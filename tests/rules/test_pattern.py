@@ -198,7 +198,8 @@ def test_prefilter_uses_names_that_survive_aliasing():
 def test_an_import_that_drops_part_of_a_dotted_name_still_selects_the_call():
     from rltrefactor.engine import _with_aliases
     from rltrefactor.matchers.imports import ImportTable
-    from rltrefactor.regions import LineIndex, token_lines
+    from rltrefactor.regions.lines import LineIndex
+    from rltrefactor.regions.tokens import token_lines
 
     prefilter = compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter
     for imports, call in (

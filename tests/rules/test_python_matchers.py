@@ -342,7 +342,8 @@ def test_silent_import_fallback_variants():
 
 
 def _token_lines(m, code: str) -> list[int]:
-    from rltrefactor.regions import LineIndex, token_lines
+    from rltrefactor.regions.lines import LineIndex
+    from rltrefactor.regions.tokens import token_lines
 
     return sorted(token_lines(code, m.prefilter, LineIndex(code)))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, get_args
 
-from ..types import Severity
+from ..severity import Severity
 
 AREAS = (
     "responsibilities-state",

@@ -12,7 +12,7 @@ import re
 import tokenize
 
 from ..globs import GlobError, compile_glob
-from ..types import SEVERITIES
+from ..severity import SEVERITIES
 from .fields import Reader, _kind, _short, suggest
 from .model import (
     AREAS,

@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..prefilter import Prefilter, whole_word
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .companions import probe_targets
 from .context import subtree, unpacked
 from .imports import dotted_name

@@ -9,7 +9,8 @@ import libcst as cst
 
 from ..names import bundled_names
 from ..prefilter import AllOf, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .context import in_per_step_function, subtree
 from .companions import residency_companions
 from .residency import on_host

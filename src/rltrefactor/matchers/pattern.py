@@ -28,7 +28,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import libcst as cst
 
 from ..prefilter import AllOf, Prefilter, Token
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from .context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from .companions import residency_companions

@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
+from ..severity import Severity
+from ..types import ChangeSet, Finding, PerfEvidence, Span
+from .records import PerfDelta, PerfSummary
 from .attribution import normalize_source
 from .deltas import detail, site_label
 

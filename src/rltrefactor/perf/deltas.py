@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Callable, Hashable, Iterable, Mapping
 
-from ..types import PerfDelta
+from .records import PerfDelta
 from .attribution import normalize_source
 from .protocol import CountRow
 

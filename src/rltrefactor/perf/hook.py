@@ -18,7 +18,8 @@ from typing import Literal
 
 from .. import gitio
 from ..errors import ChangeInputError, ConfigError
-from ..types import ChangeSet, PerfSummary
+from ..types import ChangeSet
+from .records import PerfSummary
 from .coverage import touched_definitions
 from .loading import hook_files
 from .sides import DEFAULT_MEMORY_MB, SideRun, run_side

@@ -11,7 +11,8 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ..types import Finding, PerfSummary, PerfTotals
+from ..types import Finding
+from .records import PerfSummary, PerfTotals
 from .deltas import detail
 from .summary import change_text, changes_by_check, changes_to_list
 

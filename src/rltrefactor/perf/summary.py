@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import contents, syntax
-from ..types import (ChangeSet, FileError, PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence,
-                     PerfSummary, PerfTotals)
+from ..types import ChangeSet, FileError
+from .records import PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTotals
 from .coverage import Touched, covered_by_declaration, covered_by_trace
 from .deltas import compare
 from .protocol import Measurement

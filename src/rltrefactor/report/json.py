@@ -11,7 +11,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..types import Finding, ReviewResult
+from ..result import ReviewResult
+from ..types import Finding
 
 if TYPE_CHECKING:
     from ..baseline import BaselineReport

@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
-from ..types import Finding, PerfDelta, PerfProfileRow, PerfSummary, ReviewResult
+from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary
+from ..result import ReviewResult
+from ..types import Finding
 from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."

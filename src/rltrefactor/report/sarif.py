@@ -14,7 +14,8 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from ..library.model import Rule
-from ..types import FileError, Finding, ReviewResult
+from ..result import ReviewResult
+from ..types import FileError, Finding
 from .links import DEFAULT_DOCS_URL, TOOL_NAME, rule_url, tool_version, web_repo
 
 SARIF_SCHEMA = (

@@ -9,7 +9,8 @@ from itertools import groupby
 from rich.console import Console
 from rich.text import Text
 
-from ..types import Finding, ReviewResult
+from ..result import ReviewResult
+from ..types import Finding
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
