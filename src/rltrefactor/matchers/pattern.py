@@ -15,7 +15,8 @@ Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN
 node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``per-step: true``
 (the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
 or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
-values not known to live in host memory (see ``residency``). Nothing is ever evaluated.
+values not known to live in host memory, ``pinned: false`` only values not known to be
+pinned (see ``residency``). Nothing is ever evaluated.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .base import FileContext, Match, MatcherReach
 from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
 from .companions import residency_companions
-from .residency import on_host
+from .residency import is_pinned, on_host
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
@@ -39,7 +40,8 @@ BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
     "loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "per-step", "target", "any",
 )
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host")
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned")
+RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),
@@ -92,7 +94,7 @@ def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = N
         isinstance(item, dict) and item.get("cold-code") is True for item in block.get("not-inside") or ()
     )
     return PatternMatcher(
-        rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"), never_in_setup=skips_cold
+        rule_id, compile_block(block, line), reads_residency=any(_mentions(block, key) for key in RESIDENCY_FACTS), never_in_setup=skips_cold
     )
 
 
@@ -391,10 +393,11 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
             raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
         types = KINDS[value]
         return lambda ctx, b: name not in b or isinstance(b[name], types)
-    if key == "on-host":
+    if key in RESIDENCY_FACTS:
         if not isinstance(value, bool):
-            raise MatcherSpecError(f"where: ${name}: on-host: expected true or false (got {value!r}); fix it", line)
-        return lambda ctx, b: name not in b or on_host(b[name], ctx) == value
+            raise MatcherSpecError(f"where: ${name}: {key}: expected true or false (got {value!r}); fix it", line)
+        fact = RESIDENCY_FACTS[key]
+        return lambda ctx, b: name not in b or fact(b[name], ctx) == value
     raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
 
 
