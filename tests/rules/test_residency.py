@@ -126,3 +126,14 @@ def test_host_and_pinned_facts(index, host, pinned):
 def test_planning_keeps_the_names_of_a_wrapped_assignment():
     names = residency_companions("budget = torch.zeros(\n    n,\n    device=place)\nother = 1\n")
     assert {"budget", "n", "place"} <= names and "other" not in names
+
+
+@pytest.mark.parametrize(
+    "owner, host",
+    [("HostPrefixCache", True), ("KVPoolHost", True), ("CpuBlockTable", True), ("KVCPUCache", True),
+     ("CpuGpuBuffer", False), ("GhostCache", False), ("HostnameResolver", False), ("PrefixCache", False)],
+)  # fmt: skip
+def test_attributes_of_a_class_named_as_host_side_are_on_the_host(owner, host):
+    code = f"class {owner}:\n    def read(self, other):\n        probe(self.lengths[0], other.lengths)\n"
+    ctx, (mine, theirs) = _probe_args(code)
+    assert on_host(mine, ctx) is host and on_host(theirs, ctx) is False

@@ -3,9 +3,11 @@
 A value is known to be on the host when it is, or is a view of, or was assigned from:
 ``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) of
 host values, a ``torch`` factory called without a device or with a host device (or
-``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``),
-arithmetic, comparisons or negations of host values, or a value guarded by
-``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
+``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy
+call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``), an
+attribute of ``self`` in a class named as a host-side structure (``HostPrefixCache``,
+not ``CpuGpuBuffer``), arithmetic, comparisons or negations of host values, or a value
+guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
 a host value, or a name last assigned one of those. The last assignment of a name before
 its use decides; anything else is unknown. Every device-residency rule asks these
 questions (``on_host``, ``is_pinned``) and never reports known-host values.
@@ -44,6 +46,9 @@ _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"}
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 _DEPTH = 6  # assignments and views followed; device names add two steps
 _PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
+# Words of a CamelCase class name.
+_HOST_CLASS = re.compile(r"(?:^|(?<=[a-z0-9_]))(?:Host|Cpu|CPU)(?=[A-Z0-9_]|$)|(?<=[A-Z])(?:Host|Cpu)(?=[A-Z0-9_]|$)|CPU(?=[A-Z][a-z]|$)")
+_DEVICE_CLASS = re.compile(r"Gpu|GPU|Cuda|CUDA|Device|Npu|NPU|Xpu|XPU")
 # Methods whose result shares its receiver's memory.
 _VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze detach permute transpose t expand".split())
 
@@ -53,6 +58,8 @@ def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     if depth > _DEPTH:
         return False
     if isinstance(expr, (cst.Name, cst.Attribute)) and HOST_NAMES.search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Attribute) and _held_by_host_class(expr, ctx):
         return True
     if isinstance(expr, cst.Subscript):
         return on_host(expr.value, ctx, depth + 1)
@@ -102,6 +109,21 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return on_host(call.args[0].value, ctx, depth + 1)
         return True  # torch factories allocate on the CPU unless told otherwise
     return False
+
+
+def _held_by_host_class(attribute: cst.Attribute, ctx: FileContext) -> bool:
+    """``self.x`` in a class named as a host-side structure (``HostPrefixCache``,
+    ``CpuBlockTable``, ``KVPoolHost``) and not as a device one (``CpuGpuBuffer``)."""
+    root: cst.BaseExpression = attribute
+    while isinstance(root, (cst.Attribute, cst.Subscript)):
+        root = root.value
+    if not (isinstance(root, cst.Name) and root.value == "self"):
+        return False
+    owner = ctx.enclosing_class(attribute)
+    if owner is None:
+        return False
+    name = owner.name.value
+    return bool(_HOST_CLASS.search(name)) and not _DEVICE_CLASS.search(name)
 
 
 def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
