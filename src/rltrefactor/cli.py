@@ -62,8 +62,9 @@ def _near_option(parser: argparse.ArgumentParser, given: str) -> str:
 
 
 def _add_change_source(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_argument_group("change source (one of)")
-    source.add_argument("paths", nargs="*", metavar="PATH", help="review whole files or directories (full scan)")
+    source = parser.add_argument_group("change source (one of; PATHs also limit --diff or --staged)")
+    source.add_argument("paths", nargs="*", metavar="PATH",
+                        help="review whole files or directories (full scan); with --diff or --staged, only the change under them")
     source.add_argument("--diff", metavar="REF|A..B|A...B", help="review what the branch changes since REF (working tree included), or a git range read at B")
     source.add_argument("--diff-file", metavar="PATCH", help="review a unified diff ('-' for stdin); contents from --repo's working tree")
     source.add_argument("--staged", action="store_true", help="review the index against HEAD (pre-commit)")
@@ -216,9 +217,9 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
 
 
 def _full_scan(args: argparse.Namespace) -> bool:
-    """Paths were given, or ``baseline`` was given no change source (it scans the repository)."""
+    """Paths alone were given, or ``baseline`` was given no change source (it scans the repository)."""
     no_source = not (args.diff or args.diff_file or args.staged or args.paths)
-    return bool(args.paths) or (args.command == "baseline" and no_source)
+    return bool(args.paths and not (args.diff or args.staged)) or (args.command == "baseline" and no_source)
 
 
 def _progress_printer() -> Callable[[int, int], None]:

@@ -72,7 +72,7 @@ def test_each_command_loads_configuration_and_library_once(repo, loads, capsys, 
 
 def test_review_perf_says_the_plan_before_the_report(repo, capsys, monkeypatch):
     from rltrefactor.perf import hook
-    from rltrefactor.types import PerfSummary
+    from rltrefactor.perf.records import PerfSummary
 
     _changed(repo)
     repo.write("perf_hooks/checks.py", "")

@@ -10,8 +10,9 @@ from rltrefactor.perf.summary import changes_by_check
 from rltrefactor.report.json import render_json
 from rltrefactor.report.markdown import render_markdown
 from rltrefactor.report.text import render_text
-from rltrefactor.types import (ChangedFile, ChangeSet, PerfCheckTotals, PerfDelta, PerfDeviceEvidence, PerfSummary,
-                               PerfTotals, ReviewResult, Revision)
+from rltrefactor.perf.records import PerfCheckTotals, PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTotals
+from rltrefactor.result import ReviewResult
+from rltrefactor.types import ChangedFile, ChangeSet, Revision
 
 CHECK = "perf_hooks.engine:decode_step"
 OTHER = "perf_hooks.engine:prefill"

@@ -91,10 +91,14 @@ def test_compared_probe_follows_attributes_assigned_from_a_probe_and_nothing_els
 
 
 def test_compared_probe_outside_branches_when_asked():
-    code = "flag = torch.cuda.get_device_capability()[0] >= 9\nlabel = f'sm{torch.cuda.get_device_capability()[0]}'\n"
+    code = (
+        "def pick():\n"
+        "    flag = torch.cuda.get_device_capability()[0] >= 9\n"
+        "    label = f'sm{torch.cuda.get_device_capability()[0]}'\n"
+    )
     assert lines(matcher("compared-probe", calls=["get_device_capability"]), code) == []
     anywhere = matcher("compared-probe", calls=["get_device_capability"], **{"branches-only": False})
-    assert lines(anywhere, code) == [1]
+    assert lines(anywhere, code) == [2]
 
 
 def test_compared_probe_truthiness_only_when_asked():

@@ -13,7 +13,7 @@ from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .context import in_per_step_function, subtree
 from .companions import residency_companions
-from .residency import on_host
+from .residency import is_pinned, on_host
 from .imports import dotted_name
 from .options import Option
 
@@ -83,17 +83,21 @@ class TensorToHostConversion:
     def _device_value(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
         if not isinstance(expr, cst.Call):
             return False
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self.reductions:
-            receiver = expr.func.value
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in self.reductions and ctx.qualified_name(func.value) != "torch":
+            receiver = func.value
             if dotted_name(receiver) in ("np", "numpy", "math", "builtins"):
                 return False
-            return (
-                ctx.qualified_name(receiver) not in ("numpy",)
-                and not self.host.search(ctx.code(receiver))
-                and not on_host(receiver, ctx)
-            )
+            return ctx.qualified_name(receiver) not in ("numpy",) and not self._on_host(receiver, ctx)
         name = ctx.qualified_name(expr.func)
-        return name in self.host_returning or (name is not None and name.startswith("torch.") and name.rpartition(".")[2] in self.reductions)
+        reads = name in self.host_returning or (
+            name is not None and name.startswith("torch.") and name.rpartition(".")[2] in self.reductions
+        )
+        # ``torch.sum(t)``, ``torch.equal(a, b)``: host inputs give a host result.
+        return reads and not any(self._on_host(arg.value, ctx) for arg in expr.args if arg.keyword is None)
+
+    def _on_host(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
+        return bool(self.host.search(ctx.code(expr))) or on_host(expr, ctx)
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -210,7 +214,7 @@ class PerStepHostStaging:
                         isinstance(value, cst.Call)
                         and ctx.qualified_name(value.func) in _HOST_FACTORIES
                         and on_host(value, ctx)
-                        and not any(a.keyword and a.keyword.value == "pin_memory" for a in value.args)
+                        and not is_pinned(value, ctx)
                     ):
                         allocations[node.targets[0].target.value] = value
             if not allocations:

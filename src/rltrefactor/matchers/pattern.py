@@ -15,8 +15,9 @@ Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN
 node), ``test-file: true``, ``per-step: true``
 (the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
 or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
-values not known to live in host memory (see ``residency``), ``host-named: false`` only
-code that names no host data (the ``host-names`` list of ``rules/names.yaml``). Nothing is ever evaluated.
+values not known to live in host memory, ``pinned: false`` only values not known to be
+pinned (see ``residency``), ``host-named: false`` only code that names no host data (the
+``host-names`` list of ``rules/names.yaml``). Nothing is ever evaluated.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from .context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from .companions import residency_companions
-from .residency import on_host
+from .residency import is_pinned, on_host
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
@@ -41,7 +42,8 @@ BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
     "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "any",
 )
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "host-named")
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
+RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),
@@ -89,7 +91,9 @@ class PatternMatcher:
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
-    return PatternMatcher(rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"))
+    return PatternMatcher(
+        rule_id, compile_block(block, line), reads_residency=any(_mentions(block, key) for key in RESIDENCY_FACTS)
+    )
 
 
 def _mentions(data: Any, key: str) -> bool:
@@ -388,10 +392,11 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
             raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
         types = KINDS[value]
         return lambda ctx, b: name not in b or isinstance(b[name], types)
-    if key == "on-host":
+    if key in RESIDENCY_FACTS:
         if not isinstance(value, bool):
-            raise MatcherSpecError(f"where: ${name}: on-host: expected true or false (got {value!r}); fix it", line)
-        return lambda ctx, b: name not in b or on_host(b[name], ctx) == value
+            raise MatcherSpecError(f"where: ${name}: {key}: expected true or false (got {value!r}); fix it", line)
+        fact = RESIDENCY_FACTS[key]
+        return lambda ctx, b: name not in b or fact(b[name], ctx) == value
     if key == "host-named":
         if not isinstance(value, bool):
             raise MatcherSpecError(f"where: ${name}: host-named: expected true or false (got {value!r}); fix it", line)
