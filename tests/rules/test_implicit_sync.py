@@ -116,6 +116,10 @@ def train_step(self, batch, ids: torch.Tensor, mask, lens_cpu, n: int):
         return None
     if torch.is_grad_enabled():
         raise ValueError(f"{bool(ids[0])}")
+
+def copy_blocks(src_caches: dict[str, torch.Tensor], dst: "list[torch.Tensor]", ids: list[int]):
+    if not src_caches or not dst or not ids:
+        return None
 """
 
 

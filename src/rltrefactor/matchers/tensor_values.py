@@ -48,7 +48,10 @@ _TENSOR_METHODS = TENSOR_ONLY_METHODS | frozenset(
 )
 # Results that are tuples of tensors: unpacked, each target is a tensor.
 _TUPLE_METHODS = frozenset("topk sort max min split chunk unbind unique nonzero kthvalue mode median aminmax".split())
-_TENSOR_ANNOTATION = re.compile(r"(^|\.)(Tensor|[A-Z][a-z]+Tensor)\b")
+# ``torch.Tensor``, ``LongTensor``, optional or quoted: not a container of tensors (``dict[str, Tensor]``).
+_TENSOR_ANNOTATION = re.compile(
+    r"""["']?(?:(?:typing\.)?Optional\[)?(?:torch\.)?(?:Tensor|[A-Z][a-z]+Tensor)\]?(?:\s*\|\s*None)?["']?"""
+)
 # ``op(dim, index, ...)`` methods and ``torch.op(input, dim, index, ...)`` functions.
 _INDEX_METHODS = frozenset("index_copy_ index_copy index_add_ index_add index_fill_ index_fill index_select gather scatter_ scatter".split())
 _ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
@@ -132,7 +135,7 @@ def _last_binding(function: cst.FunctionDef, name: cst.Name, ctx: FileContext) -
 def _annotated_tensor(function: cst.FunctionDef, name: cst.Name, ctx: FileContext) -> bool:
     for param in _parameters(function):
         if param.name.value == name.value and param.annotation is not None:
-            return bool(_TENSOR_ANNOTATION.search(ctx.code(param.annotation.annotation)))
+            return bool(_TENSOR_ANNOTATION.fullmatch(ctx.code(param.annotation.annotation).strip()))
     return False
 
 
