@@ -64,11 +64,13 @@ def is_device_tensor(expr: cst.BaseExpression, ctx: FileContext) -> bool:
 
 
 def _is_tensor(expr: cst.BaseExpression, ctx: FileContext, depth: int) -> bool:
-    """Every step of the evidence is checked against ``on_host``: ``host[0] > 3`` is a host tensor."""
-    if depth > _DEPTH or on_host(expr, ctx):
+    """Composites are tensors through their parts, and every part that gives evidence (a
+    call, a name) is checked against ``on_host`` last, being the costlier question:
+    ``host[0] > 3`` is a host tensor."""
+    if depth > _DEPTH:
         return False
     if isinstance(expr, cst.Call):
-        return _call_tensor(expr, ctx, depth)
+        return _call_tensor(expr, ctx, depth) and not on_host(expr, ctx)
     if isinstance(expr, cst.Subscript):
         return _is_tensor(expr.value, ctx, depth + 1)
     if isinstance(expr, cst.BinaryOperation):
@@ -82,7 +84,7 @@ def _is_tensor(expr: cst.BaseExpression, ctx: FileContext, depth: int) -> bool:
     if isinstance(expr, cst.Attribute):
         return expr.attr.value in _ATTRIBUTES and _is_tensor(expr.value, ctx, depth + 1)
     if isinstance(expr, cst.Name):
-        return _name_tensor(expr, ctx, depth)
+        return _name_tensor(expr, ctx, depth) and not on_host(expr, ctx)
     return False
 
 
@@ -111,25 +113,29 @@ def _name_tensor(name: cst.Name, ctx: FileContext, depth: int) -> bool:
         return False
     bound = _last_binding(function, name, ctx)
     if bound is not None:
-        return bound is not _UNKNOWN and _is_tensor(bound, ctx, depth + 1)
+        _, value, _, element = bound
+        if element:  # ``values, order = torch.topk(...)``: asked only when read, never while indexing
+            return _returns_tensor_tuple(value, ctx, depth + 1)
+        return value is not _UNKNOWN and _is_tensor(value, ctx, depth + 1)
     return _annotated_tensor(function, name, ctx) or name.value in index_parameters(function, ctx)
 
 
 # A binding whose value says nothing (a loop variable, an element of an unknown tuple).
 _UNKNOWN = cst.Name("None")
-_Binding = tuple[cst.Name, cst.BaseExpression, cst.CSTNode]  # target, value, statement
+# target, value, statement, and whether the target is one element of the value (a tuple)
+_Binding = tuple[cst.Name, cst.BaseExpression, cst.CSTNode, bool]
 
 
-def _last_binding(function: cst.FunctionDef, name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
-    """The value last bound to ``name`` before this use, in source order; a binding whose
+def _last_binding(function: cst.FunctionDef, name: cst.Name, ctx: FileContext) -> _Binding | None:
+    """The binding of ``name`` last before this use, in source order; a binding whose
     statement holds the use (``x = x[0]``) binds after it."""
     order = _name_order(ctx)
     position = order.get(id(name), -1)
-    value = None
-    for target, bound, statement in _bindings(function, ctx).get(name.value, ()):
-        if order.get(id(target), position) < position and not any(a is statement for a in ctx.ancestors(name)):
-            value = bound
-    return value
+    last = None
+    for binding in _bindings(function, ctx).get(name.value, ()):
+        if order.get(id(binding[0]), position) < position and not any(a is binding[2] for a in ctx.ancestors(name)):
+            last = binding
+    return last
 
 
 def _annotated_tensor(function: cst.FunctionDef, name: cst.Name, ctx: FileContext) -> bool:
@@ -157,39 +163,38 @@ def _bindings(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[_Bi
         for node in subtree(function.body):
             if isinstance(node, cst.Assign):
                 for target in node.targets:
-                    _bind(target.target, node.value, node, ctx, found)
+                    _bind(target.target, node.value, node, found)
             elif isinstance(node, cst.AnnAssign) and node.value is not None:
-                _bind(node.target, node.value, node, ctx, found)
+                _bind(node.target, node.value, node, found)
             elif isinstance(node, cst.AugAssign):
                 # ``x += t`` keeps x a tensor when either side is one
-                _bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value), node, ctx, found)
+                _bind(node.target, cst.BinaryOperation(node.target, cst.Add(), node.value), node, found)
             elif isinstance(node, (cst.For, cst.CompFor)):
-                _bind(node.target, _UNKNOWN, node, ctx, found)  # loop variables: unknown
+                _bind(node.target, _UNKNOWN, node, found)  # loop variables: unknown
             elif isinstance(node, cst.WithItem) and node.asname is not None:
-                _bind(node.asname.name, _UNKNOWN, node, ctx, found)
+                _bind(node.asname.name, _UNKNOWN, node, found)
         cache[id(function)] = found
     return found
 
 
-def _bind(target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode, ctx: FileContext,
-          found: dict[str, list[_Binding]]) -> None:
+def _bind(target: cst.BaseExpression, value: cst.BaseExpression, statement: cst.CSTNode,
+          found: dict[str, list[_Binding]], element: bool = False) -> None:
     if isinstance(target, cst.Name):
-        found.setdefault(target.value, []).append((target, value, statement))
+        found.setdefault(target.value, []).append((target, value, statement, element))
     elif isinstance(target, (cst.Tuple, cst.List)):
-        element_value = value if _returns_tensor_tuple(value, ctx) else _UNKNOWN
-        for element in target.elements:
-            inner = element.value.value if isinstance(element.value, cst.StarredElement) else element.value
-            _bind(inner, element_value, statement, ctx, found)
+        for item in target.elements:
+            inner = item.value.value if isinstance(item.value, cst.StarredElement) else item.value
+            _bind(inner, value, statement, found, element=True)
 
 
-def _returns_tensor_tuple(value: cst.BaseExpression, ctx: FileContext) -> bool:
+def _returns_tensor_tuple(value: cst.BaseExpression, ctx: FileContext, depth: int) -> bool:
     if not isinstance(value, cst.Call):
         return False
     module = (ctx.qualified_name(value.func) or "").rpartition(".")[0]
     if module in _TENSOR_MODULES:
         return True
     func = value.func
-    return isinstance(func, cst.Attribute) and func.attr.value in _TUPLE_METHODS and _is_tensor(func.value, ctx, 1)
+    return isinstance(func, cst.Attribute) and func.attr.value in _TUPLE_METHODS and _is_tensor(func.value, ctx, depth + 1)
 
 
 def _parameters(function: cst.FunctionDef) -> list[cst.Param]:
