@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, device, environment, fallbacks, interfaces, lifecycle, readability, resources, state, teardown
+from . import async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -75,6 +75,9 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "abbreviated-new-name": _factory(readability.AbbreviatedNewName),
     "unexplained-number-in-branch": _factory(readability.UnexplainedNumberInBranch),
     "environment-read": _factory(environment.EnvironmentRead),
+    "device-tensor-truth-test": _factory(implicit_sync.DeviceTensorTruthTest),
+    "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
+    "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
 }
 
 
