@@ -256,13 +256,14 @@ def _run_review(args: argparse.Namespace) -> int:
     result = report.result
     if args.profile_rules:
         _print_rule_profile(result)
-    for warning in report.warnings:
-        print(f"rltrefactor: {warning}", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args, report.baseline), args.output)
+    # After the report: a run stopped by an error says that one line alone.
+    for warning in report.warnings:
+        print(f"rltrefactor: {warning}", file=sys.stderr)
     return _exit_code(result.perf, result.gate_failed)
 
 
