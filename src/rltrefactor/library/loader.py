@@ -47,7 +47,7 @@ def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck
     """
     bundled = read_rule_dir(bundled_rules_dir(), label="rules", bundled=True, check_rule=check_rule)
     locals_ = [
-        read_rule_dir(Path(d), label=_display(d), bundled=False, check_rule=check_rule) for d in (extra_dirs or ())
+        read_rule_dir(Path(d), label=display_dir(d), bundled=False, check_rule=check_rule) for d in (extra_dirs or ())
     ]
     retired = set(bundled.retired)
     seen: dict[str, Rule] = {}
@@ -135,7 +135,15 @@ def _read_area_file(path: Path, display: str, library: str, check_rule: RuleChec
     return rules
 
 
-def _display(directory: str) -> str:
+def library_version(directory: str) -> str | None:
+    """The version in ``directory``'s ``library.yaml``, or None when it has none."""
+    meta = Path(directory) / LIBRARY_FILE
+    if not meta.is_file():
+        return None
+    return _read_meta(meta, f"{display_dir(directory)}/{LIBRARY_FILE}", bundled=False).version
+
+
+def display_dir(directory: str) -> str:
     path = os.path.abspath(directory)
     try:
         relative = os.path.relpath(path)
