@@ -338,13 +338,16 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
 
 
 def _changes_looped_code(change: ChangeSet) -> bool:
-    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
-    from .report.markdown import looks_looped
+    """Whether a changed line, at the reviewed head, lies in code iterating a recurrence."""
+    from .report.recurrence import changes_recurrence
     from .contents import read_sources
 
-    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    texts = read_sources(change, paths).values() if paths else ()
-    return looks_looped(text for text in texts if isinstance(text, str))
+    files = {f.path: f for f in change.files if f.is_python and f.status != "deleted"}  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    texts = read_sources(change, list(files)) if files else {}
+    return changes_recurrence(
+        (text, None if change.full_scan else files[path].added_lines | files[path].deletion_anchors)
+        for path, text in texts.items() if isinstance(text, str)
+    )
 
 
 def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:

@@ -181,11 +181,10 @@ def test_loop_semantics_items_need_code_of_a_looped_engine(rec):
     assert "### Manual checklist" not in render_markdown(yaml_only, looped=True)
 
 
-def test_looped_engine_evidence():
-    assert looks_looped(["for depth in range(self.num_loops):\n    pass\n"])
-    assert looks_looped(["exit_depth = positions"]) and looks_looped(["loop_idx += 1"])
+def test_looped_engine_evidence_is_a_recurrence_not_a_name():
+    assert looks_looped([None, "def run(self, h, n):\n    for depth in range(n):\n        h = self.block(h)\n    return h\n"])
+    assert not looks_looped(["exit_depth = positions\nloop_idx = 1\nmodel = Model(depth=32, num_loops=4)\n"])
     assert not looks_looped(["loop = asyncio.get_event_loop()\nfor x in xs:\n    pass\n"])
-    assert not looks_looped(["def forward(self, hidden_states):\n    return self.mlp(hidden_states)\n"])
 
 
 def test_file_errors_listed(rec):

@@ -9,24 +9,18 @@ section with nothing to say is left out, except findings, which then says so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
 from ..types import Finding, PerfDelta, PerfProfileRow, PerfSummary, ReviewResult
+from .recurrence import changes_recurrence
 from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."
 # Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
 # without a finding: no matcher can see whether a loop's exit condition changed meaning.
 LOOPED_ENGINE_AREA = "loop-semantics"
-# Identifier parts that say "one block runs several times per token" (num_loops,
-# exit_depth, recurrent_steps); a plain ``loop`` counts only beside a counting word, so
-# an asyncio ``event_loop`` is no evidence.
-_LOOP_PARTS = frozenset({"depth", "depths", "loops", "recurrent", "recurrence"})
-_LOOP_COUNTERS = frozenset({"idx", "index", "id", "count", "step", "steps", "num", "n", "max", "iter"})
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -99,14 +93,10 @@ def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: 
     return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
 
 
-def looks_looped(texts: Iterable[str]) -> bool:
-    """Whether code names loop depths or loop counts (``num_loops``, ``exit_depth``)."""
-    for text in texts:
-        for name in set(_IDENTIFIER.findall(text)):
-            parts = set(name.lower().split("_"))
-            if parts & _LOOP_PARTS or ("loop" in parts and parts & _LOOP_COUNTERS):
-                return True
-    return False
+def looks_looped(texts: Iterable[str | None]) -> bool:
+    """Whether one of the files iterates a recurrence anywhere (``recurrence``); a review
+    asks ``recurrence.changes_recurrence`` about its changed lines."""
+    return changes_recurrence((text, None) for text in texts if text)
 
 
 def _header(result: ReviewResult, links: _Links) -> str:
