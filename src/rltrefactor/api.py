@@ -156,6 +156,7 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         },
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
+        docs_url=config.docs_url,
         changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
     return result, loaded

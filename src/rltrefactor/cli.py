@@ -85,7 +85,10 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
     parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
-    parser.add_argument("--docs-url", metavar="URL", help="rules reference that findings link to")
+    parser.add_argument("--docs-url", metavar="URL",
+                        help="rules reference (made by 'rltrefactor rules docs') that markdown and sarif link rule ids "
+                             "to; overrides docs-url in pyproject.toml; without either, no links and the markdown "
+                             "summary carries the rule texts")
     parser.add_argument("--perf", action="store_true",
                         help="also run the perf hook: executes the repository's micro-checks at base and head")
     _add_engine_options(parser)
@@ -202,7 +205,8 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         paths=tuple(args.paths),
         scope=args.scope,
         overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore,
-                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None},
+                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None,
+                   "docs_url": getattr(args, "docs_url", None)},
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
@@ -317,7 +321,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
 
 
 def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
-    from .report.links import DEFAULT_DOCS_URL, remote_url
+    from .report.links import remote_url
     from .report.markdown import render_markdown
 
     change = result.change
@@ -330,7 +334,7 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         result,
         head_sha=head_sha,
         remote_url=remote_url(result.change.repo_root or args.repo),
-        docs_url=args.docs_url or DEFAULT_DOCS_URL,
+        docs_url=result.docs_url,
         show_preexisting=args.show_preexisting,
         looped=args.checklist != "all" and _changes_looped_code(change),
         all_manual=args.checklist == "all",
@@ -356,11 +360,11 @@ def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineRep
 
         return render_json(result, baseline=baseline)
     if args.format == "sarif":
-        from .report.links import DEFAULT_DOCS_URL, remote_url
+        from .report.links import remote_url
         from .report.sarif import render_sarif
 
         url = remote_url(result.change.repo_root or args.repo)
-        return render_sarif(result, docs_url=args.docs_url or DEFAULT_DOCS_URL, remote_url=url)
+        return render_sarif(result, docs_url=result.docs_url, remote_url=url)
     if args.format == "github":
         from .report.github import render_github
 

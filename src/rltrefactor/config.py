@@ -42,6 +42,7 @@ class Config:
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
+    docs_url: str | None = None  # the rules reference rule ids link to; None: no links
     source: str = "defaults"  # the file the values came from, for error messages
 
 
@@ -62,6 +63,7 @@ _KEYS = {
     "fail-on": "one of error, warning, info",
     "fail-on-unreviewable": "true or false",
     "perf-hooks": "a directory",
+    "docs-url": "URL",
 }
 
 
@@ -94,6 +96,8 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     changes = {key: value for key, value in overrides.items() if value not in (None, ())}
     if "fail_on" in changes:
         _check_choice(changes["fail_on"], SEVERITIES, "--fail-on", "")
+    if "docs_url" in changes:
+        _check_url(changes["docs_url"], "--docs-url")
     return replace(config, **changes)
 
 
@@ -138,8 +142,18 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
         perf_hooks=get("perf-hooks") or "perf_hooks",
+        docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
         source=path if table else "defaults",
     )
+
+
+def _check_url(url: str | None, where: str) -> str | None:
+    if url is not None and not re.fullmatch(r"https?://[^\s/]+\S*", url):
+        raise ConfigError(
+            f"{where}: expected an http(s) URL of the rules reference (got {url!r}); "
+            "e.g. https://github.com/acme/engine/blob/main/docs/rules.md, made by 'rltrefactor rules docs'"
+        )
+    return url
 
 
 def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:

@@ -314,6 +314,7 @@ class ReviewResult:
     perf: PerfSummary | None = None
     files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed
     fail_on_unreviewable: bool = False
+    docs_url: str | None = None  # the rules reference reports link rule ids to; None: none
 
     @property
     def gate_failed(self) -> bool:

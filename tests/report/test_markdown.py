@@ -202,10 +202,30 @@ def test_section_order_and_purity(rec):
     text = render_markdown(res, remote_url=GH)
     assert text == render_markdown(res, remote_url=GH)
     headings = [line for line in text.splitlines() if line.startswith("### ")]
-    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist"]
+    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist", "### Rules"]
     assert text.endswith("\n") and not text.endswith("\n\n")
 
 
 def test_confirmed_findings_are_marked(rec):
     text = render_markdown(rec.result(replace(rec.finding(), confirmed=True)))
     assert "| error · confirmed by perf |" in text
+
+
+def test_without_a_docs_url_rules_are_not_linked_and_their_texts_are_folded_in(rec):
+    rules = (rec.rule(), rec.manual_rule("cache-freed-on-abort", "device-residency", title="Cache freed on abort"))
+    res = rec.result(rec.finding(), rules=rules)
+    text = render_markdown(res, remote_url=GH)
+    assert "| `host-sync-in-hot-path` Host synchronization on a hot path |" in text
+    assert "- [ ] **Cache freed on abort** `cache-freed-on-abort` (device-residency)" in text
+    assert "#host-sync-in-hot-path" not in text and "rules.md" not in text
+    rules_section = text.split("### Rules\n\n", 1)[1]
+    assert rules_section.startswith(
+        "<details><summary><code>host-sync-in-hot-path</code> Host synchronization on a hot path</summary>\n\n"
+        "**Problem.** `.item()` blocks the host until the device queue drains.\n\n"
+        "**Preferred approach.** Keep values on the device.\n\n"
+        "**Reasonable exceptions.** Once per request, outside the step loop.\n\n"
+        "**References.** https://pytorch.org/docs/stable/notes/cuda.html\n\n</details>\n\n"
+        "<details><summary><code>cache-freed-on-abort</code> Cache freed on abort</summary>"
+    )
+    linked = render_markdown(res, remote_url=GH, docs_url=DOCS)
+    assert f"[`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path)" in linked and "### Rules" not in linked

@@ -1,0 +1,47 @@
+"""Configuration as a new adopter meets it: the docs-url key, misspelt table names, and a
+line number on every error."""
+
+from __future__ import annotations
+
+import pytest
+
+from rltrefactor.config import apply_overrides, load_config
+from rltrefactor.errors import ConfigError
+
+
+def _write(tmp_path, body):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n[tool.rltrefactor]\n" + body)
+
+
+def test_docs_url_is_read_and_the_flag_overrides_it(tmp_path):
+    _write(tmp_path, 'docs-url = "https://git.acme.test/engine/blob/main/docs/rules.md"\n')
+    config = load_config(str(tmp_path))
+    assert config.docs_url == "https://git.acme.test/engine/blob/main/docs/rules.md"
+    assert apply_overrides(config, {"docs_url": "https://d.test/r.md"}).docs_url == "https://d.test/r.md"
+    assert load_config(str(tmp_path / "none")).docs_url is None  # nothing configured: no links
+
+
+def test_a_docs_url_that_is_no_web_address_is_refused_with_its_line(tmp_path):
+    _write(tmp_path, 'fail-on = "error"\ndocs-url = "docs/rules.md"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path))
+    assert str(info.value) == (
+        f"{tmp_path / 'pyproject.toml'}:6: [tool.rltrefactor] docs-url: expected an http(s) URL of the rules "
+        "reference (got 'docs/rules.md'); e.g. https://github.com/acme/engine/blob/main/docs/rules.md, made by "
+        "'rltrefactor rules docs'"
+    )
+    with pytest.raises(ConfigError, match=r"^--docs-url: expected an http\(s\) URL"):
+        apply_overrides(load_config(str(tmp_path / "none")), {"docs_url": "rules.md"})
+
+
+def test_the_summary_links_rules_to_the_configured_docs_url_only(repo, cli):
+    repo.write("model_executor/runner.py", "def forward(x):\n    return x\n")
+    repo.commit("base")
+    repo.write("model_executor/runner.py", "def forward(x):\n    return x.sum().item()\n")
+    plain = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path)
+    assert "host-sync-in-hot-path" in plain.out and "](http" not in plain.out and "<details>" in plain.out
+    repo.write("pyproject.toml", '[tool.rltrefactor]\ndocs-url = "https://git.acme.test/e/blob/main/docs/rules.md"\n')
+    linked = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path)
+    assert "[`host-sync-in-hot-path`](https://git.acme.test/e/blob/main/docs/rules.md#host-sync-in-hot-path)" in linked.out
+    flagged = cli("review", "--diff", "HEAD", "--format", "sarif", "--docs-url", "https://d.test/r.md", cwd=repo.path)
+    assert '"helpUri": "https://d.test/r.md#host-sync-in-hot-path"' in flagged.out
