@@ -268,7 +268,18 @@ def _run_review(args: argparse.Namespace) -> int:
     # After the report: a run stopped by an error says that one line alone.
     for warning in report.warnings:
         print(f"rltrefactor: {warning}", file=sys.stderr)
+    if args.staged and result.gate_failed and result.failing:
+        print(_blocked_commit(result), file=sys.stderr)
     return _exit_code(result.perf, result.gate_failed)
+
+
+def _blocked_commit(result: ReviewResult) -> str:
+    """What a pre-commit user can do about a failing staged review, in one line."""
+    failing = result.failing
+    count = "1 finding" if len(failing) == 1 else f"{len(failing)} findings"
+    return (f"rltrefactor: commit blocked by {count}: fix it, or keep it with a reason at the end of its line: "
+            f"# rltrefactor: ignore[{failing[0].rule_id}] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify")
 
 
 def _exit_code(perf: PerfSummary | None, gate_failed: bool) -> int:

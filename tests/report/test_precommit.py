@@ -128,6 +128,10 @@ def test_staged_defect_blocks_the_commit(hooked_repo):
     assert "rltrefactor review" in output and "Failed" in output
     assert "model_executor/x.py:6" in output
     assert "host-sync-in-hot-path" in output
+    # What to do about it: the suppression comment, and how to commit once without the hook.
+    assert ("commit blocked by 1 finding: fix it, or keep it with a reason at the end of its line: "
+            "# rltrefactor: ignore[host-sync-in-hot-path] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify") in output
 
 
 def test_clean_change_is_committed(hooked_repo):
