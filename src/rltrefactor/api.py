@@ -97,7 +97,7 @@ def review_change(request: ReviewRequest) -> ReviewReport:
     report = ReviewReport(result) if request.baseline is None else _with_baseline(result, request.baseline)
     # An empty change reviewed nothing, so nothing was held back from it.
     skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
-    return replace(report, warnings=(*_experimental_warning(skipped), *report.warnings))
+    return replace(report, warnings=(*loaded.config.warnings, *_experimental_warning(skipped), *report.warnings))
 
 
 def _experimental_warning(skipped: tuple[Rule, ...]) -> tuple[str, ...]:

@@ -43,6 +43,7 @@ class Config:
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
     docs_url: str | None = None  # the rules reference rule ids link to; None: no links
+    warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
 
 
@@ -79,17 +80,51 @@ def default_cache_dir() -> str:
 def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
     path = os.path.join(repo_root, "pyproject.toml")
     table: dict[str, Any] = {}
+    tools: Any = {}
     text = ""
     if os.path.isfile(path):
         with open(path, "rb") as handle:
             raw = handle.read()
         text = raw.decode("utf-8", "replace")
         try:
-            table = tomllib.loads(text).get("tool", {}).get("rltrefactor", {})
+            tools = tomllib.loads(text).get("tool", {})
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
+        table = tools.get("rltrefactor", {}) if isinstance(tools, dict) else {}
     config = _from_table(table, path, text, repo_root)
+    warnings = _misspelt_tables(tools, path, text)
+    if warnings:
+        config = replace(config, warnings=warnings)
     return apply_overrides(config, overrides or {})
+
+
+# A ``[tool.*]`` table this close to ``rltrefactor`` (edits of one character) is taken for a typo.
+_TABLE_TYPO_EDITS = 2
+
+
+def _misspelt_tables(tools: Any, path: str, text: str) -> tuple[str, ...]:
+    """A warning for each ``[tool.X]`` table that looks like a misspelt ``[tool.rltrefactor]``."""
+    if not isinstance(tools, dict):
+        return ()
+    warnings = []
+    for name in tools:
+        if name != "rltrefactor" and _edit_distance(name.lower(), "rltrefactor") <= _TABLE_TYPO_EDITS:
+            line = next((n for n, row in enumerate(text.splitlines(), 1)
+                         if row.strip().startswith(("[tool." + name, "[[tool." + name))), None)
+            warnings.append(f"{path}{f':{line}' if line else ''}: [tool.{name}] is not read (did you mean "
+                            f"[tool.rltrefactor]?); rename the table, or its settings are ignored")
+    return tuple(warnings)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions of one character."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]
 
 
 def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
@@ -113,7 +148,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
-        _check_glob(glob, path, text, "per-path-ignores")
+        line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
+        _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
     cold += tuple(get("extend-cold-paths") or ())
@@ -202,10 +238,17 @@ def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -
 
 
 def _where(path: str, text: str, key: str) -> str:
-    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, best effort."""
+    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, or of its own
+    ``[tool.rltrefactor.key...]`` table, best effort. A ``path`` that names its line
+    already is returned as it is."""
+    if re.search(r":\d+$", path):
+        return path
     in_section = False
+    tables = (f"[tool.rltrefactor.{key}", f'[tool.rltrefactor."{key}"')
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        if stripped.replace(" ", "").startswith(tables):
+            return f"{path}:{number}"
         if stripped.startswith("["):
             in_section = stripped.startswith("[tool.rltrefactor")
         elif in_section and stripped.split("=")[0].strip().strip('"') == key:
