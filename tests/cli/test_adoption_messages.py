@@ -29,3 +29,28 @@ def test_a_misspelt_rule_id_in_a_suppression_gets_the_closest_id_not_the_no_reas
     repo.write(HOT, CLEAN + "Z = 1  # rltrefactor: ignore[zzzz] because\n")
     (far,) = _invalid(cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json())
     assert far["fix"] == "Check 'zzzz' with 'rltrefactor rules list'."
+
+
+def test_a_root_commit_says_it_has_no_parent_and_the_command_it_names_reviews_it(repo, cli):
+    repo.write(HOT, SYNCING)
+    root = repo.commit("first")
+    result = cli("review", "--diff", f"{root}^..{root}", cwd=repo.path)
+    empty_tree = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+    assert result.code == 2
+    assert result.err == (
+        f"rltrefactor: {repo.path}: revision '{root}^': commit {root[:12]} is the first of its history and has no "
+        f"parent; review everything it adds with: rltrefactor review --diff {empty_tree}..{root}\n"
+    )
+    named = result.err.split("with: ", 1)[1].split()
+    reviewed = cli(*named[1:], "--format", "json", cwd=repo.path)
+    assert reviewed.code == 1, reviewed.err
+    document = reviewed.json()
+    assert [(f["rule"], f["line"], f["status"]) for f in document["findings"]] == [("host-sync-in-hot-path", 6, "new")]
+    assert document["reviewed"]["base"] is None
+
+
+def test_an_unknown_parent_of_a_missing_commit_is_still_an_unknown_revision(repo, cli):
+    repo.write(HOT, CLEAN)
+    repo.commit("first")
+    result = cli("review", "--diff", "nosuchbranch^..HEAD", cwd=repo.path)
+    assert result.code == 2 and "unknown revision 'nosuchbranch^'; fetch it" in result.err
