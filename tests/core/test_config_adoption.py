@@ -95,3 +95,14 @@ def test_errors_inside_sub_tables_name_their_line(tmp_path, body, line, fragment
         message = str(info.value)
     assert message.startswith(f"{tmp_path / 'pyproject.toml'}:{line}: "), message
     assert fragment in message
+
+
+def test_every_key_is_documented_in_the_readme():
+    from pathlib import Path
+
+    from rltrefactor.config import _KEYS
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    configuration = readme.split("## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    documented = {key for key in _KEYS if f"\n{key} = " in configuration or f"[tool.rltrefactor.{key}" in configuration}
+    assert documented == set(_KEYS)
