@@ -133,7 +133,12 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--fail-on", choices=SEVERITIES)
     _add_perf_options(perf)
     perf.set_defaults(handler=_run_perf, command_parser=perf)
-    baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
+    baseline = commands.add_parser(
+        "baseline", help="record today's findings so that only new ones fail",
+        description="Record today's findings in a baseline file; 'review --baseline FILE' then fails only on "
+                    "findings not in it. With no change source (no PATH, --diff, --diff-file or --staged) it "
+                    "scans the whole repository.",
+    )
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)

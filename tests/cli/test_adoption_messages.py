@@ -54,3 +54,15 @@ def test_an_unknown_parent_of_a_missing_commit_is_still_an_unknown_revision(repo
     repo.commit("first")
     result = cli("review", "--diff", "nosuchbranch^..HEAD", cwd=repo.path)
     assert result.code == 2 and "unknown revision 'nosuchbranch^'; fetch it" in result.err
+
+
+def test_baseline_help_says_it_scans_the_whole_repository_without_a_change_source(capsys):
+    import pytest
+
+    from rltrefactor.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["baseline", "--help"])
+    assert "With no change source (no PATH, --diff, --diff-file or --staged) it scans the whole repository." in (
+        " ".join(capsys.readouterr().out.split())
+    )
