@@ -157,6 +157,8 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
         docs_url=config.docs_url,
+        library_versions=library.versions,
+        library_rules=len(library.rules),
         changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
     return result, loaded

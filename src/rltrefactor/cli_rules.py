@@ -100,7 +100,7 @@ def _list(args: argparse.Namespace) -> int:
     for r in library.rules:
         kind = "auto" if r.automated else "manual"
         out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<8} {kind:<6} {r.title}\n")
-    out.write(f"rule library {library.version}: {len(library.rules)} rules\n")
+    out.write(f"rule library {library.versions}: {len(library.rules)} rules\n")
     return 0
 
 
@@ -146,7 +146,7 @@ def _check(args: argparse.Namespace) -> int:
     from .library.location import bundled_rules_dir
 
     check_drafts([(bundled_rules_dir(), "rules"), *((Path(d), display_dir(d)) for d in _local_dirs(args))])
-    line = f"rule library {library.version}: {len(library.rules)} rules valid"
+    line = f"rule library {library.versions}: {len(library.rules)} rules valid"
     if args.base:
         from .authoring.versioning import check_version_bump
 

@@ -124,3 +124,23 @@ def test_review_says_which_bundled_experimental_rules_it_skipped_and_how_to_run_
     assert "experimental" not in selected.err
     interfaces = cli("review", "--diff", "HEAD", "--select", "lifecycle", cwd=repo.path)
     assert "experimental" not in interfaces.err  # no experimental rule in the selected area
+
+
+def test_reports_and_rules_commands_name_the_local_library_beside_the_bundled_one(repo, cli):
+    from rltrefactor.library.loader import load_library
+
+    _setup(repo)
+    bundled = load_library().version
+    versions = f"{bundled} + review/rules 0.1.0"
+    listing = cli("rules", "list", cwd=repo.path).out.splitlines()[-1]
+    total = int(listing.rsplit(": ", 1)[1].split()[0])
+    assert listing == f"rule library {versions}: {total} rules"
+    assert cli("rules", "check", cwd=repo.path).out == f"rule library {versions}: {total} rules valid\n"
+    repo.write("engine/core.py", "def step():\n    print('x')\n    return 1\n")
+    text = cli("review", "--diff", "HEAD", cwd=repo.path).out.splitlines()[-1]
+    assert f"· library {versions} ·" in text
+    header = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out.split("\n\n")[1]
+    assert f"rule library {versions}" in header
+    loaded = load_library([str(repo.path / "review/rules")]).rules
+    run = len([r for r in loaded if not (r.status == "experimental" and r.library == "bundled")])
+    assert f"{run} of {total} rules run on 1 file." in header

@@ -59,7 +59,8 @@ def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck
             seen[rule.id] = rule
     drop = _disabled_ids(locals_, seen)
     rules = tuple(rule for rule in seen.values() if rule.id not in drop)
-    return Library(version=bundled.version, schema=SCHEMA_VERSION, rules=rules, retired_ids=frozenset(retired))
+    return Library(version=bundled.version, schema=SCHEMA_VERSION, rules=rules, retired_ids=frozenset(retired),
+                   local_versions=tuple((directory.label, directory.version) for directory in locals_))
 
 
 def _check_unique(rule: Rule, seen: dict[str, Rule], retired: set[str]) -> None:

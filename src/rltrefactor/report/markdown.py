@@ -111,9 +111,12 @@ def _header(result: ReviewResult, links: _Links) -> str:
     if change.base:
         parts.append(f"base `{change.base[:12]}`")
     parts.append(f"head {_head_label(result, links)}")
-    parts.append(f"rule library {result.library_version}")
+    parts.append(f"rule library {result.library_versions or result.library_version}")
     parts.append(f"rltrefactor {tool_version()}")
-    counts = f"{_plural(len(result.rules_run), 'rule')} run on {_plural(len(result.files_reviewed), 'file')}"
+    run = len(result.rules_run)
+    # Counted as `rltrefactor rules list` counts the library, whatever the run selected.
+    ran = f"{run} of {_plural(result.library_rules, 'rule')} run" if result.library_rules > run else f"{_plural(run, 'rule')} run"
+    counts = f"{ran} on {_plural(len(result.files_reviewed), 'file')}"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 
