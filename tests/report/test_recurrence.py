@@ -42,6 +42,9 @@ def test_a_recurrence_over_depths_is_evidence(code):
     "def f(self, n):\n    for depth in range(n):\n        x = self.make(depth)\n        y = self.use(x)\n",  # fresh
     "def f(self, xs, h):\n    for x in xs:\n        h = self.cell(x, h)\n",  # a loop over items, not depths
     "def broken(:\n",
+    # Seen in ordinary engine commits: a write into a buffer slot, and a counter passed along.
+    "def f(self, n):\n    for i in range(n):\n        self.out[i] = self.model(self.inp[i], i)\n",
+    "def f(self, n, size):\n    offset = 0\n    for i in range(n):\n        info = Query(i, offset=offset)\n        offset += size\n",
 ])
 def test_look_alikes_are_no_evidence(code):
     assert recurrence_spans(code) == ()

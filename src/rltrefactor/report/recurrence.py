@@ -2,13 +2,14 @@
 (recurrent-depth) engine, for the PR summary's loop-semantics checklist.
 
 Evidence is structural, never a name: a ``for ... in range(...)`` or ``while`` loop whose
-body passes a value it also assigns to the same block each time round, the value carried
-from one iteration into the next (``for d in range(n): h = block(h)``). Left alone: a
+body passes a value to the same block each time round and replaces that value with the
+block's result, directly or through one name (``for d in range(n): h = block(h)``;
+``out = block(h); h = torch.where(done, h, out)``). Left alone: a
 layer stack (``for layer in layers: h = layer(h)``, ``self.layers[i](h)``: the callee
 changes with the loop), accumulators (``buf = torch.cat([buf, x])``, ``best = max(best,
 s)``: library functions and builtins are not blocks), methods of the value itself
-(``x = x.view(...)``), a value made afresh each time round, and keywords such as
-``depth=32`` outside any loop.
+(``x = x.view(...)``), writes into a buffer slot (``out[i] = model(x[i])``), a counter
+passed along (``Query(i, offset=offset); offset += n``), and keywords such as ``depth=32``.
 """
 
 from __future__ import annotations
@@ -71,24 +72,57 @@ def _module_names(tree: ast.Module) -> frozenset[str]:
 
 
 def _is_recurrence(loop: _Loop, modules: frozenset[str]) -> bool:
+    """Whether a block call in the loop takes a value that its own result then replaces:
+    ``h = block(h)``, or through one name, ``out = block(h); h = where(done, h, out)``."""
     if isinstance(loop, ast.While):
         loop_names: set[str] = set()
     elif _counts(loop.iter):
         loop_names = {n.id for n in ast.walk(loop.target) if isinstance(n, ast.Name)}
     else:
         return False  # a loop over items: a layer stack or a batch, not depths
-    body = [node for stmt in loop.body for node in _walk_scope(stmt)]
-    assigned = _first_assignments(body)
-    for call in (node for node in body if isinstance(node, ast.Call)):
-        callee = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
-        root = _root(call.func)
-        if root is None or callee & loop_names or root in modules or root in _BUILTINS:
-            continue
-        for name in _argument_names(call):
-            # Read here, written at or after this point: last iteration's value comes in.
-            if name in assigned and name != root and assigned[name] >= call.lineno:
-                return True
+    assignments = [
+        (_bare_targets(node), node.value)
+        for stmt in loop.body for node in _walk_scope(stmt)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and node.value is not None
+    ]
+    for targets, value in assignments:
+        fed = set().union(*(_fed(call, loop_names, modules) for call in ast.walk(value) if isinstance(call, ast.Call)))
+        # The names that then carry the block's result: its targets, and names set from them.
+        carried = targets | {name for later, later_value in assignments if _names(later_value) & targets for name in later}
+        if fed & carried - loop_names:
+            return True
     return False
+
+
+def _fed(call: ast.Call, loop_names: set[str], modules: frozenset[str]) -> set[str]:
+    """Names a call passes to a block: the same callee each time round, not a library
+    function, a builtin or a method of the value passed."""
+    root = _root(call.func)
+    callee = _names(call.func)
+    if root is None or callee & loop_names or root in modules or root in _BUILTINS:
+        return set()
+    return _names(*call.args, *(keyword.value for keyword in call.keywords)) - {root}
+
+
+def _bare_targets(node: ast.Assign | ast.AugAssign | ast.AnnAssign) -> set[str]:
+    """Names an assignment rebinds (``h``, ``h, cache``), not names inside ``x[i] = ...``."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    found: set[str] = set()
+    for target in targets:
+        stack = [target]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, ast.Name):
+                found.add(item.id)
+            elif isinstance(item, (ast.Tuple, ast.List)):
+                stack.extend(item.elts)
+            elif isinstance(item, ast.Starred):
+                stack.append(item.value)
+    return found
+
+
+def _names(*nodes: ast.AST) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _counts(iterable: ast.expr) -> bool:
@@ -102,27 +136,6 @@ def _walk_scope(node: ast.AST) -> Iterable[ast.AST]:
     for child in ast.iter_child_nodes(node):
         if not isinstance(child, _SCOPES):
             yield from _walk_scope(child)
-
-
-def _first_assignments(body: list[ast.AST]) -> dict[str, int]:
-    """Line of each name's first assignment in the loop body."""
-    first: dict[str, int] = {}
-    for node in body:
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        else:
-            continue
-        for target in targets:
-            for name in (n for n in ast.walk(target) if isinstance(n, ast.Name)):
-                first[name.id] = min(first.get(name.id, node.lineno), node.lineno)
-    return first
-
-
-def _argument_names(call: ast.Call) -> set[str]:
-    values = [*call.args, *(keyword.value for keyword in call.keywords)]
-    return {n.id for value in values for n in ast.walk(value) if isinstance(n, ast.Name)}
 
 
 def _root(func: ast.expr) -> str | None:
