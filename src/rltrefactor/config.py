@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError
 from .execution import DEFAULT_HOT_FUNCTIONS
 from .globs import GlobError, compile_glob
+from .misspellings import misspelt_tables
 from .types import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
@@ -92,39 +93,10 @@ def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> C
             raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
         table = tools.get("rltrefactor", {}) if isinstance(tools, dict) else {}
     config = _from_table(table, path, text, repo_root)
-    warnings = _misspelt_tables(tools, path, text)
+    warnings = misspelt_tables(tools, path, text)
     if warnings:
         config = replace(config, warnings=warnings)
     return apply_overrides(config, overrides or {})
-
-
-# A ``[tool.*]`` table this close to ``rltrefactor`` (edits of one character) is taken for a typo.
-_TABLE_TYPO_EDITS = 2
-
-
-def _misspelt_tables(tools: Any, path: str, text: str) -> tuple[str, ...]:
-    """A warning for each ``[tool.X]`` table that looks like a misspelt ``[tool.rltrefactor]``."""
-    if not isinstance(tools, dict):
-        return ()
-    warnings = []
-    for name in tools:
-        if name != "rltrefactor" and _edit_distance(name.lower(), "rltrefactor") <= _TABLE_TYPO_EDITS:
-            line = next((n for n, row in enumerate(text.splitlines(), 1)
-                         if row.strip().startswith(("[tool." + name, "[[tool." + name))), None)
-            warnings.append(f"{path}{f':{line}' if line else ''}: [tool.{name}] is not read (did you mean "
-                            f"[tool.rltrefactor]?); rename the table, or its settings are ignored")
-    return tuple(warnings)
-
-
-def _edit_distance(a: str, b: str) -> int:
-    """Levenshtein distance: insertions, deletions and substitutions of one character."""
-    previous = list(range(len(b) + 1))
-    for i, char in enumerate(a, 1):
-        current = [i]
-        for j, other in enumerate(b, 1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
-        previous = current
-    return previous[-1]
 
 
 def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
