@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from .cache import ResultCache
 from .changes import collect_changes
 from .config import Config, check_names, declared_for, default_cache_dir, load_config
-from .engine import Engine, select_rules
+from .engine import Engine, select_rules, skipped_experimental
 from .execution import execution_map
 from .executor import default_jobs, review_files
 from .rule_findings import normalise_code
@@ -95,9 +95,19 @@ def review_change(request: ReviewRequest) -> ReviewReport:
     result, loaded = _static_review(request)
     if request.perf is not None:
         result = _with_perf(result, request.perf, loaded)
-    if request.baseline is None:
-        return ReviewReport(result)
-    return _with_baseline(result, request.baseline)
+    report = ReviewReport(result) if request.baseline is None else _with_baseline(result, request.baseline)
+    # An empty change reviewed nothing, so nothing was held back from it.
+    skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
+    return replace(report, warnings=(*loaded.config.warnings, *_experimental_warning(skipped), *report.warnings))
+
+
+def _experimental_warning(skipped: tuple[Rule, ...]) -> tuple[str, ...]:
+    if not skipped:
+        return ()
+    ids = [rule.id for rule in skipped]
+    count = "1 experimental bundled rule" if len(ids) == 1 else f"{len(ids)} experimental bundled rules"
+    return (f"{count} not run; experimental rules run only when selected by id: --select {','.join(ids)} "
+            "(beside the areas to run them with the others)",)
 
 
 def review(request: ReviewRequest) -> ReviewResult:
@@ -147,6 +157,9 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         },
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
+        docs_url=config.docs_url,
+        library_versions=library.versions,
+        library_rules=len(library.rules),
         changed_functions=_changed_functions(change, targets, sources, rules, config),
     )
     return result, loaded

@@ -74,10 +74,12 @@ def _from_range(root: str, spec: str, pathspec: tuple[str, ...] = ()) -> ChangeS
         return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})")
     if ".." in spec:
         left, right = spec.split("..", 1)
-        base = gitio.rev_parse(root, left or "HEAD")
+        base = gitio.base_rev_parse(root, left or "HEAD")
         head = gitio.rev_parse(root, right or "HEAD")
         files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--", *pathspec))
-        return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})")
+        # From the empty tree everything is added: no base commit to compare findings with.
+        base_commit = None if base == gitio.EMPTY_TREE else base
+        return ChangeSet(root, Revision("git", head), files, base=base_commit, description=f"{spec} ({base[:10]}..{head[:10]})")
     # A single ref: what this branch changes since it left REF, working tree included.
     target = gitio.rev_parse(root, spec)
     base = gitio.merge_base(root, target, "HEAD") if gitio.has_commits(root) else target

@@ -89,7 +89,10 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
     parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
-    parser.add_argument("--docs-url", metavar="URL", help="rules reference that findings link to")
+    parser.add_argument("--docs-url", metavar="URL",
+                        help="rules reference (made by 'rltrefactor rules docs') that markdown and sarif link rule ids "
+                             "to; overrides docs-url in pyproject.toml; without either, no links and the markdown "
+                             "summary carries the rule texts")
     parser.add_argument("--perf", action="store_true",
                         help="also run the perf hook: executes the repository's micro-checks at base and head")
     _add_engine_options(parser)
@@ -134,7 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--fail-on", choices=SEVERITIES)
     _add_perf_options(perf)
     perf.set_defaults(handler=_run_perf, command_parser=perf)
-    baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
+    baseline = commands.add_parser(
+        "baseline", help="record today's findings so that only new ones fail",
+        description="Record today's findings in a baseline file; 'review --baseline FILE' then fails only on "
+                    "findings not in it. With no change source (no PATH, --diff, --diff-file or --staged) it "
+                    "scans the whole repository.",
+    )
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
     _add_engine_options(baseline)
@@ -206,7 +214,8 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         paths=tuple(args.paths),
         scope=args.scope,
         overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore,
-                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None},
+                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None,
+                   "docs_url": getattr(args, "docs_url", None)},
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
@@ -260,14 +269,26 @@ def _run_review(args: argparse.Namespace) -> int:
     result = report.result
     if args.profile_rules:
         _print_rule_profile(result)
-    for warning in report.warnings:
-        print(f"rltrefactor: {warning}", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args, report.baseline), args.output)
+    # After the report: a run stopped by an error says that one line alone.
+    for warning in report.warnings:
+        print(f"rltrefactor: {warning}", file=sys.stderr)
+    if args.staged and result.gate_failed and result.failing:
+        print(_blocked_commit(result), file=sys.stderr)
     return _exit_code(result.perf, result.gate_failed)
+
+
+def _blocked_commit(result: ReviewResult) -> str:
+    """What a pre-commit user can do about a failing staged review, in one line."""
+    failing = result.failing
+    count = "1 finding" if len(failing) == 1 else f"{len(failing)} findings"
+    return (f"rltrefactor: commit blocked by {count}: fix it, or keep it with a reason at the end of its line: "
+            f"# rltrefactor: ignore[{failing[0].rule_id}] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify")
 
 
 def _exit_code(perf: PerfSummary | None, gate_failed: bool) -> int:
@@ -320,7 +341,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
 
 
 def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
-    from .report.links import DEFAULT_DOCS_URL, remote_url
+    from .report.links import remote_url
     from .report.markdown import render_markdown
 
     change = result.change
@@ -333,7 +354,7 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         result,
         head_sha=head_sha,
         remote_url=remote_url(result.change.repo_root or args.repo),
-        docs_url=args.docs_url or DEFAULT_DOCS_URL,
+        docs_url=result.docs_url,
         show_preexisting=args.show_preexisting,
         looped=args.checklist != "all" and _changes_looped_code(change),
         all_manual=args.checklist == "all",
@@ -341,13 +362,16 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
 
 
 def _changes_looped_code(change: ChangeSet) -> bool:
-    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
-    from .report.markdown import looks_looped
+    """Whether a changed line, at the reviewed head, lies in code iterating a recurrence."""
+    from .report.recurrence import changes_recurrence
     from .contents import read_sources
 
-    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    texts = read_sources(change, paths).values() if paths else ()
-    return looks_looped(text for text in texts if isinstance(text, str))
+    files = {f.path: f for f in change.files if f.is_python and f.status != "deleted"}  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    texts = read_sources(change, list(files)) if files else {}
+    return changes_recurrence(
+        (text, None if change.full_scan else files[path].added_lines | files[path].deletion_anchors)
+        for path, text in texts.items() if isinstance(text, str)
+    )
 
 
 def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:
@@ -356,11 +380,11 @@ def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineRep
 
         return render_json(result, baseline=baseline)
     if args.format == "sarif":
-        from .report.links import DEFAULT_DOCS_URL, remote_url
+        from .report.links import remote_url
         from .report.sarif import render_sarif
 
         url = remote_url(result.change.repo_root or args.repo)
-        return render_sarif(result, docs_url=args.docs_url or DEFAULT_DOCS_URL, remote_url=url)
+        return render_sarif(result, docs_url=result.docs_url, remote_url=url)
     if args.format == "github":
         from .report.github import render_github
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError
 from .execution import Declared, names_for
 from .globs import GlobError, compile_glob, matches
+from .misspellings import misspelt_tables
 from .names import NameChange
 from .severity import SEVERITIES, Severity
 
@@ -47,6 +48,8 @@ class Config:
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     perf_hooks: str = "perf_hooks"
+    docs_url: str | None = None  # the rules reference rule ids link to; None: no links
+    warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
 
 
@@ -69,6 +72,7 @@ _KEYS = {
     "fail-on": "one of error, warning, info",
     "fail-on-unreviewable": "true or false",
     "perf-hooks": "a directory",
+    "docs-url": "URL",
 }
 
 
@@ -84,16 +88,21 @@ def default_cache_dir() -> str:
 def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
     path = os.path.join(repo_root, "pyproject.toml")
     table: dict[str, Any] = {}
+    tools: Any = {}
     text = ""
     if os.path.isfile(path):
         with open(path, "rb") as handle:
             raw = handle.read()
         text = raw.decode("utf-8", "replace")
         try:
-            table = tomllib.loads(text).get("tool", {}).get("rltrefactor", {})
+            tools = tomllib.loads(text).get("tool", {})
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
+        table = tools.get("rltrefactor", {}) if isinstance(tools, dict) else {}
     config = _from_table(table, path, text, repo_root)
+    warnings = misspelt_tables(tools, path, text)
+    if warnings:
+        config = replace(config, warnings=warnings)
     return apply_overrides(config, overrides or {})
 
 
@@ -101,6 +110,8 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     changes = {key: value for key, value in overrides.items() if value not in (None, ())}
     if "fail_on" in changes:
         _check_choice(changes["fail_on"], SEVERITIES, "--fail-on", "")
+    if "docs_url" in changes:
+        _check_url(changes["docs_url"], "--docs-url")
     return replace(config, **changes)
 
 
@@ -116,7 +127,8 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
-        _check_glob(glob, path, text, "per-path-ignores")
+        line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
+        _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
     cold += tuple(get("extend-cold-paths") or ())
@@ -149,6 +161,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
         perf_hooks=get("perf-hooks") or "perf_hooks",
+        docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
         source=path if table else "defaults",
     )
 
@@ -173,6 +186,15 @@ def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameC
         extend, remove = changes.get(entry, ((), ()))
         changes[entry] = (extend + tuple(values), remove) if action == "extend" else (extend, remove + tuple(values))
     return tuple(NameChange(entry, extend, remove) for entry, (extend, remove) in sorted(changes.items()))
+
+
+def _check_url(url: str | None, where: str) -> str | None:
+    if url is not None and not re.fullmatch(r"https?://[^\s/]+\S*", url):
+        raise ConfigError(
+            f"{where}: expected an http(s) URL of the rules reference (got {url!r}); "
+            "e.g. https://github.com/acme/engine/blob/main/docs/rules.md, made by 'rltrefactor rules docs'"
+        )
+    return url
 
 
 def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
@@ -221,10 +243,17 @@ def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -
 
 
 def _where(path: str, text: str, key: str) -> str:
-    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, best effort."""
+    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, or of its own
+    ``[tool.rltrefactor.key...]`` table, best effort. A ``path`` that names its line
+    already is returned as it is."""
+    if re.search(r":\d+$", path):
+        return path
     in_section = False
+    tables = (f"[tool.rltrefactor.{key}", f'[tool.rltrefactor."{key}"')
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        if stripped.replace(" ", "").startswith(tables):
+            return f"{path}:{number}"
         if stripped.startswith("["):
             in_section = stripped.startswith("[tool.rltrefactor")
         elif in_section and stripped.split("=")[0].strip().strip('"') == key:

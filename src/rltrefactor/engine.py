@@ -34,20 +34,33 @@ if TYPE_CHECKING:
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
-    """Rules this run applies: active ones, plus experimental ones selected by id."""
-    chosen = []
+    """Rules this run applies: active ones and repository-local experimental ones, plus
+    bundled experimental ones selected by id."""
+    return tuple(rule for rule in _wanted(library, config) if not _held_back(rule, config))
+
+
+def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
+    """Bundled experimental rules this run would apply if they were selected by id."""
+    return tuple(rule for rule in _wanted(library, config) if _held_back(rule, config))
+
+
+def _wanted(library: Library, config: Config) -> Iterable[Rule]:
+    """Rules the selection and ignores leave in, whatever their status but retired."""
     for rule in library.rules:
         if rule.status == "retired":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             continue
-        named = rule.id in config.select
-        if config.select and not (named or rule.area in config.select):
-            continue
-        if rule.status == "experimental" and not named:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if config.select and not (rule.id in config.select or rule.area in config.select):
             continue
         if rule.id in config.ignore or rule.area in config.ignore:
             continue
-        chosen.append(rule)
-    return tuple(chosen)
+        yield rule
+
+
+def _held_back(rule: Rule, config: Config) -> bool:
+    """A bundled experimental rule runs only when named: its precision is still being
+    measured. A repository's own rules are its reviewers' choice and always run."""
+    experimental = rule.status == "experimental"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    return experimental and rule.library == "bundled" and rule.id not in config.select
 
 
 class Engine:

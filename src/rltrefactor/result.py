@@ -30,6 +30,9 @@ class ReviewResult:
     perf: PerfSummary | None = None
     files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed
     fail_on_unreviewable: bool = False
+    docs_url: str | None = None  # the rules reference reports link rule ids to; None: none
+    library_versions: str = ""  # bundled and local library versions, as ``Library.versions`` says them
+    library_rules: int = 0  # rules in the loaded library, as ``rules list`` counts them
 
     @property
     def gate_failed(self) -> bool:

@@ -31,8 +31,38 @@ def normalise_code(text: str) -> str:
     return _BEFORE_CLOSER.sub(r"\1", _AFTER_OPENER.sub(r"\1", text))
 
 
+# Longest code quoted whole in a finding's text; longer code is quoted by its first line.
+QUOTED_CHARS = 80
+
+
 def fill_template(template: str, bindings: Mapping[str, str]) -> str:
-    return _TEMPLATE_VAR.sub(lambda m: bindings.get(m.group(1), m.group(0)), template)
+    """``template`` with each ``$NAME`` replaced by the code it matched, quoted on one line."""
+    return _TEMPLATE_VAR.sub(lambda m: quoted(bindings[m.group(1)]) if m.group(1) in bindings else m.group(0), template)
+
+
+def quoted(code: str) -> str:
+    """Code as a sentence quotes it: one line, without comments; code wrapped over several
+    lines is joined when short, else its first line stands for it, ending in ``…``."""
+    if "\n" not in code:
+        return code
+    lines = [_without_comment(line).rstrip() for line in code.splitlines()]
+    joined = normalise_code("\n".join(line for line in lines if line.strip()))
+    if len(joined) <= QUOTED_CHARS:
+        return joined
+    return lines[0].rstrip() + "…"
+
+
+def _without_comment(line: str) -> str:
+    """``line`` up to a ``#`` that starts a comment (not one inside a string literal)."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote and line[index - 1] != "\\" else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            return line[:index]
+    return line
 
 
 def rule_finding(

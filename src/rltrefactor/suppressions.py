@@ -96,13 +96,12 @@ def _invalid_suppressions(
     lines = text.splitlines()
     for directive in directives:
         unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in known_ids]
-        problem = directive.problem or (
-            f"names unknown rule {', '.join(repr(u) for u in unknown)}; "
-            "check the id with 'rltrefactor rules list'"
-            if unknown
-            else ""
-        )
-        if not problem:
+        if directive.problem:
+            impact = f"This suppression {directive.problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted."
+            fix = directive.problem.split("; ", 1)[-1].capitalize() + "."
+        elif unknown:
+            impact, fix = _unknown_ids(unknown, known_ids)
+        else:
             continue
         source = lines[directive.line - 1]
         comment = source[directive.column - 1 :]
@@ -110,14 +109,22 @@ def _invalid_suppressions(
         definition = enclosing(directive.line).qualname
         out.append(
             rule_finding(
-                rule,
-                path,
-                span,
-                impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
-                fix=problem.split("; ", 1)[-1].capitalize() + ".",
-                definition=definition,
-                matched_text=comment,
-                snippet=source,
+                rule, path, span, impact=impact, fix=fix, definition=definition, matched_text=comment, snippet=source
             )
         )
     return out
+
+
+def _unknown_ids(unknown: list[str], known_ids: frozenset[str]) -> tuple[str, str]:
+    """Impact and fix for a directive naming ids the library does not have (usually a typo)."""
+    from .library.fields import closest
+
+    named = ", ".join(repr(u) for u in unknown)
+    rules = "rule" if len(unknown) == 1 else "rules"
+    impact = f"This suppression names unknown {rules} {named}: it silences nothing, so the finding it was meant for still reports."
+    fixes = []
+    for rule_id in unknown:
+        near = closest(rule_id, sorted(known_ids))
+        fixes.append(f"write {near!r} for {rule_id!r}" if near else f"check {rule_id!r} with 'rltrefactor rules list'")
+    fix = "; ".join(fixes)
+    return impact, fix[:1].upper() + fix[1:] + "."

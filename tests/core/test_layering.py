@@ -59,7 +59,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("names", ("names",)),  # the versioned name lists: read by the source stages and the matchers
     ("source", ("syntax", "regions", "execution", "module_kinds", "parsing", "contents", "changes", "cache")),
     ("matchers", ("matchers",)),
-    ("configuration", ("config",)),  # checks rule options against the matchers
+    ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
     ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting")),
     ("review records", ("perf.records", "result", "baseline")),
     ("reports and perf", ("report", "perf")),

@@ -182,11 +182,10 @@ def test_loop_semantics_items_need_code_of_a_looped_engine(rec):
     assert "### Manual checklist" not in render_markdown(yaml_only, looped=True)
 
 
-def test_looped_engine_evidence():
-    assert looks_looped(["for depth in range(self.num_loops):\n    pass\n"])
-    assert looks_looped(["exit_depth = positions"]) and looks_looped(["loop_idx += 1"])
+def test_looped_engine_evidence_is_a_recurrence_not_a_name():
+    assert looks_looped([None, "def run(self, h, n):\n    for depth in range(n):\n        h = self.block(h)\n    return h\n"])
+    assert not looks_looped(["exit_depth = positions\nloop_idx = 1\nmodel = Model(depth=32, num_loops=4)\n"])
     assert not looks_looped(["loop = asyncio.get_event_loop()\nfor x in xs:\n    pass\n"])
-    assert not looks_looped(["def forward(self, hidden_states):\n    return self.mlp(hidden_states)\n"])
 
 
 def test_file_errors_listed(rec):
@@ -204,10 +203,30 @@ def test_section_order_and_purity(rec):
     text = render_markdown(res, remote_url=GH)
     assert text == render_markdown(res, remote_url=GH)
     headings = [line for line in text.splitlines() if line.startswith("### ")]
-    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist"]
+    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist", "### Rules"]
     assert text.endswith("\n") and not text.endswith("\n\n")
 
 
 def test_confirmed_findings_are_marked(rec):
     text = render_markdown(rec.result(replace(rec.finding(), confirmed=True)))
     assert "| error · confirmed by perf |" in text
+
+
+def test_without_a_docs_url_rules_are_not_linked_and_their_texts_are_folded_in(rec):
+    rules = (rec.rule(), rec.manual_rule("cache-freed-on-abort", "device-residency", title="Cache freed on abort"))
+    res = rec.result(rec.finding(), rules=rules)
+    text = render_markdown(res, remote_url=GH)
+    assert "| `host-sync-in-hot-path` Host synchronization on a hot path |" in text
+    assert "- [ ] **Cache freed on abort** `cache-freed-on-abort` (device-residency)" in text
+    assert "#host-sync-in-hot-path" not in text and "rules.md" not in text
+    rules_section = text.split("### Rules\n\n", 1)[1]
+    assert rules_section.startswith(
+        "<details><summary><code>host-sync-in-hot-path</code> Host synchronization on a hot path</summary>\n\n"
+        "**Problem.** `.item()` blocks the host until the device queue drains.\n\n"
+        "**Preferred approach.** Keep values on the device.\n\n"
+        "**Reasonable exceptions.** Once per request, outside the step loop.\n\n"
+        "**References.** https://pytorch.org/docs/stable/notes/cuda.html\n\n</details>\n\n"
+        "<details><summary><code>cache-freed-on-abort</code> Cache freed on abort</summary>"
+    )
+    linked = render_markdown(res, remote_url=GH, docs_url=DOCS)
+    assert f"[`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path)" in linked and "### Rules" not in linked

@@ -115,6 +115,13 @@ class Library:
     schema: int
     rules: tuple[Rule, ...]
     retired_ids: frozenset[str] = frozenset()  # ids that may never be reused
+    # Repository-local rule directories loaded beside the bundled rules: (label, version).
+    local_versions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def versions(self) -> str:
+        """The bundled version, and each local library's beside it: ``1.4.1 + review/rules 0.3.0``."""
+        return " + ".join([self.version, *(f"{label} {version}" for label, version in self.local_versions)])
 
     def get(self, rule_id: str) -> Rule | None:
         for rule in self.rules:

@@ -4,12 +4,13 @@ A pure function of the result and the link context: the caller looks up the remo
 (``links.remote_url``) and passes it in, so the same result always renders the same
 text. Sections are fixed and always in this order: header, findings, pre-existing
 findings (on request), dispositions, perf, manual checklist, files not reviewed; a
-section with nothing to say is left out, except findings, which then says so.
+section with nothing to say is left out, except findings, which then says so. Without a
+rules reference to link to, a last section gives the texts of the rules named above.
 """
 
 from __future__ import annotations
 
-import re
+import html
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
@@ -17,18 +18,13 @@ from ..library.model import Rule
 from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary
 from ..result import ReviewResult
 from ..types import Finding
-from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
+from .links import WebRepo, permalink, rule_url, tool_version, web_repo
+from .recurrence import changes_recurrence
 
 NOTHING_FOUND = "No applicable issue was found."
 # Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
 # without a finding: no matcher can see whether a loop's exit condition changed meaning.
 LOOPED_ENGINE_AREA = "loop-semantics"
-# Identifier parts that say "one block runs several times per token" (num_loops,
-# exit_depth, recurrent_steps); a plain ``loop`` counts only beside a counting word, so
-# an asyncio ``event_loop`` is no evidence.
-_LOOP_PARTS = frozenset({"depth", "depths", "loops", "recurrent", "recurrence"})
-_LOOP_COUNTERS = frozenset({"idx", "index", "id", "count", "step", "steps", "num", "n", "max", "iter"})
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -36,7 +32,7 @@ class _Links:
     repo: WebRepo | None
     head_sha: str | None
     base_sha: str | None
-    docs_url: str
+    docs_url: str | None  # None: rule ids are not linked; ``_rule_texts`` carries them
     anchors: Mapping[str, str]  # rule id -> anchor in the rules reference
 
     def location(self, path: str, line: int, end_line: int | None = None, *, base: bool = False) -> str:
@@ -45,8 +41,8 @@ class _Links:
         return f"[`{label}`]({url})" if url else f"`{label}`"
 
     def rule(self, rule_id: str) -> str:
-        anchor = self.anchors.get(rule_id, rule_id)
-        return f"[`{rule_id}`]({rule_url(anchor, self.docs_url)})"
+        url = rule_url(self.anchors.get(rule_id, rule_id), self.docs_url)
+        return f"[`{rule_id}`]({url})" if url else f"`{rule_id}`"
 
 
 def render_markdown(
@@ -54,7 +50,7 @@ def render_markdown(
     *,
     remote_url: str | None = None,
     head_sha: str | None = None,
-    docs_url: str = DEFAULT_DOCS_URL,
+    docs_url: str | None = None,
     show_preexisting: bool = False,
     looped: bool = False,
     all_manual: bool = False,
@@ -63,6 +59,8 @@ def render_markdown(
 
     ``head_sha`` overrides the head commit permalinks point at (default: the reviewed
     head commit; staged and working-tree reviews get plain ``path:line`` locations).
+    Rule ids link into ``docs_url``; without one, the summary ends with the texts of the
+    rules it names, folded.
     Pre-existing findings (not introduced by the change) get their own section only
     with ``show_preexisting``. ``looped`` (see ``looks_looped``) and ``all_manual``
     choose the manual checklist's areas (``manual_checklist``).
@@ -72,18 +70,19 @@ def render_markdown(
     anchors = {r.id: r.anchor for r in result.rules_run}
     links = _Links(web_repo(remote_url), sha, change.base, docs_url, anchors)
     shown = [f for f in result.findings if not f.suppressed]
+    new = [f for f in shown if f.status == "new"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    preexisting = [f for f in shown if show_preexisting and f.status == "pre-existing"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    suppressed = [f for f in result.findings if f.suppressed]
+    checklist = manual_checklist(result, looped=looped, all_manual=all_manual)
     blocks = [
         _header(result, links),
-        _findings("Findings", [f for f in shown if f.status == "new"], links, empty=NOTHING_FOUND),  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-        _findings(
-            "Pre-existing findings",
-            [f for f in shown if show_preexisting and f.status == "pre-existing"],  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-            links,
-        ),
-        _dispositions([f for f in result.findings if f.suppressed], links),
+        _findings("Findings", new, links, empty=NOTHING_FOUND),
+        _findings("Pre-existing findings", preexisting, links),
+        _dispositions(suppressed, links),
         _perf(result.perf, links),
-        _checklist(manual_checklist(result, looped=looped, all_manual=all_manual), links, all_manual),
+        _checklist(checklist, links, all_manual),
         _file_errors(result),
+        "" if docs_url else _rule_texts(result, [f.rule_id for f in (*new, *preexisting, *suppressed)], checklist),
     ]
     return "\n\n".join(block for block in blocks if block) + "\n"
 
@@ -101,14 +100,10 @@ def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: 
     return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
 
 
-def looks_looped(texts: Iterable[str]) -> bool:
-    """Whether code names loop depths or loop counts (``num_loops``, ``exit_depth``)."""
-    for text in texts:
-        for name in set(_IDENTIFIER.findall(text)):
-            parts = set(name.lower().split("_"))
-            if parts & _LOOP_PARTS or ("loop" in parts and parts & _LOOP_COUNTERS):
-                return True
-    return False
+def looks_looped(texts: Iterable[str | None]) -> bool:
+    """Whether one of the files iterates a recurrence anywhere (``recurrence``); a review
+    asks ``recurrence.changes_recurrence`` about its changed lines."""
+    return changes_recurrence((text, None) for text in texts if text)
 
 
 def _header(result: ReviewResult, links: _Links) -> str:
@@ -118,9 +113,12 @@ def _header(result: ReviewResult, links: _Links) -> str:
     if change.base:
         parts.append(f"base `{change.base[:12]}`")
     parts.append(f"head {_head_label(result, links)}")
-    parts.append(f"rule library {result.library_version}")
+    parts.append(f"rule library {result.library_versions or result.library_version}")
     parts.append(f"rltrefactor {tool_version()}")
-    counts = f"{_plural(len(result.rules_run), 'rule')} run on {_plural(len(result.files_reviewed), 'file')}"
+    run = len(result.rules_run)
+    # Counted as `rltrefactor rules list` counts the library, whatever the run selected.
+    ran = f"{run} of {_plural(result.library_rules, 'rule')} run" if result.library_rules > run else f"{_plural(run, 'rule')} run"
+    counts = f"{ran} on {_plural(len(result.files_reviewed), 'file')}"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 
@@ -229,6 +227,25 @@ def _checklist(rules: Sequence[Rule], links: _Links, all_manual: bool) -> str:
     else:
         intro = "_Rules a reviewer checks by hand, for the areas this change touched (`--checklist all` lists every area)._"
     return "### Manual checklist\n\n" + intro + "\n\n" + "\n".join(items)
+
+
+def _rule_texts(result: ReviewResult, named: Sequence[str], checklist: Sequence[Rule]) -> str:
+    """The rules the summary names, each folded under its id: what a rules reference
+    would say, for a summary that has none to link to."""
+    by_id = {r.id: r for r in result.rules_run}
+    rules = [by_id[rule_id] for rule_id in dict.fromkeys(named) if rule_id in by_id]
+    rules += [r for r in checklist if r not in rules]
+    if not rules:
+        return ""
+    items = []
+    for r in rules:
+        body = [f"**Problem.** {_inline(r.problem)}", f"**Preferred approach.** {_inline(r.preferred)}",
+                f"**Reasonable exceptions.** {_inline(r.exceptions)}"]
+        if r.references:
+            body.append("**References.** " + ", ".join(_inline(ref) for ref in r.references))
+        summary = f"<code>{html.escape(r.id)}</code> {html.escape(_inline(r.title))}"
+        items.append(f"<details><summary>{summary}</summary>\n\n" + "\n\n".join(body) + "\n\n</details>")
+    return "### Rules\n\n" + "\n\n".join(items)
 
 
 def _file_errors(result: ReviewResult) -> str:

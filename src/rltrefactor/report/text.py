@@ -156,7 +156,7 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
     if other_errors:
         parts.append(f"{other_errors} other error{'s' if other_errors != 1 else ''}")
-    parts.append(f"library {result.library_version}")
+    parts.append(f"library {result.library_versions or result.library_version}")
     parts.append(f"{result.timings.get('total', 0.0):.2f} s")
     style = "bold red" if result.gate_failed else "bold green"
     return Text(" · ".join(parts), style=style)
