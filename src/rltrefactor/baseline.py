@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Iterable
 
 from .errors import ConfigError
 from .fileio import write_atomic
-from .types import Drop, ReviewResult
+from .types import Drop, Finding, ReviewResult
 
 FORMAT_VERSION = 1
 
@@ -109,18 +110,19 @@ def _entry(path: str, index: int, item: object) -> BaselineEntry:
 
 
 def apply_baseline(
-    result: ReviewResult, baseline: Baseline
-) -> tuple[ReviewResult, tuple[BaselineEntry, ...]]:
-    """Move baselined findings to ``drops``; return the new result and the stale entries.
+    findings: Iterable[Finding], baseline: Baseline
+) -> tuple[list[Finding], list[Drop], tuple[BaselineEntry, ...]]:
+    """Findings the baseline does not record, the recorded ones as ``baseline`` drops,
+    and the stale entries (no finding matched them: what they recorded is gone).
 
     Suppressed findings are never baselined (they are dispositions, reported as such).
-    An entry no finding matched is stale: the finding it recorded is gone.
     """
     unmatched: dict[str, list[BaselineEntry]] = defaultdict(list)
     for entry in baseline.entries:
         unmatched[entry.fingerprint].append(entry)
-    kept, dropped = [], []
-    for finding in result.findings:
+    kept: list[Finding] = []
+    dropped: list[Drop] = []
+    for finding in findings:
         pool = unmatched.get(finding.fingerprint)
         if pool and not finding.suppressed:
             pool.pop(0)
@@ -128,5 +130,10 @@ def apply_baseline(
         else:
             kept.append(finding)
     stale = tuple(sorted(e for pool in unmatched.values() for e in pool))
-    new_result = replace(result, findings=tuple(kept), drops=result.drops + tuple(dropped))
-    return new_result, stale
+    return kept, dropped, stale
+
+
+def stale_warning(path: str, count: int) -> str:
+    entries = "stale baseline entry" if count == 1 else "stale baseline entries"
+    return (f"{count} {entries} (recorded findings that no longer occur; --format json lists them); "
+            f"regenerate {path} with 'rltrefactor baseline'")

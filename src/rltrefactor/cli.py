@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
-from .types import SEVERITIES, ChangeSet, PerfSummary, ReviewResult
+from .types import SEVERITIES, PerfSummary, ReviewResult
 
 if TYPE_CHECKING:
     from .api import PerfRequest, ReviewRequest
@@ -331,19 +331,8 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         remote_url=remote_url(result.change.repo_root or args.repo),
         docs_url=args.docs_url or DEFAULT_DOCS_URL,
         show_preexisting=args.show_preexisting,
-        looped=args.checklist != "all" and _changes_looped_code(change),
         all_manual=args.checklist == "all",
     )
-
-
-def _changes_looped_code(change: ChangeSet) -> bool:
-    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
-    from .report.markdown import looks_looped
-    from .contents import read_sources
-
-    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    texts = read_sources(change, paths).values() if paths else ()
-    return looks_looped(text for text in texts if isinstance(text, str))
 
 
 def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:

@@ -18,7 +18,7 @@ from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
 from .syntax import enclosing_definition, parse_tree
-from .suppressions import INVALID_SUPPRESSION, apply_suppressions
+from .suppressions import INVALID_SUPPRESSION, invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
 from .types import Definition, FileError, FileOutcome, Finding, Hit
 
@@ -140,9 +140,11 @@ class Engine:
             errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(path, text, defs, execution, hits)
-        if has_directive:
-            findings = apply_suppressions(
-                path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
+        # Directives are reported here; which findings they silence is decided once, for
+        # every source of findings, by ``finishing``.
+        if has_directive and INVALID_SUPPRESSION in self._rule_by_id:
+            findings += invalid_suppressions(
+                path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)

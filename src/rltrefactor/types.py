@@ -314,6 +314,7 @@ class ReviewResult:
     perf: PerfSummary | None = None
     files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed
     fail_on_unreviewable: bool = False
+    checklist: tuple["Rule", ...] = ()  # manual rules of the areas the change touched, in library order
 
     @property
     def gate_failed(self) -> bool:

@@ -166,9 +166,11 @@ def test_rule_texts_come_from_the_library_when_given():
 
     from rltrefactor.perf import perf_findings
 
-    rule = SimpleNamespace(id="perf-added-sync", title="T", severity="warning", impact="$COUNT at $SITE", fix="F $CHECK")
+    rule = SimpleNamespace(id="perf-added-sync", area="measured", title="T", severity="warning",
+                           impact="$COUNT at $SITE", fix="F $CHECK")
     (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)), library=SimpleNamespace(rules=(rule,)))
-    assert (finding.title, finding.severity, finding.impact, finding.fix) == ("T", "warning", "+2 at a.py:9", "F c")
+    assert (finding.area, finding.title, finding.severity) == ("measured", "T", "warning")
+    assert (finding.impact, finding.fix) == ("+2 at a.py:9", "F c")
 
 
 def test_confirm_marks_only_static_findings_on_a_line_with_an_addition():

@@ -36,38 +36,35 @@ def test_apply_moves_matches_to_drops_even_when_lines_moved(rec, tmp_path):
     write_baseline(rec.result(rec.finding(fingerprint="old")), path)
     moved = rec.finding(fingerprint="old", line=90, span=Span(90, 1, 90, 5))
     fresh = rec.finding(fingerprint="new", line=3)
-    res = rec.result(moved, fresh, drops=())
-    new_result, stale = apply_baseline(res, load_baseline(path))
-    assert new_result.findings == (fresh,)
-    assert [(d.finding, d.reason) for d in new_result.drops] == [(moved, "baseline")]
+    kept, dropped, stale = apply_baseline([moved, fresh], load_baseline(path))
+    assert kept == [fresh]
+    assert [(d.finding, d.reason) for d in dropped] == [(moved, "baseline")]
     assert stale == ()
-    assert res.findings == (moved, fresh)  # the input result is not modified
 
 
 def test_stale_entries_are_returned(rec):
     gone = BaselineEntry("x.py", "r", "f", "gone")
-    kept = BaselineEntry("model_executor/runner.py", "host-sync-in-hot-path", "ModelRunner.execute", "here")
-    new_result, stale = apply_baseline(rec.result(rec.finding(fingerprint="here")), Baseline((gone, kept)))
-    assert new_result.findings == ()
+    kept_entry = BaselineEntry("model_executor/runner.py", "host-sync-in-hot-path", "ModelRunner.execute", "here")
+    kept, _, stale = apply_baseline([rec.finding(fingerprint="here")], Baseline((gone, kept_entry)))
+    assert kept == []
     assert stale == (gone,)
 
 
 def test_matching_is_counted(rec):
     entry = BaselineEntry("a.py", "r", "f", "dup")
-    three = rec.result(*(rec.finding(fingerprint="dup", line=n) for n in (1, 2, 3)))
-    new_result, stale = apply_baseline(three, Baseline((entry, entry)))
-    assert [f.span.line for f in new_result.findings] == [3]
-    assert len(new_result.drops) == 2 and stale == ()
-    one = rec.result(rec.finding(fingerprint="dup"))
-    _, stale = apply_baseline(one, Baseline((entry, entry)))
+    three = [rec.finding(fingerprint="dup", line=n) for n in (1, 2, 3)]
+    kept, dropped, stale = apply_baseline(three, Baseline((entry, entry)))
+    assert [f.span.line for f in kept] == [3]
+    assert len(dropped) == 2 and stale == ()
+    _, _, stale = apply_baseline([rec.finding(fingerprint="dup")], Baseline((entry, entry)))
     assert stale == (entry,)
 
 
 def test_suppressed_findings_are_not_absorbed(rec):
     suppressed = rec.finding(fingerprint="s", suppressed=True, disposition="why")
     entry = BaselineEntry("a.py", "r", "f", "s")
-    new_result, stale = apply_baseline(rec.result(suppressed), Baseline((entry,)))
-    assert new_result.findings == (suppressed,)
+    kept, _, stale = apply_baseline([suppressed], Baseline((entry,)))
+    assert kept == [suppressed]
     assert stale == (entry,)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
-from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, manual_checklist, render_markdown
+from rltrefactor.finishing import manual_checklist as checklist_of
+from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, render_markdown
 from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfProfileRow, PerfSummary, Revision
 
 GH = "git@github.com:acme/engine.git"
@@ -159,10 +160,19 @@ MANUAL_RULES = (
 )
 
 
+def manual_checklist(res, *, looped=False):
+    return checklist_of(res.findings, res.change, res.rules_run, looped=looped)
+
+
+def with_checklist(res, *, looped=False):
+    """The result as the review hands it over: its checklist computed."""
+    return replace(res, checklist=manual_checklist(res, looped=looped))
+
+
 def test_manual_checklist_lists_the_areas_of_the_findings_only(rec):
     rules = (rec.rule(), *(rec.manual_rule(rule_id, area) for rule_id, area in MANUAL_RULES))
-    res = rec.result(rec.finding(), rules=rules)  # a device-residency finding
-    assert [r.id for r in manual_checklist(res)] == ["device-owner-documented"]
+    res = with_checklist(rec.result(rec.finding(), rules=rules))  # a device-residency finding
+    assert [r.id for r in res.checklist] == ["device-owner-documented"]
     text = render_markdown(res, docs_url=DOCS)
     assert "- [ ] **Check by hand** [`device-owner-documented`]" in text and "loop-exit-per-depth" not in text
     assert "`--checklist all` lists every area" in text
@@ -178,7 +188,7 @@ def test_loop_semantics_items_need_code_of_a_looped_engine(rec):
     # Only a changed Python file can be the code of a looped engine.
     yaml_only = rec.with_change(res, files=(ChangedFile("rules/x.yaml", "modified"),))
     assert manual_checklist(yaml_only, looped=True) == ()
-    assert "### Manual checklist" not in render_markdown(yaml_only, looped=True)
+    assert "### Manual checklist" not in render_markdown(with_checklist(yaml_only, looped=True))
 
 
 def test_looped_engine_evidence():
@@ -194,12 +204,12 @@ def test_file_errors_listed(rec):
 
 
 def test_section_order_and_purity(rec):
-    res = rec.result(
+    res = with_checklist(rec.result(
         rec.finding(),
         rec.finding(line=40, suppressed=True, disposition="ok"),
         rules=(rec.rule(), rec.manual_rule("m", "device-residency")),
         perf=_perf(),
-    )
+    ))
     text = render_markdown(res, remote_url=GH)
     assert text == render_markdown(res, remote_url=GH)
     headings = [line for line in text.splitlines() if line.startswith("### ")]

@@ -8,26 +8,16 @@ caller's, else the bundled one: the YAML entries of these ids); they may use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
+from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
 from .attribution import normalize_source
 from .deltas import detail, site_label
 
 if TYPE_CHECKING:
-    from ..library.model import Library
-
-AREA = "device-residency"
-
-
-@dataclass(frozen=True)
-class RuleText:
-    title: str
-    severity: Severity
-    impact: str
-    fix: str
+    from ..library.model import Library, Rule
 
 
 @lru_cache(maxsize=1)
@@ -38,12 +28,12 @@ def _bundled() -> "Library":
     return load_library(check_rule=check_matcher)
 
 
-def _texts(rule_id: str, library: "Library | None") -> RuleText:
-    """The rule's texts from the caller's library, else from the bundled one: one source."""
+def _rule(rule_id: str, library: "Library | None") -> "Rule":
+    """The rule from the caller's library, else from the bundled one: one source."""
     for candidate in (library, _bundled()):
         for rule in candidate.rules if candidate is not None else ():
             if rule.id == rule_id:
-                return RuleText(rule.title, rule.severity, rule.impact, rule.fix)
+                return rule
     raise KeyError(f"{rule_id}: not in the rule library")  # the bundled library defines every perf rule
 
 
@@ -101,34 +91,25 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
 def _finding(
     group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
 ) -> Finding:
-    from ..rule_findings import fill_template, fingerprint
+    from ..rule_findings import fill_template, rule_finding
 
     delta, also = group[0], group[1:]
-    rule_id = f"perf-added-{delta.category}"
-    text = _texts(rule_id, library)
+    rule = _rule(f"perf-added-{delta.category}", library)
     bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
     definition, row = _head_line(change, delta.path, delta.line)
     # Where the head line is known, the finding spans its code as a static finding would.
     snippet = row if row.strip() and normalize_source(row) == normalize_source(delta.source) else delta.source
     column = len(snippet) - len(snippet.lstrip()) + 1
-    impact = fill_template(text.impact, bindings)
+    impact = fill_template(rule.impact, bindings)
     if also:
         impact += " Also on this line: " + ", ".join(
             f"{d.head_count - d.base_count:+d} {d.category}" for d in also) + "."
-    return Finding(
-        rule_id=rule_id,
-        area=AREA,
-        title=text.title,
-        severity=text.severity,
-        path=delta.path,
-        span=Span(delta.line, column, delta.line, len(snippet) + 1),
-        impact=impact,
-        fix=fill_template(text.fix, bindings),
-        fingerprint=fingerprint(rule_id, definition, f"{delta.check} {delta.source}"),
-        definition=definition,
-        snippet=snippet,
-        perf=_evidence(delta),
+    found = rule_finding(
+        rule, delta.path, Span(delta.line, column, delta.line, len(snippet) + 1), impact=impact,
+        fix=fill_template(rule.fix, bindings), definition=definition,
+        matched_text=f"{delta.check} {delta.source}", snippet=snippet,
     )
+    return replace(found, perf=_evidence(delta))
 
 
 def _evidence(delta: PerfDelta) -> PerfEvidence:

@@ -18,9 +18,6 @@ from ..types import Finding, PerfDelta, PerfProfileRow, PerfSummary, ReviewResul
 from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."
-# Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
-# without a finding: no matcher can see whether a loop's exit condition changed meaning.
-LOOPED_ENGINE_AREA = "loop-semantics"
 # Identifier parts that say "one block runs several times per token" (num_loops,
 # exit_depth, recurrent_steps); a plain ``loop`` counts only beside a counting word, so
 # an asyncio ``event_loop`` is no evidence.
@@ -54,7 +51,6 @@ def render_markdown(
     head_sha: str | None = None,
     docs_url: str = DEFAULT_DOCS_URL,
     show_preexisting: bool = False,
-    looped: bool = False,
     all_manual: bool = False,
 ) -> str:
     """The summary as GitHub-flavoured Markdown.
@@ -62,8 +58,8 @@ def render_markdown(
     ``head_sha`` overrides the head commit permalinks point at (default: the reviewed
     head commit; staged and working-tree reviews get plain ``path:line`` locations).
     Pre-existing findings (not introduced by the change) get their own section only
-    with ``show_preexisting``. ``looped`` (see ``looks_looped``) and ``all_manual``
-    choose the manual checklist's areas (``manual_checklist``).
+    with ``show_preexisting``. The manual checklist is the result's (the areas the change
+    touched), or every manual rule with ``all_manual``.
     """
     change = result.change
     sha = head_sha or (change.head.ref if change.head.kind == "git" else None)
@@ -80,23 +76,14 @@ def render_markdown(
         ),
         _dispositions([f for f in result.findings if f.suppressed], links),
         _perf(result.perf, links),
-        _checklist(manual_checklist(result, looped=looped, all_manual=all_manual), links, all_manual),
+        _checklist(_manual_rules(result, all_manual), links, all_manual),
         _file_errors(result),
     ]
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: bool = False) -> tuple[Rule, ...]:
-    """Manual rules (no matcher) of the areas the change touched, in library order.
-
-    Touched areas: those of the rules that produced findings (suppressed ones
-    included), plus ``LOOPED_ENGINE_AREA`` when a Python file changed and the changed
-    code looks like a looped engine. ``all_manual`` lists every manual rule.
-    """
-    areas = {f.area for f in result.findings}
-    if looped and any(f.is_python for f in result.change.files):
-        areas.add(LOOPED_ENGINE_AREA)
-    return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
+def _manual_rules(result: ReviewResult, all_manual: bool) -> tuple[Rule, ...]:
+    return tuple(r for r in result.rules_run if not r.automated) if all_manual else result.checklist
 
 
 def looks_looped(texts: Iterable[str]) -> bool:

@@ -1,0 +1,179 @@
+"""The final pass over findings: every source of findings (the rule matchers, the perf
+hook) goes through it once, in this order.
+
+1. suppression: a directive on a finding's line marks it, whatever produced the finding;
+2. scoping: a static finding outside the change is dropped (a measured addition belongs
+   to the change by construction);
+3. pre-existing: a static finding whose identity also exists at the base is marked;
+4. occurrence: each hit's fingerprint gets its index among equal identities;
+5. confirmation: a measured addition on the line of a static finding of its kind
+   confirms that finding instead of being a second record of one problem;
+6. baseline: each hit it records is dropped (before merging, so that a new hit beside
+   baselined ones is still reported);
+7. repeats: one finding per rule per definition.
+
+The manual checklist is derived from what remains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Iterable, Literal, Mapping
+
+from .contents import read_sources
+from .preexisting import mark_preexisting
+from .repeats import group_repeats
+from .suppressions import mark_suppressed
+from .syntax import definitions
+from .types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding, PerfSummary
+
+if TYPE_CHECKING:
+    from .baseline import Baseline, BaselineReport
+    from .engine import Engine
+    from .library.model import Rule
+
+Scope = Literal["lines", "changed-functions", "files"]
+# Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
+# without a finding: no matcher can see whether a loop's exit condition changed meaning.
+LOOPED_ENGINE_AREA = "loop-semantics"
+
+
+@dataclass(frozen=True)
+class Matched:
+    """What the sources of findings produced for one review: the pass's input."""
+
+    change: ChangeSet
+    files: Mapping[str, ChangedFile]  # the files the engine reviewed, by path
+    outcomes: tuple[FileOutcome, ...]
+    texts: Mapping[str, str]  # head texts of those files
+    scope: Scope
+    engine: Engine  # reviews the base (pre-existing) and the rest of the head (occurrences)
+    rules: tuple[Rule, ...]  # the rules run, for the manual checklist
+    measured: tuple[Finding, ...] = ()  # the perf hook's additions, as findings
+    perf: PerfSummary | None = None  # what the perf hook measured, when it ran
+
+
+@dataclass(frozen=True)
+class Finished:
+    findings: tuple[Finding, ...]  # sorted by location
+    drops: tuple[Drop, ...]
+    checklist: tuple[Rule, ...]  # manual rules of the areas the change touched
+    baseline: BaselineReport | None = None
+    warnings: tuple[str, ...] = ()
+
+
+def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Finished:
+    """Findings as reported: the pass above, applied once to every source's findings."""
+    texts = _HeadTexts(matched.change, matched.texts)
+    outcomes = [replace(o, findings=tuple(mark_suppressed(o.findings, texts.get(o.path)))) for o in matched.outcomes]
+    measured = [f for path, group in _by_path(matched.measured).items() for f in mark_suppressed(group, texts.get(path))]
+    kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts)
+    kept = mark_preexisting(kept, outcomes, matched.files, matched.change, matched.engine, matched.texts,
+                            kept_on_lines=matched.scope == "lines")  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    kept, repeats = group_repeats(kept)
+    drops.extend(repeats)
+    if matched.perf is not None:
+        from .perf.delta_findings import confirm
+
+        kept = list(confirm(tuple(kept), matched.perf)) + measured
+    report: BaselineReport | None = None
+    warnings: tuple[str, ...] = ()
+    if baseline is not None:
+        kept, report, warnings = _apply_baseline(kept, drops, baseline, matched)
+    looped = _changes_looped_code(matched.change, texts)
+    return Finished(
+        findings=tuple(sorted(kept, key=_location)),
+        drops=tuple(drops),
+        checklist=manual_checklist(kept, matched.change, matched.rules, looped=looped),
+        baseline=report,
+        warnings=warnings,
+    )
+
+
+def _location(finding: Finding) -> tuple[str, int, int, str]:
+    return finding.path, finding.span.line, finding.span.column, finding.rule_id
+
+
+def _by_path(findings: Iterable[Finding]) -> dict[str, list[Finding]]:
+    grouped: dict[str, list[Finding]] = {}
+    for finding in findings:
+        grouped.setdefault(finding.path, []).append(finding)
+    return grouped
+
+
+class _HeadTexts:
+    """Head texts: those the review read, others (a measured line elsewhere) read once."""
+
+    def __init__(self, change: ChangeSet, texts: Mapping[str, str]) -> None:
+        self._change = change
+        self._texts = dict(texts)
+
+    def get(self, path: str) -> str:
+        if path not in self._texts:
+            text = read_sources(self._change, [path])[path] if path and self._change.repo_root is not None else ""
+            self._texts[path] = text if isinstance(text, str) else ""
+        return self._texts[path]
+
+
+def scope_findings(
+    outcomes: Iterable[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, scope: Scope,
+    texts: Mapping[str, str],
+) -> tuple[list[Finding], list[Drop]]:
+    """Findings of the change (``scope``), and the others as ``outside-change`` drops."""
+    kept: list[Finding] = []
+    drops: list[Drop] = []
+    for outcome in outcomes:
+        changed = by_path[outcome.path]
+        touched_defs: set[str] | None = None
+        for finding in outcome.findings:
+            if change.full_scan or scope == "files":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+                inside = True
+            elif scope == "changed-functions":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+                if touched_defs is None:
+                    defs = definitions(texts[outcome.path])
+                    touched_defs = {defs.enclosing(line).qualname for line in changed.added_lines}
+                inside = finding.definition in touched_defs
+            else:
+                span = finding.span
+                inside = any(line in changed.added_lines for line in range(span.line, span.end_line + 1))
+            if inside:
+                kept.append(finding)
+            else:
+                drops.append(Drop(finding, "outside-change"))
+    return kept, drops
+
+
+def _apply_baseline(
+    kept: list[Finding], drops: list[Drop], baseline: tuple[str, Baseline], matched: Matched
+) -> tuple[list[Finding], BaselineReport, tuple[str, ...]]:
+    """Findings the baseline records move to ``drops``; stale entries are reported."""
+    from .baseline import BaselineReport, apply_baseline, stale_warning
+
+    path, recorded = baseline
+    kept, dropped, stale = apply_baseline(kept, recorded)
+    drops.extend(dropped)
+    report = BaselineReport(path, len(dropped), stale)
+    return kept, report, (stale_warning(path, len(stale)),) if stale else ()
+
+
+def manual_checklist(
+    findings: Iterable[Finding], change: ChangeSet, rules: Iterable[Rule], *, looped: bool = False
+) -> tuple[Rule, ...]:
+    """Manual rules (no matcher) of the areas the change touched, in library order.
+
+    Touched areas: those of the rules that produced findings (suppressed ones
+    included), plus ``LOOPED_ENGINE_AREA`` when a Python file changed and the changed
+    code looks like a looped engine.
+    """
+    areas = {f.area for f in findings}
+    if looped and any(f.is_python for f in change.files):
+        areas.add(LOOPED_ENGINE_AREA)
+    return tuple(r for r in rules if not r.automated and r.area in areas)
+
+
+def _changes_looped_code(change: ChangeSet, texts: _HeadTexts) -> bool:
+    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
+    from .report.markdown import looks_looped
+
+    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    return looks_looped(texts.get(path) for path in paths)

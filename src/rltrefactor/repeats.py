@@ -1,0 +1,46 @@
+"""Repeated hits of one rule become one finding that names the lines of the others."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .rule_findings import normalise_code
+from .types import Drop, Finding
+
+
+def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
+    """One new finding per rule per function, and per rule per line of code repeated in a
+    file: the first, naming the lines of the others.
+
+    A reviewer acts once on a function that repeats one mistake, or on one line of code
+    written again elsewhere in the file; the repeats go to ``drops``. Suppressed and
+    pre-existing findings stay as they are."""
+    ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
+    first: dict[tuple[str, str, str], int] = {}
+    kept: list[Finding] = []
+    repeats: list[Drop] = []
+    for finding in ordered:
+        if finding.status != "new" or finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            kept.append(finding)
+            continue
+        keys = [(finding.path, finding.rule_id, "code:" + normalise_code(finding.snippet))] if finding.snippet.strip() else []
+        if finding.definition != "<module>":
+            keys.append((finding.path, finding.rule_id, "in:" + finding.definition))
+        index = next((first[key] for key in keys if key in first), None)
+        if index is None:
+            for key in keys:
+                first[key] = len(kept)
+            kept.append(finding)
+            continue
+        if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
+            kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
+        repeats.append(Drop(finding, "repeat-in-function"))
+    return [_name_repeats(f) for f in kept], repeats
+
+
+def _name_repeats(finding: Finding) -> Finding:
+    if not finding.also_at:
+        return finding
+    lines = ", ".join(str(line) for line in finding.also_at)
+    where = "line" if len(finding.also_at) == 1 else "lines"
+    return replace(finding, impact=f"{finding.impact} The same at {where} {lines}.")
