@@ -171,7 +171,7 @@ def _with_perf(
     timings = {**result.timings, "perf": summary.wall_seconds,
                "total": result.timings.get("total", 0.0) + summary.wall_seconds}
     result = replace(result, perf=summary, errors=result.errors + summary.errors, timings=timings)
-    return replace(matched, measured=measured, perf=summary), result
+    return replace(matched, measured=measured), result
 
 
 def _changed_functions(

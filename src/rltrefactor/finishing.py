@@ -6,11 +6,10 @@ hook) goes through it once, in this order.
    to the change by construction);
 3. pre-existing: a static finding whose identity also exists at the base is marked;
 4. occurrence: each hit's fingerprint gets its index among equal identities;
-5. confirmation: a measured addition on the line of a static finding of its kind
+5. confirmation: a measured addition on the line of a static finding of its area
    confirms that finding instead of being a second record of one problem;
-6. baseline: each hit it records is dropped (before merging, so that a new hit beside
-   baselined ones is still reported);
-7. repeats: one finding per rule per definition.
+6. baseline: each hit it records is dropped;
+7. repeats: one finding per rule per definition (a measured addition stays one per line).
 
 The manual checklist is derived from what remains.
 """
@@ -21,11 +20,12 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
 from .contents import read_sources
+from .perf.delta_findings import confirm
 from .preexisting import mark_preexisting
 from .repeats import group_repeats
 from .suppressions import mark_suppressed
 from .syntax import definitions
-from .types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding, PerfSummary
+from .types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .baseline import Baseline, BaselineReport
@@ -50,7 +50,6 @@ class Matched:
     engine: Engine  # reviews the base (pre-existing) and the rest of the head (occurrences)
     rules: tuple[Rule, ...]  # the rules run, for the manual checklist
     measured: tuple[Finding, ...] = ()  # the perf hook's additions, as findings
-    perf: PerfSummary | None = None  # what the perf hook measured, when it ran
 
 
 @dataclass(frozen=True)
@@ -70,12 +69,13 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts)
     kept = mark_preexisting(kept, outcomes, matched.files, matched.change, matched.engine, matched.texts,
                             kept_on_lines=matched.scope == "lines")  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    kept, repeats = group_repeats(kept)
+    kept, confirmations = confirm(kept + measured)
+    drops.extend(confirmations)
+    # A measured addition is its own line's count: it stays one finding per line.
+    still_measured = [f for f in kept if f.perf is not None and not f.confirmed]
+    kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
+    kept += still_measured
     drops.extend(repeats)
-    if matched.perf is not None:
-        from .perf.delta_findings import confirm
-
-        kept = list(confirm(tuple(kept), matched.perf)) + measured
     report: BaselineReport | None = None
     warnings: tuple[str, ...] = ()
     if baseline is not None:

@@ -34,6 +34,8 @@ def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
             continue
         if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
             kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
+        if finding.confirmed and not kept[index].confirmed:  # a measurement confirms the one finding left
+            kept[index] = replace(kept[index], confirmed=True, perf=finding.perf)
         repeats.append(Drop(finding, "repeat-in-function"))
     return [_name_repeats(f) for f in kept], repeats
 

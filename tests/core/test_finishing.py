@@ -22,12 +22,12 @@ def engine():
     return Engine(select_rules(library, config), config, frozenset(r.id for r in library.rules))
 
 
-def _finish(engine, text: str, measured=(), perf=None):
+def _finish(engine, text: str, measured=()):
     """A full scan of one file, through the final pass."""
     change = ChangeSet(None, Revision("worktree"), (ChangedFile(HOT, "added", added_lines=frozenset()),), full_scan=True)
     outcome = engine.review_file(HOT, text)
     return finish(Matched(change, {HOT: change.files[0]}, (outcome,), {HOT: text}, "lines", engine, engine.rules,
-                          measured=tuple(measured), perf=perf))
+                          measured=tuple(measured)))
 
 
 def test_suppression_marks_the_finding_and_keeps_the_reason(engine):
@@ -57,7 +57,7 @@ def _measured_sync(line: int, source: str) -> tuple[PerfSummary, tuple]:
 def test_a_measured_addition_is_suppressed_like_any_finding(engine):
     text = "def forward(x):\n    n = x.nonzero()  # rltrefactor: ignore[perf-added-sync] measured once per request\n"
     summary, measured = _measured_sync(2, "n = x.nonzero()")
-    (finding,) = _finish(engine, text, measured, summary).findings
+    (finding,) = _finish(engine, text, measured).findings
     assert finding.rule_id == "perf-added-sync"
     assert finding.suppressed and finding.disposition == "measured once per request"
 
@@ -65,8 +65,18 @@ def test_a_measured_addition_is_suppressed_like_any_finding(engine):
 def test_a_suppression_of_the_static_rule_does_not_silence_the_measurement(engine):
     text = "def forward(x):\n    n = x.nonzero()  # rltrefactor: ignore[host-sync-in-hot-path] not this rule\n"
     summary, measured = _measured_sync(2, "n = x.nonzero()")
-    (finding,) = _finish(engine, text, measured, summary).findings
+    (finding,) = _finish(engine, text, measured).findings
     assert finding.rule_id == "perf-added-sync" and not finding.suppressed
+
+
+def test_a_measured_sync_on_a_static_finding_is_one_finding_marked_confirmed(engine):
+    text = "def forward(x):\n    return x.sum().item()\n"
+    summary, measured = _measured_sync(2, "return x.sum().item()")
+    finished = _finish(engine, text, measured)
+    (finding,) = finished.findings
+    assert finding.rule_id == "host-sync-in-hot-path" and finding.confirmed
+    assert finding.perf is not None and (finding.perf.check, finding.perf.head_count) == ("checks:step", 1)
+    assert [d.reason for d in finished.drops] == ["confirms-finding"]
 
 
 def test_the_review_result_carries_the_manual_checklist(repo):

@@ -1,4 +1,4 @@
-"""Perf deltas -> findings, and static findings confirmed by a measured delta.
+"""Perf deltas -> findings, and static findings confirmed by a measured addition.
 
 Only additions become findings (``perf-added-sync|copy|alloc``); removals stay in
 ``PerfSummary.deltas`` as improvements. Rule texts come from the rule library (the
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
+from ..types import ChangeSet, Drop, Finding, PerfDelta, PerfEvidence, PerfSummary, Span
 from .attribution import normalize_source
 from .deltas import detail, site_label
 
@@ -116,18 +116,39 @@ def _evidence(delta: PerfDelta) -> PerfEvidence:
     return PerfEvidence(delta.check, delta.category, delta.base_count, delta.head_count, delta.device, detail(delta))
 
 
-def confirm(findings: tuple[Finding, ...], summary: PerfSummary) -> tuple[Finding, ...]:
-    """Mark static findings on a line where a measured addition landed (head lines)."""
-    added: dict[tuple[str, int], PerfDelta] = {}
-    for delta in summary.deltas:
-        if delta.added and delta.path:
-            added.setdefault((delta.path, delta.line), delta)
-    out = []
-    for finding in findings:
-        hit = next(
-            (added[(finding.path, line)] for line in range(finding.span.line, finding.span.end_line + 1)
-             if (finding.path, line) in added),
-            None,
-        )
-        out.append(replace(finding, confirmed=True, perf=_evidence(hit)) if hit and finding.perf is None else finding)
-    return tuple(out)
+def confirm(findings: Iterable[Finding]) -> tuple[list[Finding], list[Drop]]:
+    """One finding per problem: a measured addition (a finding with ``perf`` evidence) on
+    a line of a new static finding of its area (the device-residency rules) marks that
+    finding confirmed, with the measurement, and goes to ``drops`` instead of standing
+    beside it as a second record. Other measured additions stay findings of their own.
+    """
+    found = list(findings)
+    on_line: dict[tuple[str, int], list[int]] = {}
+    for index, finding in enumerate(found):
+        if finding.perf is None and finding.status == "new":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            for line in range(finding.span.line, finding.span.end_line + 1):
+                on_line.setdefault((finding.path, line), []).append(index)
+    absorbed: set[int] = set()
+    drops: list[Drop] = []
+    for index, measured in enumerate(found):
+        if measured.perf is None:
+            continue
+        same = [i for i in on_line.get((measured.path, measured.span.line), ()) if found[i].area == measured.area]
+        for i in same:
+            if not found[i].confirmed:
+                found[i] = replace(found[i], confirmed=True, perf=measured.perf,
+                                   impact=f"{found[i].impact} {_measurement(measured)}")
+        if same:
+            absorbed.add(index)
+            drops.append(Drop(measured, "confirms-finding"))
+    return [f for i, f in enumerate(found) if i not in absorbed], drops
+
+
+def _measurement(measured: Finding) -> str:
+    evidence = measured.perf
+    assert evidence is not None  # only measured findings are passed
+    change = evidence.head_count - evidence.base_count
+    also = measured.impact.partition(" Also on this line: ")[2]
+    text = (f"Measured by the perf hook: {change:+d} {evidence.category} per call of `{evidence.check}` "
+            f"(base {evidence.base_count}, head {evidence.head_count}, on {evidence.device}).")
+    return f"{text} Also on this line: {also}" if also else text
