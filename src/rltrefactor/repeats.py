@@ -4,32 +4,28 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .rule_findings import normalise_code
 from .types import Drop, Finding
 
 
 def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
-    """One new finding per rule per function, and per rule per line of code repeated in a
-    file: the first, naming the lines of the others.
+    """One new finding per rule per definition: the first, naming the lines of the others.
 
-    A reviewer acts once on a function that repeats one mistake, or on one line of code
-    written again elsewhere in the file; the repeats go to ``drops``. Suppressed and
-    pre-existing findings stay as they are."""
+    A reviewer acts once on a function that repeats one mistake; the repeats go to
+    ``drops``. Hits in different definitions, or at module level, stay apart even where
+    their code is the same: each is a place to change. Suppressed and pre-existing
+    findings stay as they are."""
     ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
     first: dict[tuple[str, str, str], int] = {}
     kept: list[Finding] = []
     repeats: list[Drop] = []
     for finding in ordered:
-        if finding.status != "new" or finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        key = (finding.path, finding.rule_id, finding.definition)
+        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             kept.append(finding)
             continue
-        keys = [(finding.path, finding.rule_id, "code:" + normalise_code(finding.snippet))] if finding.snippet.strip() else []
-        if finding.definition != "<module>":
-            keys.append((finding.path, finding.rule_id, "in:" + finding.definition))
-        index = next((first[key] for key in keys if key in first), None)
+        index = first.get(key)
         if index is None:
-            for key in keys:
-                first[key] = len(kept)
+            first[key] = len(kept)
             kept.append(finding)
             continue
         if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:

@@ -86,3 +86,25 @@ def test_the_review_result_carries_the_manual_checklist(repo):
     result = review(ReviewRequest(repo=str(repo.path), diff="HEAD", use_cache=False))
     assert "loop-semantics" in {rule.area for rule in result.checklist}
     assert all(not rule.automated for rule in result.checklist)
+
+
+def test_repeats_merge_within_one_definition_only(engine):
+    text = (
+        "def forward(x):\n    a = x.sum().item()\n    b = x.sum().item()\n    return a + b\n\n\n"
+        "def backward(x):\n    a = x.sum().item()\n    return a\n"
+    )
+    finished = _finish(engine, text)
+    found = [(f.span.line, f.definition, f.also_at) for f in finished.findings]
+    assert found == [(2, "forward", (3,)), (8, "backward", ())]
+    assert [(d.finding.span.line, d.reason) for d in finished.drops] == [(3, "repeat-in-function")]
+
+
+def test_module_level_hits_are_never_merged():
+    from rltrefactor.repeats import group_repeats
+    from rltrefactor.types import Finding, Span
+
+    def at(line):
+        return Finding("r", "a", "t", "error", HOT, Span(line, 1, line, 9), "i", "f", "fp", snippet="x.item()")
+
+    kept, drops = group_repeats([at(3), at(4)])
+    assert [(f.span.line, f.also_at) for f in kept] == [(3, ()), (4, ())] and drops == []
