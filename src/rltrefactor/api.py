@@ -291,13 +291,22 @@ def measure(request: MeasureRequest) -> MeasureResult:
 class BaselineRequest:
     review: ReviewRequest  # without a change source: the whole repository
     output: str  # the baseline file to write
+    update: bool = False  # refresh ``output``: keep the hits it records that still occur, add none
 
 
-def record_baseline(request: BaselineRequest) -> Baseline:
-    """Review, then record every unsuppressed finding in ``request.output``."""
+@dataclass(frozen=True)
+class BaselineOutcome:
+    baseline: Baseline  # what was written
+    stale: int = 0  # entries an update left out: what they recorded no longer occurs
+
+
+def record_baseline(request: BaselineRequest) -> BaselineOutcome:
+    """Review, then record every unsuppressed hit in ``request.output`` (or refresh it)."""
     review_request = request.review
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
-    from .baseline import write_baseline
+    from .baseline import update_baseline, write_baseline
 
-    return write_baseline(review(review_request), request.output)
+    if request.update:
+        return BaselineOutcome(*update_baseline(review(review_request), request.output))
+    return BaselineOutcome(write_baseline(review(review_request), request.output))

@@ -133,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
+    baseline.add_argument("--update", action="store_true",
+                          help="refresh FILE: keep the findings it records that still occur, drop stale entries, "
+                               "add nothing new (also turns a baseline of an older format into the current one)")
     _add_engine_options(baseline)
     baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
                           fail_on_unreviewable=False, select=(), ignore=(), perf=False, baseline=None)
@@ -310,8 +313,13 @@ def _run_perf(args: argparse.Namespace) -> int:
 def _run_baseline(args: argparse.Namespace) -> int:
     from .api import BaselineRequest, record_baseline
 
-    baseline = record_baseline(BaselineRequest(_request(args), args.output))
-    print(f"rltrefactor: recorded {len(baseline.entries)} finding(s) in {args.output}", file=sys.stderr)
+    recorded = record_baseline(BaselineRequest(_request(args), args.output, update=args.update))
+    count = len(recorded.baseline.entries)
+    if args.update:
+        print(f"rltrefactor: refreshed {args.output}: {count} finding(s) kept, {recorded.stale} stale entry(ies) dropped",
+              file=sys.stderr)
+    else:
+        print(f"rltrefactor: recorded {count} finding(s) in {args.output}", file=sys.stderr)
     return EXIT_CLEAN
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from .config import Config
-from .rule_findings import fill_template, rule_finding, with_execution
+from .rule_findings import fill_template, guards_at, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
@@ -20,7 +20,7 @@ from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windo
 from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
-from .types import Definition, FileError, FileOutcome, Finding, Hit
+from .types import Definition, FileError, FileOutcome, Finding, Hit, Span
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
@@ -139,7 +139,7 @@ class Engine:
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-        findings = self._to_findings(path, text, defs, execution, hits)
+        findings = self._to_findings(path, text, tree, defs, execution, hits)
         # Directives are reported here; which findings they silence is decided once, for
         # every source of findings, by ``finishing``.
         if has_directive and INVALID_SUPPRESSION in self._rule_by_id:
@@ -204,7 +204,7 @@ class Engine:
         return hits
 
     def _to_findings(
-        self, path: str, text: str, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
+        self, path: str, text: str, tree: Tree, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
     ) -> list[Finding]:
         lines = text.splitlines()
         findings = []
@@ -220,11 +220,18 @@ class Engine:
                     definition=definition,
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
+                    guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
                 )
             if rule.applicability.hot_paths_only:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             findings.append(finding)
         return findings
+
+def _byte_column(lines: list[str], span: Span) -> int:
+    """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
+    row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))
+
 
 class _LazyDefinitions:
     """The definition around a line, looked up in the file's tree only for the lines

@@ -8,7 +8,7 @@ hook) goes through it once, in this order.
 4. occurrence: each hit's fingerprint gets its index among equal identities;
 5. confirmation: a measured addition on the line of a static finding of its area
    confirms that finding instead of being a second record of one problem;
-6. baseline: each hit it records is dropped;
+6. baseline: each hit it records is dropped (one entry per hit, before merging);
 7. repeats: one finding per rule per definition (a measured addition stays one per line).
 
 The manual checklist is derived from what remains.
@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Iterable, Literal, Mapping
 
 from .contents import read_sources
 from .perf.delta_findings import confirm
-from .preexisting import mark_preexisting
+from .preexisting import complete_head, mark_preexisting
 from .repeats import group_repeats
+from .rule_findings import number_occurrences
 from .suppressions import mark_suppressed
 from .syntax import definitions
 from .types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding
@@ -67,19 +68,21 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     outcomes = [replace(o, findings=tuple(mark_suppressed(o.findings, texts.get(o.path)))) for o in matched.outcomes]
     measured = [f for path, group in _by_path(matched.measured).items() for f in mark_suppressed(group, texts.get(path))]
     kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts)
-    kept = mark_preexisting(kept, outcomes, matched.files, matched.change, matched.engine, matched.texts,
-                            kept_on_lines=matched.scope == "lines")  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    kept, confirmations = confirm(kept + measured)
+    line_limited = matched.scope == "lines" and not matched.change.full_scan  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    heads = complete_head(kept, outcomes, matched.files, matched.engine, matched.texts, kept_on_lines=line_limited)
+    kept = mark_preexisting(kept, heads, matched.files, matched.change, matched.engine, matched.texts)
+    kept = number_occurrences(kept, heads) + number_occurrences(measured, {})
+    kept, confirmations = confirm(kept)
     drops.extend(confirmations)
-    # A measured addition is its own line's count: it stays one finding per line.
-    still_measured = [f for f in kept if f.perf is not None and not f.confirmed]
-    kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
-    kept += still_measured
-    drops.extend(repeats)
     report: BaselineReport | None = None
     warnings: tuple[str, ...] = ()
     if baseline is not None:
         kept, report, warnings = _apply_baseline(kept, drops, baseline, matched)
+    # A measured addition is its own line's count: it stays one finding per line.
+    still_measured = [f for f in kept if f.perf is not None and not f.confirmed]
+    kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
+    kept = _name_baselined(kept, drops) + still_measured
+    drops.extend(repeats)
     looped = _changes_looped_code(matched.change, texts)
     return Finished(
         findings=tuple(sorted(kept, key=_location)),
@@ -146,14 +149,36 @@ def scope_findings(
 def _apply_baseline(
     kept: list[Finding], drops: list[Drop], baseline: tuple[str, Baseline], matched: Matched
 ) -> tuple[list[Finding], BaselineReport, tuple[str, ...]]:
-    """Findings the baseline records move to ``drops``; stale entries are reported."""
+    """Hits the baseline records move to ``drops``, one entry per hit (before repeats are
+    merged, so a new hit beside baselined ones is still reported). Stale entries are
+    counted only in files the review matched in full: elsewhere a hit was never looked for."""
     from .baseline import BaselineReport, apply_baseline, stale_warning
 
     path, recorded = baseline
-    kept, dropped, stale = apply_baseline(kept, recorded)
+    whole = matched.change.full_scan or matched.scope == "files"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    kept, dropped, stale = apply_baseline(kept, recorded, frozenset(matched.files) if whole else frozenset())
     drops.extend(dropped)
     report = BaselineReport(path, len(dropped), stale)
     return kept, report, (stale_warning(path, len(stale)),) if stale else ()
+
+
+def _name_baselined(kept: list[Finding], drops: Iterable[Drop]) -> list[Finding]:
+    """A new finding in a definition where the baseline records hits of its rule says which
+    lines those are: its own lines are the new ones."""
+    baselined: dict[tuple[str, str, str], list[int]] = {}
+    for drop in drops:
+        if drop.reason == "baseline" and drop.finding.definition != "<module>":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            found = drop.finding
+            baselined.setdefault((found.path, found.rule_id, found.definition), []).append(found.span.line)
+    named = []
+    for finding in kept:
+        lines = sorted(set(baselined.get((finding.path, finding.rule_id, finding.definition), ())))
+        if lines and finding.status == "new" and not finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            where = "hit at line" if len(lines) == 1 else "hits at lines"
+            finding = replace(finding, impact=f"{finding.impact} New beside the baselined {where} "
+                                              f"{', '.join(map(str, lines))} of this rule here.")
+        named.append(finding)
+    return named
 
 
 def manual_checklist(
