@@ -22,7 +22,7 @@ from .globs import matches
 from .library.model import Library, Rule
 from .rule_index import load_rules
 from .contents import read_sources
-from .finishing import Matched, Scope, finish
+from .finishing import Matched, Scope, finish, finish_measured
 from .syntax import parse_tree
 from .types import (
     ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
@@ -267,7 +267,7 @@ class MeasureResult:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if at_least(f.severity, self.fail_on))
+        return tuple(f for f in self.findings if not f.suppressed and at_least(f.severity, self.fail_on))
 
     @property
     def gate_failed(self) -> bool:
@@ -283,7 +283,7 @@ def measure(request: MeasureRequest) -> MeasureResult:
     )
     loaded = _load(change.repo_root or request.repo)
     summary = _run_hook(change, request.perf, loaded.config)
-    findings = perf_findings(summary, change=change, library=loaded.library)
+    findings = finish_measured(change, perf_findings(summary, change=change, library=loaded.library))
     return MeasureResult(summary, findings, request.fail_on or loaded.config.fail_on)
 
 

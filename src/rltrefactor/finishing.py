@@ -93,6 +93,14 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     )
 
 
+def finish_measured(change: ChangeSet, measured: Iterable[Finding]) -> tuple[Finding, ...]:
+    """The perf hook's findings alone (``rltrefactor perf``): the steps of the pass that
+    apply to measurements, suppression first."""
+    texts = _HeadTexts(change, {})
+    marked = [f for path, group in _by_path(measured).items() for f in mark_suppressed(group, texts.get(path))]
+    return tuple(sorted(number_occurrences(marked, {}), key=_location))
+
+
 def _location(finding: Finding) -> tuple[str, int, int, str]:
     return finding.path, finding.span.line, finding.span.column, finding.rule_id
 

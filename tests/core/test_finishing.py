@@ -108,3 +108,15 @@ def test_module_level_hits_are_never_merged():
 
     kept, drops = group_repeats([at(3), at(4)])
     assert [(f.span.line, f.also_at) for f in kept] == [(3, ()), (4, ())] and drops == []
+
+
+def test_the_perf_command_honours_suppressions_too(repo):
+    from rltrefactor.api import MeasureResult
+    from rltrefactor.finishing import finish_measured
+
+    repo.write(HOT, "def forward(x):\n    n = x.nonzero()  # rltrefactor: ignore[perf-added-sync] measured once per request\n")
+    change = ChangeSet(str(repo.path), Revision("worktree"), ())
+    summary, measured = _measured_sync(2, "n = x.nonzero()")
+    (finding,) = finish_measured(change, measured)
+    assert finding.suppressed and finding.disposition == "measured once per request"
+    assert not MeasureResult(summary, (finding,), "warning").gate_failed
