@@ -227,6 +227,7 @@ class Engine:
             findings.append(finding)
         return findings
 
+
 def _byte_column(lines: list[str], span: Span) -> int:
     """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
     row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
