@@ -8,19 +8,19 @@ from .types import Drop, Finding
 
 
 def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
-    """One new finding per rule per definition (a file's top-level code counts as one):
-    the first, naming the lines of the others.
+    """One new finding per rule per definition: the first, naming the lines of the others.
 
     A reviewer acts once on a function that repeats one mistake; the repeats go to
-    ``drops``. Hits in different definitions stay apart even where their code is the
-    same: each is a place to change. Suppressed and pre-existing findings stay as they are."""
+    ``drops``. Hits in different definitions, or at module level, stay apart even where
+    their code is the same: each is a place to change. Suppressed and pre-existing
+    findings stay as they are."""
     ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
     first: dict[tuple[str, str, str], int] = {}
     kept: list[Finding] = []
     repeats: list[Drop] = []
     for finding in ordered:
         key = (finding.path, finding.rule_id, finding.definition)
-        if finding.status != "new" or finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             kept.append(finding)
             continue
         index = first.get(key)

@@ -99,16 +99,15 @@ def test_repeats_merge_within_one_definition_only(engine):
     assert [(d.finding.span.line, d.reason) for d in finished.drops] == [(3, "repeat-in-function")]
 
 
-def test_top_level_code_is_one_definition_and_a_function_another():
+def test_module_level_hits_are_never_merged():
     from rltrefactor.repeats import group_repeats
     from rltrefactor.types import Finding, Span
 
-    def at(line, definition="<module>", snippet="x.item()"):
-        return Finding("r", "a", "t", "error", HOT, Span(line, 1, line, 9), "i", "f", "fp", definition, snippet)
+    def at(line):
+        return Finding("r", "a", "t", "error", HOT, Span(line, 1, line, 9), "i", "f", "fp", snippet="x.item()")
 
-    kept, drops = group_repeats([at(3), at(4, snippet="y.item()"), at(9, "forward")])
-    assert [(f.span.line, f.also_at) for f in kept] == [(3, (4,)), (9, ())]
-    assert [d.finding.span.line for d in drops] == [4]
+    kept, drops = group_repeats([at(3), at(4)])
+    assert [(f.span.line, f.also_at) for f in kept] == [(3, ()), (4, ())] and drops == []
 
 
 def test_the_perf_command_honours_suppressions_too(repo):
