@@ -18,7 +18,6 @@ from .errors import ConfigError, RltError
 from .perf.records import PerfSummary
 from .result import ReviewResult
 from .severity import SEVERITIES
-from .types import ChangeSet
 
 if TYPE_CHECKING:
     from .api import PerfRequest, ReviewRequest
@@ -145,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
+    baseline.add_argument("--update", action="store_true",
+                          help="refresh FILE: keep the findings it records that still occur, drop stale entries, "
+                               "add nothing new (also turns a baseline of an older format into the current one)")
     _add_engine_options(baseline)
     baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
                           fail_on_unreviewable=False, select=(), ignore=(), perf=False, baseline=None)
@@ -335,8 +337,13 @@ def _run_perf(args: argparse.Namespace) -> int:
 def _run_baseline(args: argparse.Namespace) -> int:
     from .api import BaselineRequest, record_baseline
 
-    baseline = record_baseline(BaselineRequest(_request(args), args.output))
-    print(f"rltrefactor: recorded {len(baseline.entries)} finding(s) in {args.output}", file=sys.stderr)
+    recorded = record_baseline(BaselineRequest(_request(args), args.output, update=args.update))
+    count = len(recorded.baseline.entries)
+    if args.update:
+        print(f"rltrefactor: refreshed {args.output}: {count} finding(s) kept, {recorded.stale} stale entry(ies) dropped",
+              file=sys.stderr)
+    else:
+        print(f"rltrefactor: recorded {count} finding(s) in {args.output}", file=sys.stderr)
     return EXIT_CLEAN
 
 
@@ -356,21 +363,7 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         remote_url=remote_url(result.change.repo_root or args.repo),
         docs_url=result.docs_url,
         show_preexisting=args.show_preexisting,
-        looped=args.checklist != "all" and _changes_looped_code(change),
         all_manual=args.checklist == "all",
-    )
-
-
-def _changes_looped_code(change: ChangeSet) -> bool:
-    """Whether a changed line, at the reviewed head, lies in code iterating a recurrence."""
-    from .report.recurrence import changes_recurrence
-    from .contents import read_sources
-
-    files = {f.path: f for f in change.files if f.is_python and f.status != "deleted"}  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    texts = read_sources(change, list(files)) if files else {}
-    return changes_recurrence(
-        (text, None if change.full_scan else files[path].added_lines | files[path].deletion_anchors)
-        for path, text in texts.items() if isinstance(text, str)
     )
 
 

@@ -9,7 +9,7 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .rule_findings import fill_template, rule_finding, with_execution
+from .rule_findings import fill_template, guards_at, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
 from .config import Config, declared_for
@@ -23,9 +23,9 @@ from .regions.plan import Region, plan_regions
 from .regions.reach import MatcherReach, SearchScope, search_scope
 from .regions.windows import ChangeWindows, change_windows
 from .syntax import enclosing_definition, parse_tree
-from .suppressions import INVALID_SUPPRESSION, apply_suppressions
+from .suppressions import INVALID_SUPPRESSION, invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
-from .types import Definition, FileError, FileOutcome, Finding, Hit
+from .types import Definition, FileError, FileOutcome, Finding, Hit, Span
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
@@ -166,10 +166,12 @@ class Engine:
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-        findings = self._to_findings(path, text, defs, execution, hits)
-        if has_directive:
-            findings = apply_suppressions(
-                path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
+        findings = self._to_findings(path, text, tree, defs, execution, hits)
+        # Directives are reported here; which findings they silence is decided once, for
+        # every source of findings, by ``finishing``.
+        if has_directive and INVALID_SUPPRESSION in self._rule_by_id:
+            findings += invalid_suppressions(
+                path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
@@ -234,7 +236,7 @@ class Engine:
         return hits
 
     def _to_findings(
-        self, path: str, text: str, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
+        self, path: str, text: str, tree: Tree, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
     ) -> list[Finding]:
         lines = text.splitlines()
         findings = []
@@ -250,11 +252,19 @@ class Engine:
                     definition=definition,
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
+                    guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
                 )
             if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             findings.append(finding)
         return findings
+
+
+def _byte_column(lines: list[str], span: Span) -> int:
+    """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
+    row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))
+
 
 class _LazyDefinitions:
     """The definition around a line, looked up in the file's tree only for the lines

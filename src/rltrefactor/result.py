@@ -33,6 +33,7 @@ class ReviewResult:
     docs_url: str | None = None  # the rules reference reports link rule ids to; None: none
     library_versions: str = ""  # bundled and local library versions, as ``Library.versions`` says them
     library_rules: int = 0  # rules in the loaded library, as ``rules list`` counts them
+    checklist: tuple["Rule", ...] = ()  # manual rules of the areas the change touched, in library order
 
     @property
     def gate_failed(self) -> bool:

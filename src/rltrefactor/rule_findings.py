@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from dataclasses import replace
 
@@ -12,6 +12,8 @@ from .severity import at_least
 from .types import Finding, Span
 
 if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
+
     from .execution import FunctionExecution
     from .library.model import Rule
 
@@ -66,9 +68,11 @@ def _without_comment(line: str) -> str:
 
 
 def rule_finding(
-    rule: "Rule", path: str, span: Span, *, impact: str, fix: str, definition: str, matched_text: str, snippet: str
+    rule: "Rule", path: str, span: Span, *, impact: str, fix: str, definition: str, matched_text: str, snippet: str,
+    guards: tuple[str, ...] = (),
 ) -> Finding:
-    """A finding of ``rule``: its id, area, title and severity, fingerprinted by what matched."""
+    """A finding of ``rule``: its id, area, title and severity, fingerprinted by what matched
+    and the conditions it runs under (``guards_at``)."""
     return Finding(
         rule_id=rule.id,
         area=rule.area,
@@ -78,17 +82,79 @@ def rule_finding(
         span=span,
         impact=impact,
         fix=fix,
-        fingerprint=fingerprint(rule.id, definition, matched_text),
+        fingerprint=fingerprint(rule.id, definition, matched_text, guards),
         definition=definition,
         snippet=snippet,
     )
 
 
-def fingerprint(rule_id: str, definition: str, matched_text: str) -> str:
-    """Identity of a finding that survives line shifts, re-indentation and re-wrapping."""
+def fingerprint(rule_id: str, definition: str, matched_text: str, guards: tuple[str, ...] = ()) -> str:
+    """Identity of a hit that survives line shifts, re-indentation and re-wrapping, but not
+    a change of the conditions it runs under (a removed ``if``, code moved out of a ``try``).
+
+    Equal identities in one file are told apart by ``number_occurrences``."""
     normalised = normalise_code(matched_text)
-    digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}".encode("utf-8", "surrogatepass"))
+    chain = "".join(f"\0{guard}" for guard in guards)  # none: the identity of unguarded code is unchanged
+    digest = hashlib.sha256(f"{rule_id}\0{definition}\0{normalised}{chain}".encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:20]
+
+
+# Statements and clauses whose body runs only under a condition (or a failure, or a loop).
+_GUARDS = frozenset({
+    "if_statement", "elif_clause", "else_clause", "try_statement", "except_clause", "except_group_clause",
+    "finally_clause", "for_statement", "while_statement", "match_statement", "case_clause",
+})
+# Parts of a guard that run under it (its body and later clauses), not in its header.
+_GUARDED_PARTS = frozenset({"block", "elif_clause", "else_clause", "except_clause", "except_group_clause",
+                            "finally_clause", "case_clause"})
+_DEFINITIONS = frozenset({"function_definition", "class_definition"})
+
+
+def guards_at(tree: "Tree", line: int, byte_column: int) -> tuple[str, ...]:
+    """Headers of the conditions, handlers and loops around the code starting at ``line``
+    (1-based) and ``byte_column`` (0-based), innermost first, up to the enclosing
+    definition; each normalised, comments left out. Under an ``else``, the chain holds the
+    ``else`` and the ``if`` it belongs to."""
+    point = (line - 1, byte_column)
+    node: Node | None = tree.root_node.descendant_for_point_range(point, point)
+    chain: list[str] = []
+    child: Node | None = None
+    while node is not None and node.type not in _DEFINITIONS:
+        if node.type in _GUARDS and child is not None and child.type in _GUARDED_PARTS:
+            chain.append(_header(node))
+        child, node = node, node.parent
+    return tuple(chain)
+
+
+def _header(node: "Node") -> str:
+    parts = []
+    for child in node.children:
+        if child.type in _GUARDED_PARTS:
+            break
+        if child.type != "comment":
+            parts.append((child.text or b"").decode("utf-8", "surrogatepass"))
+    return normalise_code(" ".join(parts))
+
+
+def number_occurrences(findings: Iterable[Finding], heads: Mapping[str, Sequence[Finding]]) -> list[Finding]:
+    """Each finding's fingerprint with its index among the hits of equal identity in its
+    file, in the order they appear (``-0`` for the first): the identity of one hit.
+
+    ``heads``: every hit of the head revision for each path where the findings are only
+    part of them (a review matched around the changed lines); elsewhere the findings
+    themselves are all the hits."""
+    found = list(findings)
+    order: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    for path in {f.path for f in found}:
+        for hit in heads.get(path) or [f for f in found if f.path == path]:
+            order.setdefault((path, hit.fingerprint), []).append((hit.span.line, hit.span.column, hit.rule_id))
+    numbered = []
+    for finding in found:
+        places = sorted(order.get((finding.path, finding.fingerprint), ()))
+        here = (finding.span.line, finding.span.column, finding.rule_id)
+        index = places.index(here) if here in places else sum(place < here for place in places)
+        numbered.append(replace(finding, fingerprint=f"{finding.fingerprint}-{index}"))
+    return numbered
 
 
 def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:

@@ -69,24 +69,28 @@ def _comments(text: str) -> Iterator[tuple[int, int, str]]:
         return
 
 
-def apply_suppressions(
-    path: str, text: str, enclosing: Callable[[int], Definition], findings: list[Finding], known_ids: frozenset[str], report_as: "Rule | None"
-) -> list[Finding]:
-    """Mark suppressed findings and report directives that cannot be honoured.
+def mark_suppressed(findings: Iterable[Finding], text: str) -> list[Finding]:
+    """``findings`` of one file (``text``, as reviewed), those a directive names on their
+    first or last line marked suppressed with its reason, whatever produced them.
 
-    ``enclosing(line)`` gives the definition around a line (for fingerprints);
-    ``report_as`` is the ``invalid-suppression`` rule, or None when it is not selected.
+    An ``invalid-suppression`` finding reports a directive and is never silenced by one.
     """
-    directives = parse_suppressions(text)
-    kept = []
+    directives = parse_suppressions(text) if "rltrefactor:" in text else {}
+    marked = []
     for finding in findings:
         directive = directives.get(finding.span.line) or directives.get(finding.span.end_line)
-        if directive is not None and finding.rule_id in directive.rule_ids:
+        if directive is not None and finding.rule_id in directive.rule_ids and finding.rule_id != INVALID_SUPPRESSION:
             finding = replace(finding, suppressed=True, disposition=directive.reason or None)
-        kept.append(finding)
-    if report_as is not None:
-        kept.extend(_invalid_suppressions(path, text, enclosing, directives.values(), known_ids, report_as))
-    return kept
+        marked.append(finding)
+    return marked
+
+
+def invalid_suppressions(
+    path: str, text: str, enclosing: Callable[[int], Definition], known_ids: frozenset[str], report_as: "Rule"
+) -> list[Finding]:
+    """Findings of ``report_as`` (the ``invalid-suppression`` rule) for directives that
+    cannot be honoured; ``enclosing(line)`` gives the definition around a line."""
+    return _invalid_suppressions(path, text, enclosing, parse_suppressions(text).values(), known_ids, report_as)
 
 
 def _invalid_suppressions(

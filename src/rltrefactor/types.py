@@ -174,7 +174,8 @@ class Drop:
     """A finding that was not reported, and why."""
 
     finding: Finding
-    reason: Literal["outside-change", "baseline", "repeat-in-function"]
+    # "confirms-finding": a measured addition recorded on the static finding of the same problem
+    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding"]
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,7 @@ def test_moved_code_is_pre_existing(repo, cli):
     repo.write(HOT, SYNCING)
     base = repo.commit("base")
     moved = "import torch\n\n\ndef helper():\n    return 1\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
-    repo.write(HOT, moved.replace("    return y.sum().item()", "        return y.sum().item()").replace("    y = x * 2\n", "    y = x * 2\n    if True:\n"))
+    repo.write(HOT, moved.replace("    return y.sum().item()", "        return y.sum().item()").replace("    y = x * 2\n", "    y = x * 2\n    with torch.no_grad():\n"))
     head = repo.commit("move and re-indent")
     result = cli("review", "--diff", f"{base}..{head}", "--format", "json", cwd=repo.path)
     assert result.code == 0, result.out

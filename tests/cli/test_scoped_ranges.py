@@ -6,8 +6,8 @@ from __future__ import annotations
 HOT = "model_executor/runner.py"
 OTHER = "worker/step.py"
 SYNCING = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
-# The same code, indented under a new branch: the finding existed at the base.
-MOVED = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    if True:\n        return y.sum().item()\n"
+# The same code, indented under a new context manager: the finding existed at the base.
+MOVED = "import torch\n\n\ndef forward(x):\n    y = x * 2\n    with torch.no_grad():\n        return y.sum().item()\n"
 NEW_SYNC = "import torch\n\n\ndef step(x):\n    return x.max().item()\n"
 
 

@@ -1,4 +1,4 @@
-"""The engine on single files: regions, aliases, lines, suppressions and per-file errors."""
+"""The engine on single files: regions, aliases, lines and per-file errors."""
 
 from __future__ import annotations
 
@@ -59,18 +59,6 @@ def test_deep_nesting_does_not_crash(engine):
     text = "def forward(x):\n    return " + "(" * 400 + "x.item()" + ")" * 400 + "\n"
     outcome = engine.review_file(HOT, text)
     assert outcome.errors or outcome.findings  # reported either way, never raised
-
-
-def test_suppression_marks_the_finding_and_keeps_the_reason(engine):
-    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[host-sync-in-hot-path] once per request\n"
-    (finding,) = engine.review_file(HOT, text).findings
-    assert finding.suppressed and finding.disposition == "once per request"
-
-
-def test_suppression_for_another_rule_does_not_silence(engine):
-    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[device-synchronize-in-hot-path] wrong id\n"
-    (finding,) = engine.review_file(HOT, text).findings
-    assert not finding.suppressed
 
 
 def test_fingerprint_ignores_whitespace_and_lines_but_not_code():

@@ -60,9 +60,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("source", ("syntax", "regions", "execution", "module_kinds", "parsing", "contents", "changes", "cache")),
     ("matchers", ("matchers",)),
     ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
-    ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting")),
+    ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting", "repeats")),
     ("review records", ("perf.records", "result", "baseline")),
     ("reports and perf", ("report", "perf")),
+    ("final pass", ("finishing",)),  # every source of findings, once: static, measured, baselined
     ("api", ("api",)),
     ("front ends", (*CLI, "authoring")),
 ]

@@ -235,22 +235,33 @@ def test_rule_texts_come_from_the_library_when_given():
 
     from rltrefactor.perf import perf_findings
 
-    rule = SimpleNamespace(id="perf-added-sync", title="T", severity="warning", impact="$COUNT at $SITE", fix="F $CHECK")
+    rule = SimpleNamespace(id="perf-added-sync", area="measured", title="T", severity="warning",
+                           impact="$COUNT at $SITE", fix="F $CHECK")
     (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)), library=SimpleNamespace(rules=(rule,)))
-    assert (finding.title, finding.severity, finding.impact, finding.fix) == ("T", "warning", "+2 at a.py:9", "F c")
+    assert (finding.area, finding.title, finding.severity) == ("measured", "T", "warning")
+    assert (finding.impact, finding.fix) == ("+2 at a.py:9", "F c")
 
 
-def test_confirm_marks_only_static_findings_on_a_line_with_an_addition():
-    from rltrefactor.perf import confirm
+def test_a_measured_addition_confirms_the_static_finding_of_its_area_instead_of_a_second_record():
+    from dataclasses import replace
+
+    from rltrefactor.perf import confirm, perf_findings
     from rltrefactor.types import Finding, Span
 
-    def static(line, path="a.py"):
-        return Finding("host-sync-in-hot-path", "device-residency", "t", "error", path, Span(line, 5, line, 20), "i", "f", "fp")
+    def static(line, path="a.py", area="device-residency", rule="host-sync-in-hot-path"):
+        return Finding(rule, area, "t", "error", path, Span(line, 5, line + 1, 20), "i.", "f", "fp")
 
-    summary = _summary(_delta("sync", 9, 0, 1), _delta("copy", 4, 1, 0))
-    hit, removed_site, other_file = confirm((static(9), static(4), static(9, "b.py")), summary)
-    assert hit.confirmed and hit.perf.category == "sync"
-    assert not removed_site.confirmed and not other_file.confirmed
+    measured = perf_findings(_summary(_delta("sync", 9, 0, 1), _delta("sync", 30, 0, 2)))
+    other_area = static(30, area="interfaces", rule="positional-boolean-parameter")
+    pre_existing = replace(static(30), status="pre-existing")
+    found, drops = confirm([static(8), static(9, "b.py"), other_area, pre_existing, *measured])
+    hit, other_file, other, old, lone = found
+    assert hit.confirmed and hit.perf.category == "sync" and hit.perf.head_count == 1
+    assert hit.impact.startswith("i. Measured by the perf hook: +1 sync per call of `c` (base 0, head 1")
+    assert [(d.finding.span.line, d.reason) for d in drops] == [(9, "confirms-finding")]
+    # Another file, another area, or a finding the change did not add: the measurement stays a finding.
+    assert not other_file.confirmed and not other.confirmed and not old.confirmed
+    assert (lone.rule_id, lone.span.line) == ("perf-added-sync", 30)
 
 
 def test_the_perf_report_lists_additions_and_improvements_and_serializes():

@@ -19,12 +19,8 @@ from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary
 from ..result import ReviewResult
 from ..types import Finding
 from .links import WebRepo, permalink, rule_url, tool_version, web_repo
-from .recurrence import changes_recurrence
 
 NOTHING_FOUND = "No applicable issue was found."
-# Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
-# without a finding: no matcher can see whether a loop's exit condition changed meaning.
-LOOPED_ENGINE_AREA = "loop-semantics"
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,6 @@ def render_markdown(
     head_sha: str | None = None,
     docs_url: str | None = None,
     show_preexisting: bool = False,
-    looped: bool = False,
     all_manual: bool = False,
 ) -> str:
     """The summary as GitHub-flavoured Markdown.
@@ -62,8 +57,8 @@ def render_markdown(
     Rule ids link into ``docs_url``; without one, the summary ends with the texts of the
     rules it names, folded.
     Pre-existing findings (not introduced by the change) get their own section only
-    with ``show_preexisting``. ``looped`` (see ``looks_looped``) and ``all_manual``
-    choose the manual checklist's areas (``manual_checklist``).
+    with ``show_preexisting``. The manual checklist is the result's (the areas the change
+    touched), or every manual rule with ``all_manual``.
     """
     change = result.change
     sha = head_sha or (change.head.ref if change.head.kind == "git" else None)
@@ -73,7 +68,7 @@ def render_markdown(
     new = [f for f in shown if f.status == "new"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
     preexisting = [f for f in shown if show_preexisting and f.status == "pre-existing"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
     suppressed = [f for f in result.findings if f.suppressed]
-    checklist = manual_checklist(result, looped=looped, all_manual=all_manual)
+    checklist = _manual_rules(result, all_manual)
     blocks = [
         _header(result, links),
         _findings("Findings", new, links, empty=NOTHING_FOUND),
@@ -87,23 +82,8 @@ def render_markdown(
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: bool = False) -> tuple[Rule, ...]:
-    """Manual rules (no matcher) of the areas the change touched, in library order.
-
-    Touched areas: those of the rules that produced findings (suppressed ones
-    included), plus ``LOOPED_ENGINE_AREA`` when a Python file changed and the changed
-    code looks like a looped engine. ``all_manual`` lists every manual rule.
-    """
-    areas = {f.area for f in result.findings}
-    if looped and any(f.is_python for f in result.change.files):
-        areas.add(LOOPED_ENGINE_AREA)
-    return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
-
-
-def looks_looped(texts: Iterable[str | None]) -> bool:
-    """Whether one of the files iterates a recurrence anywhere (``recurrence``); a review
-    asks ``recurrence.changes_recurrence`` about its changed lines."""
-    return changes_recurrence((text, None) for text in texts if text)
+def _manual_rules(result: ReviewResult, all_manual: bool) -> tuple[Rule, ...]:
+    return tuple(r for r in result.rules_run if not r.automated) if all_manual else result.checklist
 
 
 def _header(result: ReviewResult, links: _Links) -> str:
