@@ -314,6 +314,7 @@ def test_assignment_companions_keep_a_definition_of_the_name_in_the_tokens_funct
 
 def test_search_scopes_follow_what_a_rule_reads():
     assert search_scope(MatcherReach(reads="function")) == "members"
+    assert search_scope(MatcherReach(reads="function", hits_at_tokens=True)) == "headers"
     assert search_scope(MatcherReach(reads="statement", companions=_watched, companion_lines="assignments")) == "members"
     assert search_scope(MatcherReach(reads="header")) == "headers"
     assert search_scope(MatcherReach(reads="header", companions=_watched, companion_lines="assignments")) == "headers"

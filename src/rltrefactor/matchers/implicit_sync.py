@@ -119,7 +119,8 @@ _NUMBER_TOKEN = re.compile(r"\b(?:int|float|range)\s*\(|\[(?:[^\[\]:]|\[[^\[\]]*
 class DeviceTensorAsNumber:
     """``int()``/``float()`` of, ``range()`` over, or a slice bounded by a tensor the code shows to be on the device."""
 
-    reach = MatcherReach(reads="function")  # index-parameter evidence reads uses anywhere in the function
+    # Index-parameter evidence reads uses anywhere in the function; hits are the token's call or slice.
+    reach = MatcherReach(reads="function", hits_at_tokens=True)
     prefilter: Prefilter = (_NUMBER_TOKEN,)
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
@@ -149,7 +150,7 @@ class DeviceTensorAsNumber:
 class RepeatInterleaveWithoutOutputSize:
     """``repeat_interleave`` with tensor repeats and no ``output_size``: the output length is read from the device."""
 
-    reach = MatcherReach(reads="function")
+    reach = MatcherReach(reads="function", hits_at_tokens=True)
     prefilter: Prefilter = ("repeat_interleave",)
     OPTIONS: ClassVar[dict[str, Option]] = {}
 

@@ -43,6 +43,10 @@ class MatcherReach:
     # Which lines of a companion are kept: every line using it, or only the lines
     # binding it (``name = ...``, ``def name``), for matchers that ask where a value came from.
     companion_lines: CompanionLines = "uses"
+    # Every hit lies in the statement holding one of its tokens, however much of the
+    # function the matcher reads for evidence: in a diff, only tokens in the changed
+    # statements and the headers around them can select a kept hit.
+    hits_at_tokens: bool = False
 
 
 def search_scope(reach: MatcherReach) -> SearchScope:
@@ -63,4 +67,4 @@ def search_scope(reach: MatcherReach) -> SearchScope:
         return "file"
     if reach.whole_class:
         return "statements"
-    return "headers" if reach.reads == "header" else "members"
+    return "headers" if reach.reads == "header" or reach.hits_at_tokens else "members"
