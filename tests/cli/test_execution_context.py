@@ -28,13 +28,7 @@ def _base(repo):
 
 
 def test_per_step_and_unknown_findings_carry_their_context(repo, cli):
-    _base(repo)
-    repo.write(ENGINE, BASE.replace(
-        "        return self.model(batch)\n",
-        "        out = self.model(batch)\n        self.total = out.sum().item()\n        return out\n",
-    ).replace("        return logits\n", "        return logits.max().item()\n"))
-    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
-    by_definition = {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}
+    document, by_definition = _syncs_by_definition(repo, cli)
     step = by_definition["Runner.execute_model"]
     assert step["execution"] == {"context": "per-step", "evidence": "`execute_model` runs per step"}
     assert step["confidence"] == "high" and "Per-step code" in step["impact"]
@@ -152,14 +146,20 @@ def test_configured_cold_functions_beat_forward(repo, cli):
 
 
 def test_an_error_where_the_code_may_not_run_per_step_is_only_a_warning(repo, cli):
+    document, by_definition = _syncs_by_definition(repo, cli)
+    assert by_definition["Runner.execute_model"]["severity"] == "error"
+    unknown = by_definition["Runner.summarize"]
+    assert unknown["severity"] == "warning"
+    assert "Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." in unknown["impact"]
+
+
+def _syncs_by_definition(repo, cli):
+    """The review of a read-back added to the per-step ``execute_model`` and to a helper
+    nothing places, and its host-sync findings by definition."""
     _base(repo)
     repo.write(ENGINE, BASE.replace(
         "        return self.model(batch)\n",
         "        out = self.model(batch)\n        self.total = out.sum().item()\n        return out\n",
     ).replace("        return logits\n", "        return logits.max().item()\n"))
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
-    by_definition = {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}
-    assert by_definition["Runner.execute_model"]["severity"] == "error"
-    unknown = by_definition["Runner.summarize"]
-    assert unknown["severity"] == "warning"
-    assert "Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." in unknown["impact"]
+    return document, {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}
