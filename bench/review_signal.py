@@ -89,6 +89,7 @@ def recall_table(rows: list[dict]) -> list[str]:
         case = row["case"]
         groups[f"area {case['area']}"].append(row)
         groups[f"kind {case['kind']}"].append(row)
+        groups[f"repo {case['repo']}"].append(row)
         if not case["defect_is_omission"]:
             groups[f"area {case['area']}, non-omission"].append(row)
     groups["all"] = rows

@@ -72,7 +72,7 @@ def mark_preexisting(
     """``kept`` with the findings whose identity also exists at the base marked ``pre-existing``.
 
     Identities are counted per file: if the head has more hits with one fingerprint than
-    the base had, that many of the kept ones are new. ``heads``: every head hit of the
+    the base had, that many of the kept ones are new, those on changed lines first. ``heads``: every head hit of the
     kept identities (``complete_head``).
     """
     if change.base is None or change.full_scan:
@@ -105,9 +105,17 @@ def mark_preexisting(
         if identity[0] not in compared:
             continue  # an added file, or a base that could not be read: every finding is new
         new_allowed = max(0, head_counts[identity] - base_counts[identity])
-        for index in indexes[new_allowed:]:
+        # The hits on changed lines are the new ones; unchanged copies kept by a wider
+        # scope are the base's, wherever they stand in the file.
+        added = by_path[identity[0]].added_lines
+        ordered = sorted(indexes, key=lambda i: not _touches(result[i], added))
+        for index in ordered[new_allowed:]:
             result[index] = replace(result[index], status="pre-existing")
     return result
+
+
+def _touches(finding: Finding, lines: frozenset[int]) -> bool:
+    return any(line in lines for line in range(finding.span.line, finding.span.end_line + 1))
 
 
 def identity_lines(text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:

@@ -135,6 +135,20 @@ def test_a_copy_added_beside_an_unchanged_one_is_new(repo, monkeypatch):
     assert _both_ways(repo, base, head, monkeypatch) == [(HOT, 8, "host-sync-in-hot-path", "new")]
 
 
+@pytest.mark.parametrize("scope", ["changed-functions", "files"])
+def test_in_a_wider_scope_the_added_copy_is_the_new_one(repo, scope):
+    """Where the unchanged copy is reported too, the copy on the changed line is the new
+    hit and the unchanged one stays pre-existing, whatever their order."""
+    repo.write(HOT, _module("def forward(x):\n    y = x * 2\n    a = y.sum().item()\n    return a\n"))
+    base = repo.commit("base")
+    added = "def forward(x):\n    y = x * 2\n    a = y.sum().item()\n    b = 1\n    c = y.sum().item()\n    return a + c\n"
+    repo.write(HOT, _module(added))
+    head = repo.commit("read it again")
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", scope=scope, use_cache=False))
+    statuses = [(f.span.line, f.status) for f in result.findings if f.rule_id == "host-sync-in-hot-path"]
+    assert statuses == [(6, "pre-existing"), (8, "new")]
+
+
 def _large_module(count: int) -> str:
     return _module(*(SYNC_FN.format(name=f"step_{i}") for i in range(count)))
 
