@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
+from .callindex import CallIndex, build_index
 from .changes import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules
@@ -113,10 +114,11 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
     config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
-    engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
+    targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
+    call_index = _call_index(change, targets, rules, config, request)
+    engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers, call_index=call_index)
     loaded_at = time.perf_counter()
 
-    targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
     outcomes, sources, errors = _review_targets(request, change, targets, engine, cache)
     matched = time.perf_counter()
@@ -146,9 +148,18 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         },
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
-        changed_functions=_changed_functions(change, targets, sources, rules, config),
+        changed_functions=_changed_functions(change, targets, sources, rules, config, call_index),
     )
     return result, loaded
+
+
+def _call_index(
+    change: ChangeSet, targets: list[ChangedFile], rules: tuple[Rule, ...], config: Config, request: ReviewRequest
+) -> CallIndex | None:
+    """The repository's call index, built only when a rule that depends on where code runs will run."""
+    if not targets or not any(rule.applicability.hot_paths_only for rule in rules):
+        return None
+    return build_index(change, config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
 
 
 def _changed_functions(
@@ -157,6 +168,7 @@ def _changed_functions(
     sources: Mapping[str, str | FileError],
     rules: tuple[Rule, ...],
     config: Config,
+    call_index: CallIndex | None = None,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
     if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
@@ -169,6 +181,7 @@ def _changed_functions(
         where = execution_map(
             parse_tree(text), hot_functions=config.hot_functions,
             offline_file=matches(target.path, config.cold_paths), per_step_file=matches(target.path, config.hot_paths),
+            repository=call_index.for_file(target.path) if call_index is not None else None,
         )
         for line in sorted(target.added_lines):
             function = where.at(line)

@@ -25,6 +25,8 @@ from .types import Definition, FileError, FileOutcome, Finding, Hit
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
+    from .callindex import CallIndex
+
     from .matchers.base import FileContext, Matcher
 
 
@@ -53,10 +55,13 @@ class Engine:
         known_ids: frozenset[str],
         matcher_factory: Callable[[Rule], Matcher] = build_matcher,
         matchers: Mapping[str, Matcher] | None = None,
+        call_index: CallIndex | None = None,
     ) -> None:
         """``matchers``: ready (or deferred, see ``rule_index``) matchers by rule id, used
-        for rules the configuration gives no options; the others are built here."""
+        for rules the configuration gives no options; the others are built here.
+        ``call_index``: where functions run, read across the repository (``callindex``)."""
         self.config = config
+        self.call_index = call_index
         self.rules = rules
         self.known_ids = known_ids
         ready = matchers or {}
@@ -152,8 +157,14 @@ class Engine:
         if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
             return EMPTY
         return execution_map(
-            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths)
+            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths),
+            repository=self.call_index.for_file(path) if self.call_index is not None else None,
         )
+
+    def context_digest(self, path: str) -> str:
+        """What the call index tells ``path``, as a result-cache key part ("" without an index)."""
+        told = self.call_index.for_file(path) if self.call_index is not None else None
+        return told.digest if told is not None else ""
 
     def _context(
         self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]

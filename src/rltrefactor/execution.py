@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     import tree_sitter
     from tree_sitter import Node, Tree
 
+    from .callindex import FileContexts
+
 
 # A function is setup code when one of the words of its name (split at '_') is here.
 SETUP_WORDS = frozenset(
@@ -88,6 +90,7 @@ class FunctionExecution:
 @dataclass(frozen=True)
 class ExecutionMap:
     functions: tuple[FunctionExecution, ...]  # sorted by start line, outer before inner
+    host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level."""
@@ -125,17 +128,21 @@ class _Function:
 
 
 def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS,
-                  offline_file: bool = False, per_step_file: bool = False) -> ExecutionMap:
+                  offline_file: bool = False, per_step_file: bool = False,
+                  repository: FileContexts | None = None) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
     ``offline_file`` (the path is under ``cold-paths``) makes every function offline;
     ``per_step_file`` (under ``hot-paths``) makes functions that stay unknown per-step.
+    ``repository``: the call index's verdicts for this file; where it proves a context
+    by a call chain, that replaces what the file alone says.
     """
-    return _classified(tree, hot_functions, offline_file, per_step_file)
+    return _classified(tree, hot_functions, offline_file, per_step_file, repository)
 
 
 @functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
-def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool) -> ExecutionMap:
+def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool,
+                repository: FileContexts | None = None) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY
@@ -146,6 +153,8 @@ def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, 
     by_key = {_key(f): f for f in functions}
     for function in functions:
         function.kind, function.evidence = _own_verdict(function, hot)
+    if repository is not None:
+        _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
@@ -157,7 +166,17 @@ def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, 
     return ExecutionMap(tuple(
         FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line)
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
-    ))
+    ), repository.host_calls if repository is not None else frozenset())
+
+
+def _proven_by_calls(functions: list[_Function], repository: FileContexts) -> None:
+    """The call index's verdict, read across the repository, outranks the file's own."""
+    for function in functions:
+        proven = repository.verdict(function.qualname)
+        if proven is not None:
+            kind, evidence = proven
+            function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
+            function.evidence = evidence
 
 
 def _frozen(functions: list[_Function], kind: ExecutionKind, evidence: str) -> ExecutionMap:

@@ -6,6 +6,7 @@ import os
 from typing import Callable
 
 from .cache import ResultCache
+from .callindex import CallIndex
 from .config import Config
 from .engine import Engine
 from .library.model import Rule
@@ -39,7 +40,7 @@ def review_files(
     outcomes: dict[str, FileOutcome] = {}
     todo: list[str] = []
     for path, text in texts.items():
-        cached = cache.get(path, text) if cache is not None else None
+        cached = cache.get(path, text, salt=engine.context_digest(path)) if cache is not None else None
         if cached is not None:
             outcomes[path] = cached
         else:
@@ -55,7 +56,7 @@ def review_files(
             report(done, len(todo))
     for path, outcome in fresh.items():
         if cache is not None and path not in limits and not outcome.errors:
-            cache.put(path, texts[path], outcome)
+            cache.put(path, texts[path], outcome, salt=engine.context_digest(path))
         outcomes[path] = outcome
     return outcomes
 
@@ -76,7 +77,7 @@ def _in_pool(
     context = get_context("fork") if "fork" in get_all_start_methods() else get_context()
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_init_worker,
-        initargs=(engine.rules, engine.config, engine.known_ids),
+        initargs=(engine.rules, engine.config, engine.known_ids, engine.call_index),
     ) as pool:
         results: dict[str, FileOutcome] = {}
         for chunk_result, seconds in pool.map(_review_chunk, chunks):
@@ -86,9 +87,9 @@ def _in_pool(
     return results
 
 
-def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str]) -> None:
+def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str], call_index: CallIndex | None) -> None:
     global _worker_engine
-    _worker_engine = Engine(rules, config, known_ids)
+    _worker_engine = Engine(rules, config, known_ids, call_index=call_index)
 
 
 def _review_chunk(items: list[_Item]) -> tuple[dict[str, FileOutcome], dict[str, float]]:
