@@ -114,11 +114,10 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
     config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
     rules = select_rules(library, config)
-    targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
-    call_index = _call_index(change, targets, rules, config, request)
-    engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers, call_index=call_index)
+    engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
     loaded_at = time.perf_counter()
 
+    targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
     outcomes, sources, errors = _review_targets(request, change, targets, engine, cache)
     matched = time.perf_counter()
@@ -148,18 +147,17 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         },
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
-        changed_functions=_changed_functions(change, targets, sources, rules, config, call_index),
+        changed_functions=_changed_functions(change, targets, sources, rules, config, engine.call_index),
     )
     return result, loaded
 
 
-def _call_index(
-    change: ChangeSet, targets: list[ChangedFile], rules: tuple[Rule, ...], config: Config, request: ReviewRequest
-) -> CallIndex | None:
-    """The repository's call index, built only when a rule that depends on where code runs will run."""
-    if not targets or not any(rule.applicability.hot_paths_only for rule in rules):
+def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, request: ReviewRequest) -> CallIndex | None:
+    """The repository's call index, built only when a rule that depends on where code
+    runs may hit in a reviewed file: most small changes never pay for it."""
+    if not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
-    return build_index(change, config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
+    return build_index(change, engine.config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
 
 
 def _changed_functions(
@@ -201,6 +199,7 @@ def _review_targets(
     sources = read_sources(change, [f.path for f in targets])
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
+    engine.call_index = _call_index(change, texts, engine, request)
     # Outside the changed statements no finding can be kept, so they are not matched.
     limits = None
     if not change.full_scan and request.scope != "files":

@@ -79,6 +79,10 @@ class Engine:
         for rule_id, spent in seconds.items():
             self.rule_seconds[rule_id] = self.rule_seconds.get(rule_id, 0.0) + spent
 
+    def may_need_execution(self, path: str, text: str) -> bool:
+        """Whether a rule that depends on where code runs may hit in the file."""
+        return any(rule.applicability.hot_paths_only and may_match(matcher.prefilter, text) for rule, matcher in self.applicable(path))
+
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_offline = matches(path, self.config.cold_paths)
         is_test = matches(path, self.config.test_paths)

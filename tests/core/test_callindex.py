@@ -311,3 +311,14 @@ def test_a_review_reports_per_step_code_in_another_module_with_the_chain(tmp_pat
         assert "`Model.forward` → `total`" in found[0].execution_evidence
     else:
         assert found[0].execution == "unknown"
+
+
+@pytest.mark.parametrize(("added", "built"), [("    n = x.sum().item()\n", True), ("    n = 1\n", False)])
+def test_the_index_is_built_only_when_a_rule_that_depends_on_where_code_runs_may_hit(
+    tmp_path: Path, added: str, built: bool
+) -> None:
+    repo, base = _repo(tmp_path, {"ops.py": "def total(x):\n    return x\n"})
+    repo.write("ops.py", "def total(x):\n" + added + "    return x\n")
+    head = repo.commit()
+    review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    assert any((tmp_path / "cache").glob("callindex-v*")) is built

@@ -1,0 +1,116 @@
+"""What the call index costs: cold, cached, after a one-file change, and in a small PR review.
+
+Usage:
+    python bench/callindex_cost.py [--quick] [--runs N]
+
+Builds the index (``rltrefactor.callindex.build_index``) over the torch corpus of
+``bench/run.py`` (a git repository of one commit under ``bench/work``) in this process:
+with an empty cache directory (cold), again with the filled one (cached), and with one
+file of the working tree changed (one file re-parsed). Then times the whole process of
+``rltrefactor review --diff HEAD~1..HEAD`` on the one-line change of the demo engine
+with a fresh cache directory each run, the index included. Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, HERE)
+
+import corpora  # noqa: E402
+from rltrefactor.callindex import CallIndex, build_index  # noqa: E402
+from rltrefactor.config import Config  # noqa: E402
+from rltrefactor.gitio import git  # noqa: E402
+from rltrefactor.types import ChangeSet, Revision  # noqa: E402
+
+
+def _timed(repo: str, revision: Revision, cache: str) -> tuple[float, CallIndex]:
+    started = time.perf_counter()
+    index = build_index(ChangeSet(repo, revision, ()), Config(), cache)
+    return time.perf_counter() - started, index
+
+
+def _index_rows(repo: str, runs: int) -> list[tuple[str, float, str]]:
+    head = Revision("git", git(repo, "rev-parse", "HEAD").strip())
+    colds, cacheds, changeds = [], [], []
+    detail = {}
+    for _ in range(runs):
+        cache = tempfile.mkdtemp(prefix="callindex-bench-")
+        try:
+            seconds, index = _timed(repo, head, cache)
+            colds.append(seconds)
+            detail["cold"] = f"{index.indexed} files, {index.parsed} parsed"
+            seconds, index = _timed(repo, head, cache)
+            cacheds.append(seconds)
+            detail["cached"] = f"{index.indexed} files, {index.parsed} parsed"
+            target = os.path.join(repo, git(repo, "ls-files", "*.py").split("\n")[0])
+            original = open(target, encoding="utf-8").read()
+            try:
+                with open(target, "a", encoding="utf-8") as handle:
+                    handle.write("\n\ndef _bench_added(x):\n    return x\n")
+                seconds, index = _timed(repo, Revision("worktree"), cache)
+            finally:
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(original)
+            changeds.append(seconds)
+            detail["changed"] = f"{index.indexed} files, {index.parsed} parsed (working tree, one file changed)"
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return [
+        ("index cold", statistics.median(colds), detail["cold"]),
+        ("index cached", statistics.median(cacheds), detail["cached"]),
+        ("index, one file changed", statistics.median(changeds), detail["changed"]),
+    ]
+
+
+def _review_row(runs: int, source: str, label: str) -> tuple[str, float, str] | None:
+    pr = corpora.one_line_change()
+    if pr is None:
+        return None
+    walls = []
+    for _ in range(runs):
+        cache = tempfile.mkdtemp(prefix="callindex-bench-")
+        try:
+            env = {**os.environ, "PYTHONPATH": source, "RLTREFACTOR_CACHE_DIR": cache}
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "rltrefactor", "review", "--diff", pr.span, "--repo", pr.repo],
+                           env=env, capture_output=True, check=False)
+            walls.append(time.perf_counter() - started)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return (label, statistics.median(walls), f"{pr.name}, whole process, fresh cache dir each run")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the 131-file corpus instead of 1,308 files")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare-src", help="also time the review with another checkout's src (before the index)")
+    args = parser.parse_args()
+    if not os.path.isdir(corpora.SITE):  # a worktree without its own venv: the running interpreter's packages
+        corpora.SITE = sysconfig.get_paths()["purelib"]
+    corpus = corpora.torch_corpus(args.quick)
+    rows = _index_rows(corpus.path, args.runs)
+    rows.append(_review_row(args.runs, os.path.join(ROOT, "src"), "1-line change review") or ("1-line change review", 0.0, "absent"))
+    if args.compare_src:
+        rows.append(_review_row(args.runs, args.compare_src, "1-line change review, other src") or ("", 0.0, ""))
+    print(f"corpus: {corpus.source}, {corpus.files} files; median of {args.runs} run(s)\n")
+    print("| measure | seconds | notes |\n|---|---:|---|")
+    for name, seconds, note in rows:
+        print(f"| {name} | {seconds:.2f} | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
