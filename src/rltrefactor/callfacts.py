@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,10 +39,10 @@ class FunctionFacts:
     params: tuple[tuple[str, str], ...]  # (name, annotation)
     locals: tuple[tuple[str, str], ...]  # (name, callee of ``name = C()`` or annotation)
     returns: tuple[str, ...]  # "host", "call:<callee>", "name:<identifier>" or "other"
+    name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
-    @property
-    def name(self) -> str:
-        return self.qualname.rpartition(".")[2]
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.qualname.rpartition(".")[2])
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ only one and the name is not one that builtin containers also have.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterable, Iterator, Mapping
 
 from .callfacts import ClassFacts, FileFacts, FunctionFacts, type_name
@@ -29,6 +30,7 @@ _PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|triton\.jit|triton\.autotu
 _CACHE_DECORATORS = re.compile(r"\b(functools\.)?(cache|lru_cache|cached_property)\b")
 _OFFLINE_WORDS = frozenset("test tests bench benchmark benchmarks tune tuning autotune profile profiling debug demo example".split())
 _CHAIN_SHOWN = 6
+_COLD = ("one-time", "offline")
 
 
 class Repository:
@@ -54,6 +56,7 @@ class Repository:
             for start in range(len(parts)):
                 self._modules.setdefault(".".join(parts[start:]), []).append(path)
             self._imports[path] = {name: _absolute(target, level, path) for name, target, level in file_facts.imports}
+        self._names = {function.name for _, function in self.functions.values()}
         self._unique = {name: ids[0] for name, ids in methods.items() if len(ids) == 1 and name not in _COMMON_METHODS}
         self._attributes: dict[tuple[str, str], dict[str, str]] = {}
         for path, function in self.functions.values():
@@ -107,6 +110,8 @@ class Repository:
         self._unresolved[function_id] = tuple(unresolved)
 
     def _resolve(self, path: str, function: FunctionFacts | None, callee: str) -> str | None:
+        if callee.rpartition(".")[2] not in self._names:  # most calls go to other packages
+            return None
         parts = callee.split(".")
         found = self._resolve_chain(path, function, parts) if parts[0] != "?" else None
         if found is not None or len(parts) < 2:
@@ -322,23 +327,34 @@ def _cold_by_callers(repository: Repository, contexts: Contexts) -> None:
             callers.setdefault(target, []).append(pseudo)
             contexts.setdefault(pseudo, ("one-time", "runs at import") if pseudo.endswith("<module>") else ("offline", "a script's `__main__` block"))
     chains: dict[str, tuple[str, ...]] = {f: (f.partition("::")[2],) for f in contexts}
-    changed = True
-    while changed:
-        warm_names = {name for f in repository.functions if contexts.get(f, ("",))[0] not in ("one-time", "offline")
-                      for name in repository.unresolved_names(f)}
-        changed = False
-        for function_id in sorted(callers):
+    # How many functions not known cold make an unresolved call by each name.
+    warm: Counter[str] = Counter()
+    for function_id in repository.functions:
+        if contexts.get(function_id, ("",))[0] not in _COLD:
+            warm.update(set(repository.unresolved_names(function_id)))
+    named: dict[str, list[str]] = {}
+    for function_id in callers:
+        named.setdefault(repository.functions[function_id][1].name, []).append(function_id)
+    queue = sorted(callers)
+    while queue:
+        again: set[str] = set()
+        for function_id in queue:
             seen = callers[function_id]
-            name = repository.functions[function_id][1].name
-            if function_id in contexts or name in warm_names:
+            if function_id in contexts or warm[repository.functions[function_id][1].name] > 0:
                 continue
             kinds = [contexts.get(c, ("",))[0] for c in seen]
-            if all(k in ("one-time", "offline") for k in kinds):
-                kind = "one-time" if "one-time" in kinds else "offline"
-                first = min(c for c in seen if contexts[c][0] == kind)
-                chains[function_id] = chains[first] + (function_id.partition("::")[2],)
-                contexts[function_id] = (kind, f"{kind}, only called from code that is: {_shown(chains[function_id])}")
-                changed = True
+            if not all(k in _COLD for k in kinds):
+                continue
+            kind = "one-time" if "one-time" in kinds else "offline"
+            first = min(c for c in seen if contexts[c][0] == kind)
+            chains[function_id] = chains[first] + (function_id.partition("::")[2],)
+            contexts[function_id] = (kind, f"{kind}, only called from code that is: {_shown(chains[function_id])}")
+            # What it calls, and what its unresolved calls no longer keep warm, may be cold now.
+            again.update(target for _, target in repository.calls(function_id))
+            for name in set(repository.unresolved_names(function_id)):
+                warm[name] -= 1
+                again.update(named.get(name, ()))
+        queue = sorted(again & callers.keys())
     for pseudo in [f for f in contexts if f.endswith(("::<module>", "::<main>"))]:
         del contexts[pseudo]
 
