@@ -322,3 +322,27 @@ def test_the_index_is_built_only_when_a_rule_that_depends_on_where_code_runs_may
     head = repo.commit()
     review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
     assert any((tmp_path / "cache").glob("callindex-v*")) is built
+
+
+@pytest.mark.parametrize(("callee", "reported"), [("host_lens", False), ("either", True)])
+def test_a_value_returned_as_a_host_tensor_by_another_module_is_no_device_sync(
+    tmp_path: Path, callee: str, reported: bool
+) -> None:
+    repo, base = _repo(tmp_path, {
+        "prep.py": """
+            import numpy as np
+            import torch
+            def host_lens(data):
+                return torch.from_numpy(np.frombuffer(data, dtype=np.int32))
+            def either(data, device):
+                if device is None:
+                    return data.cpu()
+                return data.to(device)
+            """,
+        "runner.py": "from prep import host_lens, either\nclass Runner:\n    def step(self, data):\n        return 0\n",
+    })
+    repo.write("runner.py", "from prep import host_lens, either\nclass Runner:\n    def step(self, data):\n"
+               f"        lens = {callee}(data)\n        return lens.tolist()\n")
+    head = repo.commit()
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    assert any(f.rule_id == "host-sync-in-hot-path" for f in result.findings) is reported

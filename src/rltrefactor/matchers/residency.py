@@ -3,7 +3,8 @@
 A value is known to be on the host when it is, or is a view of, or was assigned from:
 ``.cpu()``, ``.numpy()``, ``.tolist()``, a join (``torch.cat``) of host values, a ``torch`` factory called without a device or
 with ``device="cpu"`` (or ``pin_memory=True``), ``torch.from_numpy(...)``, a numpy call,
-a name that says so (``x_cpu``, ``host_x``, ``x_np``), or a value guarded by
+a name that says so (``x_cpu``, ``host_x``, ``x_np``), a call to a function the call
+index shows returns host tensors only (``execution.host_calls``), or a value guarded by
 ``if x.is_cpu:``. Every assignment of a name in the function must agree; anything else
 is unknown. Host-sync rules never fire on known-host values.
 """
@@ -67,6 +68,8 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return _targets_host(call, ctx)
         if method in _SAME_PLACE:
             return on_host(func.value, ctx, depth + 1)
+    if dotted_name(func) in ctx.execution.host_calls:
+        return True  # the call index: every return of the callee, wherever it is defined, is a host tensor
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
     if root in ("numpy", "np") or name.startswith("numpy."):
