@@ -91,8 +91,17 @@ def build_index(change: ChangeSet, config: Config, cache_dir: str | None) -> Cal
         blobs = list_blobs(root, change.head.kind, change.head.ref)
     except GitError:
         return CallIndex()
-    facts, parsed = load_facts(root, blobs, cache_dir)
-    return index_facts(facts, config, parsed=parsed)
+    store = _FactsCache(cache_dir) if cache_dir is not None else None
+    # The same files and settings give the same index: a re-run reads it whole.
+    key = hashlib.sha256(repr((sorted(blobs.items()), config.hot_functions, config.test_paths, config.cold_paths)).encode()).hexdigest()
+    known = store.get_index(key) if store is not None else None
+    if known is not None:
+        return known
+    facts, parsed = load_facts(root, blobs, store)
+    index = index_facts(facts, config, parsed=parsed)
+    if store is not None:
+        store.put_index(key, index)
+    return index
 
 
 def index_facts(facts: Mapping[str, FileFacts], config: Config, *, parsed: int = 0) -> CallIndex:
@@ -153,7 +162,7 @@ def _tree_blobs(listing: bytes, separator: str) -> dict[str, str]:
     for entry in listing.decode("utf-8", "surrogateescape").split("\0"):
         header, _, path = entry.partition(separator)
         fields = header.split()
-        if len(fields) >= 3 and fields[1] == "blob" and _is_python(path):
+        if len(fields) >= 3 and fields[1] == "blob" and not fields[0].startswith("120") and _is_python(path):
             blobs[path] = fields[2]
     return blobs
 
@@ -201,9 +210,8 @@ def _walked(root: str) -> Iterable[tuple[str, bytes]]:
 # --- Facts by blob, from the cache or parsed -------------------------------------------------
 
 
-def load_facts(root: str, blobs: Mapping[str, str], cache_dir: str | None) -> tuple[dict[str, FileFacts], int]:
+def load_facts(root: str, blobs: Mapping[str, str], store: _FactsCache | None) -> tuple[dict[str, FileFacts], int]:
     """Facts of every path, and how many files had to be parsed."""
-    store = _FactsCache(cache_dir) if cache_dir is not None else None
     facts: dict[str, FileFacts] = {}
     missing: dict[str, str] = {}
     by_blob: dict[str, FileFacts] = {}
@@ -271,12 +279,31 @@ class _FactsCache:
             return None  # missing or unreadable: parse again
 
     def put(self, blob: str, facts: FileFacts) -> None:
-        entry = self._entry(blob)
+        _write(self._entry(blob), facts_to_json(facts))
+
+    def get_index(self, key: str) -> CallIndex | None:
         try:
-            entry.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(facts_to_json(facts), handle, separators=(",", ":"))
-            os.replace(temp, entry)
-        except OSError:
-            return  # a cache that cannot be written only costs speed
+            with open(self.directory / "index" / f"{key}.json", encoding="utf-8") as handle:
+                data = json.load(handle)
+            files = {
+                path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)))
+                for path, (functions, calls) in data["files"].items()
+            }
+            return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_index(self, key: str, index: CallIndex) -> None:
+        files = {path: [told.functions, sorted(told.host_calls)] for path, told in index.files.items()}
+        _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
+
+
+def _write(entry: Path, document: object) -> None:
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, separators=(",", ":"))
+        os.replace(temp, entry)
+    except OSError:
+        return  # a cache that cannot be written only costs speed

@@ -26,7 +26,8 @@ Contexts = dict[str, tuple[str, str]]  # function id -> (kind, evidence)
 _COMMON_METHODS = frozenset(
     name for kind in (dict, list, set, str, bytes, tuple, frozenset) for name in dir(kind) if not name.startswith("_")
 ) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split())
-_PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|triton\.jit|triton\.autotune|inference_mode|no_grad)\b")
+# As the per-file execution map reads decorators, so that the two agree where no call decides.
+_PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|compile|triton\.jit|jit|inference_mode|no_grad)\b")
 _CACHE_DECORATORS = re.compile(r"\b(functools\.)?(cache|lru_cache|cached_property)\b")
 _OFFLINE_WORDS = frozenset("test tests bench benchmark benchmarks tune tuning autotune profile profiling debug demo example".split())
 _CHAIN_SHOWN = 6
@@ -116,7 +117,8 @@ class Repository:
         found = self._resolve_chain(path, function, parts) if parts[0] != "?" else None
         if found is not None or len(parts) < 2:
             return found
-        head_known = parts[0] not in ("?", "self", "cls") and self._name(path, function, parts[0]) is not None
+        head = parts[0]
+        head_known = head not in ("?", "self", "cls") and (head in self._imports[path] or self._name(path, function, head) is not None)
         return None if head_known else self._unique.get(parts[-1])
 
     def _resolve_chain(self, path: str, function: FunctionFacts | None, parts: list[str]) -> str | None:
@@ -277,23 +279,23 @@ def _roots(
         elif configured is not None and configured.match(name):
             roots[function_id] = f"`{name}` is named in hot-functions"
         elif name.startswith("__") and name[2:-2] in SETUP_DUNDERS:
-            hard[function_id] = ("one-time", f"`{function.qualname}` runs at construction, teardown or printing")
+            hard[function_id] = ("one-time", f"`{name}` names construction, loading, warm-up or teardown")
         elif _CACHE_DECORATORS.search(function.decorators):
             hard[function_id] = ("one-time", "a cached function runs once per argument set")
         elif parent is not None and _CACHE_DECORATORS.search(parent[1].decorators) and f"name:{name}" in parent[1].returns:
-            roots[function_id] = f"per step: returned by the cached factory `{parent[1].qualname}`, runs on every call"
+            roots[function_id] = f"returned by the cached factory `{parent[1].qualname}`, runs on every call"
         elif {w for w in name.lower().split("_") if w} & _OFFLINE_WORDS or name == "main":
-            soft[function_id] = ("offline", f"`{name}` names test, benchmark or script code")
+            soft[function_id] = ("offline", "a script's `main`" if name == "main" else f"`{name}` is test, benchmark, tuning or debugging code")
         elif is_setup_name(name):
             soft[function_id] = ("one-time", f"`{name}` names construction, loading, warm-up or teardown")
         elif name in ("forward", "__call__") and function.owner:
-            roots[function_id] = f"per step: `{name}` of `{function.owner}`"
+            roots[function_id] = f"{name} of {function.owner} runs per step"
         elif hot.match(name) and name not in ("forward", "__call__"):
-            roots[function_id] = f"per step: `{function.qualname}` runs per step"
+            roots[function_id] = f"`{name}` runs per step"
         elif _PER_STEP_DECORATORS.search(function.decorators):
-            roots[function_id] = "per step: a compiled kernel or inference-mode function"
+            roots[function_id] = "a compiled kernel or inference-mode function"
         elif function.loop_calls:
-            roots[function_id] = f"per step: `{function.qualname}` runs a long-running loop"
+            roots[function_id] = f"`{function.qualname}` runs a long-running loop"
     return roots, hard, soft
 
 

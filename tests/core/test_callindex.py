@@ -117,6 +117,9 @@ def test_a_method_name_unique_in_the_repository_resolves_and_shared_or_builtin_n
                     return x
                 def append(self, x):
                     return x
+            class Padder:
+                def pad(self, x):
+                    return x
             class A:
                 def blend(self, x):
                     return x
@@ -125,8 +128,10 @@ def test_a_method_name_unique_in_the_repository_resolves_and_shared_or_builtin_n
                     return x
             """,
         "model.py": """
+            import numpy as np
             class Model:
                 def forward(self, x):
+                    np.pad(x)
                     self.layers[0].mix(x)
                     self.layers[1].blend(x)
                     self.items.append(x)
@@ -135,6 +140,7 @@ def test_a_method_name_unique_in_the_repository_resolves_and_shared_or_builtin_n
     assert (_context(index, "layers.py", "Mixer.mix") or ("",))[0] == "per-step"
     assert _context(index, "layers.py", "A.blend") is None
     assert _context(index, "layers.py", "Mixer.append") is None
+    assert _context(index, "layers.py", "Padder.pad") is None  # `np` is an imported module: its `pad` is not ours
 
 
 def test_a_serving_loop_body_is_per_step_and_what_runs_before_it_is_not(tmp_path: Path) -> None:
