@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from tree_sitter import Tree
 
     from .callindex import CallIndex
-
     from .matchers.base import FileContext, Matcher
 
 
