@@ -76,10 +76,10 @@ def test_markdown_summary_links_lines_at_the_head_sha(tmp_path, cli):
     repo = _demo_repo(tmp_path, "defects")
     subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", "git@github.com:acme/loopy.git"], check=True)
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    result = cli("review", "--diff", "main", "--format", "markdown", cwd=repo)
+    result = cli("review", "--diff", "main", "--format", "markdown", "--docs-url", "https://docs.test/rules.md", cwd=repo)
     links = re.findall(r"https://github\.com/acme/loopy/blob/([0-9a-f]{40})/([\w/.]+)#L(\d+)", result.out)
     assert {(sha, path, int(line)) for sha, path, line in links} == {(head, d.path, d.line) for d in DEFECTS.values()}
-    assert "#host-sync-in-hot-path" in result.out
+    assert "(https://docs.test/rules.md#host-sync-in-hot-path)" in result.out
     # The checklist: manual rules of the findings' areas, and loop semantics (a looped engine).
     checklist = result.out.split("### Manual checklist", 1)[1]
     assert "per-depth-kv-validity" in checklist and "staging-buffer-not-persistent" in checklist

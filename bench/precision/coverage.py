@@ -12,9 +12,11 @@ import os
 import sys
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, _module_imports, _with_aliases, may_match, select_rules
+from rltrefactor.aliases import import_table
+from rltrefactor.engine import Engine, _with_aliases, may_match, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.regions import RuleReach, plan_regions
+from rltrefactor.regions.plan import plan_regions
+from rltrefactor.regions.reach import MatcherReach
 from rltrefactor.syntax import parse_tree
 
 
@@ -28,11 +30,12 @@ def main(root: str) -> None:
         total += text.count("\n")
         candidates = {r.id: m for r, m in engine.applicable(path) if may_match(m.prefilter, text)}
         tree = parse_tree(text)
-        imports = _module_imports(tree, text)
+        imports = import_table(tree)
         tokens = {rule_id: _with_aliases(m.prefilter, imports) for rule_id, m in candidates.items()}
-        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, {k: RuleReach(tuple(v)) for k, v in tokens.items()}, lines=None))
+        every_rule = {rule_id: (tuple(rule_tokens), MatcherReach()) for rule_id, rule_tokens in tokens.items()}
+        planned += sum(r.end_line - r.start_line + 1 for r in plan_regions(text, tree, every_rule, lines=None))
         for rule_id, rule_tokens in tokens.items():
-            regions = plan_regions(text, tree, {rule_id: RuleReach(tuple(rule_tokens))}, lines=None)
+            regions = plan_regions(text, tree, {rule_id: (tuple(rule_tokens), MatcherReach())}, lines=None)
             per_rule[rule_id] += sum(r.end_line - r.start_line + 1 for r in regions)
     print(f"lines {total}, planned into regions {planned} ({planned / max(total, 1):.0%})")
     for rule_id, count in per_rule.most_common(12):

@@ -15,27 +15,26 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 from .cache import ResultCache
 from .callindex import CallIndex, build_index
 from .changes import collect_changes
-from .config import Config, check_names, default_cache_dir, load_config
-from .engine import Engine, select_rules
+from .config import Config, check_names, declared_for, default_cache_dir, load_config
+from .engine import Engine, select_rules, skipped_experimental
 from .execution import execution_map
 from .executor import default_jobs, review_files
-from .rule_findings import normalise_code
 from .globs import matches
 from .library.model import Library, Rule
 from .rule_index import load_rules
-from .preexisting import mark_preexisting
 from .contents import read_sources
-from .syntax import definitions, parse_tree
-from .types import (
-    ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding, PerfSummary, ReviewResult, Severity, at_least,
-)
+from .finishing import Matched, Scope, finish, finish_measured
+from .syntax import parse_tree
+from .perf.records import PerfSummary
+from .result import ReviewResult
+from .severity import Severity, at_least
+from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .baseline import Baseline, BaselineReport
     from .matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
 
-Scope = Literal["lines", "changed-functions", "files"]
 
 
 @dataclass(frozen=True)
@@ -91,13 +90,30 @@ def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded
 
 
 def review_change(request: ReviewRequest) -> ReviewReport:
-    """The static review, then the perf hook (``request.perf``), then the baseline."""
-    result, loaded = _static_review(request)
+    """The static review, then the perf hook (``request.perf``), then the final pass over
+    every finding (``finishing``), the baseline's included."""
+    baseline = _load_baseline(request.baseline)
+    matched, result, loaded = _static_review(request)
     if request.perf is not None:
-        result = _with_perf(result, request.perf, loaded)
-    if request.baseline is None:
-        return ReviewReport(result)
-    return _with_baseline(result, request.baseline)
+        matched, result = _with_perf(matched, result, request.perf, loaded)
+    started = time.perf_counter()
+    finished = finish(matched, baseline)
+    total = result.timings.get("total", 0.0) + time.perf_counter() - started
+    result = replace(result, findings=finished.findings, drops=finished.drops, checklist=finished.checklist,
+                     timings={**result.timings, "total": total})
+    # An empty change reviewed nothing, so nothing was held back from it.
+    skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
+    warnings = (*loaded.config.warnings, *_experimental_warning(skipped), *finished.warnings)
+    return ReviewReport(result, finished.baseline, warnings)
+
+
+def _experimental_warning(skipped: tuple[Rule, ...]) -> tuple[str, ...]:
+    if not skipped:
+        return ()
+    ids = [rule.id for rule in skipped]
+    count = "1 experimental bundled rule" if len(ids) == 1 else f"{len(ids)} experimental bundled rules"
+    return (f"{count} not run; experimental rules run only when selected by id: --select {','.join(ids)} "
+            "(beside the areas to run them with the others)",)
 
 
 def review(request: ReviewRequest) -> ReviewResult:
@@ -105,7 +121,18 @@ def review(request: ReviewRequest) -> ReviewResult:
     return review_change(request).result
 
 
-def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
+def _load_baseline(path: str | None) -> tuple[str, Baseline] | None:
+    """Read before anything is reviewed: a bad baseline file stops the run at once."""
+    if path is None:
+        return None
+    from .baseline import load_baseline
+
+    return path, load_baseline(path)
+
+
+def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Loaded]:
+    """What the rules found, for the final pass, and the result around it (its findings
+    still unfinished)."""
     started = time.perf_counter()
     change = collect_changes(
         request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
@@ -120,13 +147,9 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
     outcomes, sources, errors = _review_targets(request, change, targets, engine, cache)
-    matched = time.perf_counter()
+    matched_at = time.perf_counter()
 
     by_path = {f.path: f for f in targets}
-    kept, drops = _scope(outcomes, by_path, change, request.scope, sources)
-    kept = mark_preexisting(kept, outcomes, by_path, change, engine, sources, kept_on_lines=request.scope == "lines")
-    kept, repeats = group_repeats(kept)
-    drops.extend(repeats)
     # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
     # up) was not fully reviewed, even where the engine read part of it.
     unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
@@ -136,26 +159,43 @@ def _static_review(request: ReviewRequest) -> tuple[ReviewResult, _Loaded]:
         rules_run=rules,
         files_reviewed=tuple(o.path for o in outcomes),
         files_unreviewable=unreviewable,
-        findings=tuple(sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))),
-        drops=tuple(drops),
+        findings=(),
         errors=tuple(errors),
         timings={
             "load": loaded_at - started,
-            "match": matched - loaded_at,
+            "match": matched_at - loaded_at,
             "total": time.perf_counter() - started,
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
         fail_on=config.fail_on,
         fail_on_unreviewable=config.fail_on_unreviewable,
+        docs_url=config.docs_url,
+        library_versions=library.versions,
+        library_rules=len(library.rules),
         changed_functions=_changed_functions(change, targets, sources, rules, config, engine.call_index),
     )
-    return result, loaded
+    return Matched(change, by_path, tuple(outcomes), sources, request.scope, engine, rules), result, loaded
+
+
+def _with_perf(
+    matched: Matched, result: ReviewResult, request: PerfRequest, loaded: _Loaded
+) -> tuple[Matched, ReviewResult]:
+    """Run the perf hook on the reviewed change; its additions join the final pass."""
+    from .perf import perf_findings
+
+    summary = _run_hook(result.change, request, loaded.config)
+    measured = perf_findings(summary, change=result.change, library=loaded.library)
+    timings = {**result.timings, "perf": summary.wall_seconds,
+               "total": result.timings.get("total", 0.0) + summary.wall_seconds}
+    result = replace(result, perf=summary, errors=result.errors + summary.errors, timings=timings)
+    return replace(matched, measured=measured), result
 
 
 def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, request: ReviewRequest) -> CallIndex | None:
     """The repository's call index, built only when a rule that depends on where code
-    runs may hit in a reviewed file: most small changes never pay for it."""
-    if not any(engine.may_need_execution(path, text) for path, text in texts.items()):
+    runs may hit in a reviewed file and the configuration turns it on (``call-index``):
+    most small changes never pay for it."""
+    if not engine.config.call_index or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
     return build_index(change, engine.config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
 
@@ -169,7 +209,7 @@ def _changed_functions(
     call_index: CallIndex | None = None,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
-    if change.full_scan or not any(rule.applicability.hot_paths_only for rule in rules):
+    if change.full_scan or not any(rule.applicability.per_step for rule in rules):
         return ()
     found: dict[tuple[str, str], ChangedFunction] = {}
     for target in targets:
@@ -177,9 +217,8 @@ def _changed_functions(
         if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
             continue
         where = execution_map(
-            parse_tree(text), hot_functions=config.hot_functions,
-            offline_file=matches(target.path, config.cold_paths), per_step_file=matches(target.path, config.hot_paths),
-            repository=call_index.for_file(target.path) if call_index is not None else None,
+            parse_tree(text), declared_for(config, target.path),
+            call_index.for_file(target.path) if call_index is not None else None,
         )
         for line in sorted(target.added_lines):
             function = where.at(line)
@@ -222,71 +261,6 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
     return change.full_scan or scope == "files" or bool(changed.added_lines)
 
 
-def _scope(
-    outcomes: list[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, scope: Scope,
-    sources: Mapping[str, str],
-) -> tuple[list[Finding], list[Drop]]:
-    kept: list[Finding] = []
-    drops: list[Drop] = []
-    for outcome in outcomes:
-        changed = by_path[outcome.path]
-        touched_defs: set[str] | None = None
-        for finding in outcome.findings:
-            if change.full_scan or scope == "files":
-                inside = True
-            elif scope == "changed-functions":
-                if touched_defs is None:
-                    defs = definitions(sources[outcome.path])
-                    touched_defs = {defs.enclosing(line).qualname for line in changed.added_lines}
-                inside = finding.definition in touched_defs
-            else:
-                span = finding.span
-                inside = any(line in changed.added_lines for line in range(span.line, span.end_line + 1))
-            if inside:
-                kept.append(finding)
-            else:
-                drops.append(Drop(finding, "outside-change"))
-    return kept, drops
-
-
-def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
-    """One new finding per rule per function, and per rule per line of code repeated in a
-    file: the first, naming the lines of the others.
-
-    A reviewer acts once on a function that repeats one mistake, or on one line of code
-    written again elsewhere in the file; the repeats go to ``drops``. Suppressed and
-    pre-existing findings stay as they are."""
-    ordered = sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
-    first: dict[tuple[str, str, str], int] = {}
-    kept: list[Finding] = []
-    repeats: list[Drop] = []
-    for finding in ordered:
-        if finding.status != "new" or finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-            kept.append(finding)
-            continue
-        keys = [(finding.path, finding.rule_id, "code:" + normalise_code(finding.snippet))] if finding.snippet.strip() else []
-        if finding.definition != "<module>":
-            keys.append((finding.path, finding.rule_id, "in:" + finding.definition))
-        index = next((first[key] for key in keys if key in first), None)
-        if index is None:
-            for key in keys:
-                first[key] = len(kept)
-            kept.append(finding)
-            continue
-        if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
-            kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
-        repeats.append(Drop(finding, "repeat-in-function"))
-    return [_name_repeats(f) for f in kept], repeats
-
-
-def _name_repeats(finding: Finding) -> Finding:
-    if not finding.also_at:
-        return finding
-    lines = ", ".join(str(line) for line in finding.also_at)
-    where = "line" if len(finding.also_at) == 1 else "lines"
-    return replace(finding, impact=f"{finding.impact} The same at {where} {lines}.")
-
-
 def _run_hook(change: ChangeSet, request: PerfRequest, config: Config) -> PerfSummary:
     from .perf.hook import plan, run_perf
 
@@ -296,37 +270,6 @@ def _run_hook(change: ChangeSet, request: PerfRequest, config: Config) -> PerfSu
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
     )
-
-
-def _with_perf(result: ReviewResult, request: PerfRequest, loaded: _Loaded) -> ReviewResult:
-    """Run the perf hook on the reviewed change and merge its measured additions.
-
-    Static findings on a line where an addition was measured become ``confirmed``.
-    """
-    from .perf import confirm, perf_findings
-
-    change = result.change
-    summary = _run_hook(change, request, loaded.config)
-    measured = perf_findings(summary, change=change, library=loaded.library)
-    findings = sorted(confirm(result.findings, summary) + measured, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
-    timings = {**result.timings, "perf": summary.wall_seconds,
-               "total": result.timings.get("total", 0.0) + summary.wall_seconds}
-    return replace(result, findings=tuple(findings), perf=summary, errors=result.errors + summary.errors,
-                   timings=timings)
-
-
-def _with_baseline(result: ReviewResult, path: str) -> ReviewReport:
-    """Findings recorded in the baseline at ``path`` move to ``drops``; stale entries are reported."""
-    from .baseline import BaselineReport, apply_baseline, load_baseline
-
-    result, stale = apply_baseline(result, load_baseline(path))
-    report = BaselineReport(path, sum(d.reason == "baseline" for d in result.drops), stale)
-    if not stale:
-        return ReviewReport(result, report)
-    stale_count = f"{len(stale)} stale baseline entry" if len(stale) == 1 else f"{len(stale)} stale baseline entries"
-    warning = (f"{stale_count} (recorded findings that no longer occur; --format json lists them); "
-               f"regenerate {path} with 'rltrefactor baseline'")
-    return ReviewReport(result, report, (warning,))
 
 
 @dataclass(frozen=True)
@@ -352,7 +295,7 @@ class MeasureResult:
 
     @property
     def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if at_least(f.severity, self.fail_on))
+        return tuple(f for f in self.findings if not f.suppressed and at_least(f.severity, self.fail_on))
 
     @property
     def gate_failed(self) -> bool:
@@ -368,7 +311,7 @@ def measure(request: MeasureRequest) -> MeasureResult:
     )
     loaded = _load(change.repo_root or request.repo)
     summary = _run_hook(change, request.perf, loaded.config)
-    findings = perf_findings(summary, change=change, library=loaded.library)
+    findings = finish_measured(change, perf_findings(summary, change=change, library=loaded.library))
     return MeasureResult(summary, findings, request.fail_on or loaded.config.fail_on)
 
 
@@ -376,13 +319,22 @@ def measure(request: MeasureRequest) -> MeasureResult:
 class BaselineRequest:
     review: ReviewRequest  # without a change source: the whole repository
     output: str  # the baseline file to write
+    update: bool = False  # refresh ``output``: keep the hits it records that still occur, add none
 
 
-def record_baseline(request: BaselineRequest) -> Baseline:
-    """Review, then record every unsuppressed finding in ``request.output``."""
+@dataclass(frozen=True)
+class BaselineOutcome:
+    baseline: Baseline  # what was written
+    stale: int = 0  # entries an update left out: what they recorded no longer occurs
+
+
+def record_baseline(request: BaselineRequest) -> BaselineOutcome:
+    """Review, then record every unsuppressed hit in ``request.output`` (or refresh it)."""
     review_request = request.review
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
-    from .baseline import write_baseline
+    from .baseline import update_baseline, write_baseline
 
-    return write_baseline(review(review_request), request.output)
+    if request.update:
+        return BaselineOutcome(*update_baseline(review(review_request), request.output))
+    return BaselineOutcome(write_baseline(review(review_request), request.output))

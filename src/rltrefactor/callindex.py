@@ -39,6 +39,7 @@ from .config import Config
 from .globs import matches
 from .gitio import run
 from .errors import GitError
+from .execution import names_for
 from .syntax import parse_fresh
 from .types import ChangeSet
 
@@ -93,7 +94,7 @@ def build_index(change: ChangeSet, config: Config, cache_dir: str | None) -> Cal
         return CallIndex()
     store = _FactsCache(cache_dir) if cache_dir is not None else None
     # The same files and settings give the same index: a re-run reads it whole.
-    key = hashlib.sha256(repr((sorted(blobs.items()), config.hot_functions, config.test_paths, config.cold_paths)).encode()).hexdigest()
+    key = hashlib.sha256(repr((sorted(blobs.items()), config.hot_functions, config.cold_functions, config.names, config.test_paths, config.cold_paths)).encode()).hexdigest()
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
@@ -108,7 +109,7 @@ def index_facts(facts: Mapping[str, FileFacts], config: Config, *, parsed: int =
     """The index over ``facts`` by repository-relative path."""
     offline_files = {p for p in facts if matches(p, config.test_paths) or matches(p, config.cold_paths)}
     repository = Repository(facts)
-    contexts = classify(repository, config.hot_functions, frozenset(offline_files))
+    contexts = classify(repository, names_for(config.names), (config.hot_functions, config.cold_functions), frozenset(offline_files))
     host = host_returning(repository)
     return CallIndex(_slices(repository, contexts, host), parsed=parsed, indexed=len(facts))
 

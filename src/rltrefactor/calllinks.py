@@ -18,7 +18,8 @@ from collections import Counter
 from typing import Iterable, Iterator, Mapping
 
 from .callfacts import ClassFacts, FileFacts, FunctionFacts, type_name
-from .execution import DEFAULT_HOT_FUNCTIONS, SETUP_DUNDERS, is_setup_name
+from .execution import is_setup_name
+from .names import Names, name_words
 
 Contexts = dict[str, tuple[str, str]]  # function id -> (kind, evidence)
 
@@ -26,10 +27,6 @@ Contexts = dict[str, tuple[str, str]]  # function id -> (kind, evidence)
 _COMMON_METHODS = frozenset(
     name for kind in (dict, list, set, str, bytes, tuple, frozenset) for name in dir(kind) if not name.startswith("_")
 ) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split())
-# As the per-file execution map reads decorators, so that the two agree where no call decides.
-_PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|compile|triton\.jit|jit|inference_mode|no_grad)\b")
-_CACHE_DECORATORS = re.compile(r"\b(functools\.)?(cache|lru_cache|cached_property)\b")
-_OFFLINE_WORDS = frozenset("test tests bench benchmark benchmarks tune tuning autotune profile profiling debug demo example".split())
 _CHAIN_SHOWN = 6
 _COLD = ("one-time", "offline")
 
@@ -242,9 +239,17 @@ def _absolute(target: str, level: int, path: str) -> str:
 # -- contexts ----------------------------------------------------------------------------------
 
 
-def classify(repository: Repository, hot_functions: tuple[str, ...], offline_files: frozenset[str]) -> Contexts:
-    """Context of every function the index can place (see the ``callindex`` docstring)."""
-    roots, hard, soft = _roots(repository, hot_functions, offline_files)
+def _patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("(?:" + "|".join(f"(?:{p})" for p in patterns) + ")") if patterns else None
+
+
+def classify(
+    repository: Repository, names: Names, declared: tuple[tuple[str, ...], tuple[str, ...]], offline_files: frozenset[str]
+) -> Contexts:
+    """Context of every function the index can place (see the ``callindex`` docstring).
+    ``names``: the name lists, as configured; ``declared``: the configuration's
+    (``hot-functions``, ``cold-functions``)."""
+    roots, hard, soft = _roots(repository, names, declared, offline_files)
     contexts: Contexts = {}
     # Structural roots first: a function they reach shows that chain, not its own name.
     named = {r for r, evidence in roots.items() if evidence.endswith("` runs per step")}
@@ -261,42 +266,57 @@ def classify(repository: Repository, hot_functions: tuple[str, ...], offline_fil
 
 
 def _roots(
-    repository: Repository, hot_functions: tuple[str, ...], offline_files: frozenset[str]
+    repository: Repository, names: Names, declared: tuple[tuple[str, ...], tuple[str, ...]], offline_files: frozenset[str]
 ) -> tuple[dict[str, str], Contexts, Contexts]:
-    """Per-step roots (id -> evidence); cold verdicts no chain overrides (construction,
-    caches, configured paths); and cold verdicts read from a name word alone."""
-    hot = re.compile("^(?:" + "|".join(hot_functions) + ")$")
-    configured = re.compile("^(?:" + "|".join(p for p in hot_functions if p not in DEFAULT_HOT_FUNCTIONS) + ")$") \
-        if set(hot_functions) - set(DEFAULT_HOT_FUNCTIONS) else None
+    """Per-step roots (id -> evidence); cold verdicts no chain overrides (the
+    configuration, construction, caches); and cold verdicts read from a name alone."""
+    hot, cold = _patterns(declared[0]), _patterns(declared[1])
+    cached = names.regex("one-time-decorators")
     roots: dict[str, str] = {}
     hard: Contexts = {}
     soft: Contexts = {}
     for function_id, (path, function) in repository.functions.items():
         name = function.name
         parent = repository.functions.get(f"{path}::{function.parent}")
-        if path in offline_files:
+        if cold is not None and cold.fullmatch(name):
+            hard[function_id] = ("one-time", f"`{name}` matches `cold-functions` in the configuration")
+        elif path in offline_files:
             hard[function_id] = ("offline", "the file is a test or under cold-paths")
-        elif configured is not None and configured.match(name):
+        elif hot is not None and hot.fullmatch(name):
             roots[function_id] = f"`{name}` is named in hot-functions"
-        elif name.startswith("__") and name[2:-2] in SETUP_DUNDERS:
+        elif name.startswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
             hard[function_id] = ("one-time", f"`{name}` names construction, loading, warm-up or teardown")
-        elif _CACHE_DECORATORS.search(function.decorators):
+        elif cached.search(function.decorators):
             hard[function_id] = ("one-time", "a cached function runs once per argument set")
-        elif parent is not None and _CACHE_DECORATORS.search(parent[1].decorators) and f"name:{name}" in parent[1].returns:
+        elif parent is not None and cached.search(parent[1].decorators) and f"name:{name}" in parent[1].returns:
             roots[function_id] = f"returned by the cached factory `{parent[1].qualname}`, runs on every call"
-        elif {w for w in name.lower().split("_") if w} & _OFFLINE_WORDS or name == "main":
-            soft[function_id] = ("offline", "a script's `main`" if name == "main" else f"`{name}` is test, benchmark, tuning or debugging code")
-        elif is_setup_name(name):
-            soft[function_id] = ("one-time", f"`{name}` names construction, loading, warm-up or teardown")
+        elif (cold_name := _cold_by_name(function, names)) is not None:
+            soft[function_id] = cold_name
         elif name in ("forward", "__call__") and function.owner:
             roots[function_id] = f"{name} of {function.owner} runs per step"
-        elif hot.match(name) and name not in ("forward", "__call__"):
+        elif names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
             roots[function_id] = f"`{name}` runs per step"
-        elif _PER_STEP_DECORATORS.search(function.decorators):
+        elif names.regex("per-step-decorators").search(function.decorators):
             roots[function_id] = "a compiled kernel or inference-mode function"
         elif function.loop_calls:
             roots[function_id] = f"`{function.qualname}` runs a long-running loop"
     return roots, hard, soft
+
+
+def _cold_by_name(function: FunctionFacts, names: Names) -> tuple[str, str] | None:
+    """As the per-file execution map reads a name, so that the two agree where no call decides."""
+    name = function.name
+    owner = function.owner.rpartition(".")[2] if function.owner else None
+    if (
+        names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
+        or (owner and names.regex("offline-classes").search(owner))
+    ):
+        return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
+    if name == "main":
+        return "offline", "a script's `main`"
+    if is_setup_name(name, names):
+        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
+    return None
 
 
 def _spread(repository: Repository, roots: Mapping[str, str], blocked: Iterable[str]) -> dict[str, tuple[str, ...]]:

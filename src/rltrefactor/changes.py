@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Iterator
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     import unidiff
 
 _DIFF_ARGS = ("diff", "--no-color", "--no-ext-diff", "--no-textconv", "-M", "-U0", "--src-prefix=a/", "--dst-prefix=b/")
+_LITERAL = ":(literal)"  # a path, not a glob: ``[`` and ``*`` in names mean themselves
 _SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"}
 
 
@@ -26,21 +28,41 @@ def collect_changes(
     staged: bool = False,
     paths: tuple[str, ...] = (),
 ) -> ChangeSet:
-    """Build the ChangeSet for exactly one change source."""
-    chosen = [name for name, on in (("--diff", diff), ("--diff-file", diff_file), ("--staged", staged), ("PATHS", paths)) if on]
-    if len(chosen) > 1:
-        raise ChangeInputError(f"choose one change source, got {' and '.join(chosen)}")
+    """Build the ChangeSet for exactly one change source; ``paths`` with ``diff`` or
+    ``staged`` limit that change to those paths (``git diff A..B -- PATH...``)."""
+    chosen = [name for name, on in (("--diff", diff), ("--diff-file", diff_file), ("--staged", staged)) if on]
+    if len(chosen) > 1 or (diff_file is not None and paths):
+        given = " and ".join(chosen + (["PATHS"] if paths else []))
+        raise ChangeInputError(
+            f"choose one change source, got {given}; PATHS limit only --diff or --staged (cut the patch itself instead)"
+        )
     if diff_file is not None:
         return _from_patch_file(repo, diff_file)
-    if paths:
+    if paths and not chosen:
         return _from_paths(repo, paths)
     root = gitio.toplevel(repo)
-    if staged:
-        return _from_index(root)
-    return _from_range(root, diff or "HEAD")
+    pathspec = _pathspec(root, paths)
+    change = _from_index(root, pathspec) if staged else _from_range(root, diff or "HEAD", pathspec)
+    if not pathspec:
+        return change
+    under = ", ".join(spec.removeprefix(_LITERAL) for spec in pathspec)
+    return replace(change, description=f"{change.description}, under {under}")
 
 
-def _from_range(root: str, spec: str) -> ChangeSet:
+def _pathspec(root: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """Repository-relative, literal pathspecs for ``paths`` (given relative to the current directory)."""
+    real_root = os.path.realpath(root)
+    found = []
+    for given in paths:
+        absolute = os.path.realpath(given)
+        if os.path.commonpath([real_root, absolute]) != real_root:
+            raise ChangeInputError(f"{given}: outside the reviewed repository {root}; pass a path inside it or --repo")
+        relative = os.path.relpath(absolute, real_root).replace(os.sep, "/")
+        found.append(_LITERAL + relative)
+    return tuple(found)
+
+
+def _from_range(root: str, spec: str, pathspec: tuple[str, ...] = ()) -> ChangeSet:
     for part in spec.replace("...", "..").split(".."):
         if part:
             gitio.check_ref(part)
@@ -48,24 +70,26 @@ def _from_range(root: str, spec: str) -> ChangeSet:
         left, right = spec.split("...", 1)
         head = gitio.rev_parse(root, right or "HEAD")
         base = gitio.merge_base(root, gitio.rev_parse(root, left or "HEAD"), head)
-        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--"))
+        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--", *pathspec))
         return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})")
     if ".." in spec:
         left, right = spec.split("..", 1)
-        base = gitio.rev_parse(root, left or "HEAD")
+        base = gitio.base_rev_parse(root, left or "HEAD")
         head = gitio.rev_parse(root, right or "HEAD")
-        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--"))
-        return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})")
+        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--", *pathspec))
+        # From the empty tree everything is added: no base commit to compare findings with.
+        base_commit = None if base == gitio.EMPTY_TREE else base
+        return ChangeSet(root, Revision("git", head), files, base=base_commit, description=f"{spec} ({base[:10]}..{head[:10]})")
     # A single ref: what this branch changes since it left REF, working tree included.
     target = gitio.rev_parse(root, spec)
     base = gitio.merge_base(root, target, "HEAD") if gitio.has_commits(root) else target
-    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, "--")) + _untracked(root)
+    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, "--", *pathspec)) + _untracked(root, pathspec)
     return ChangeSet(root, Revision("worktree"), files, base=base, description=f"{spec} (merge base {base[:10]} to the working tree)")
 
 
-def _untracked(root: str) -> tuple[ChangedFile, ...]:
+def _untracked(root: str, pathspec: tuple[str, ...] = ()) -> tuple[ChangedFile, ...]:
     """New files not yet added to git (ignored ones excluded): wholly added lines."""
-    listing = gitio.git(root, "ls-files", "--others", "--exclude-standard", "-z")
+    listing = gitio.git(root, "ls-files", "--others", "--exclude-standard", "-z", "--", *pathspec)
     files = []
     for path in sorted(p for p in listing.split("\0") if p):
         lines: frozenset[int] = frozenset()
@@ -81,9 +105,9 @@ def _untracked(root: str) -> tuple[ChangedFile, ...]:
     return tuple(files)
 
 
-def _from_index(root: str) -> ChangeSet:
+def _from_index(root: str, pathspec: tuple[str, ...] = ()) -> ChangeSet:
     base = gitio.rev_parse(root, "HEAD") if gitio.has_commits(root) else gitio.EMPTY_TREE
-    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, "--cached", base, "--"))
+    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, "--cached", base, "--", *pathspec))
     base_commit = base if base != gitio.EMPTY_TREE else None
     return ChangeSet(root, Revision("index"), files, base=base_commit, description="staged changes")
 

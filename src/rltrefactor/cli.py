@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Callable, NoReturn, Sequence
 
 from . import __version__
 from .errors import ConfigError, RltError
-from .types import SEVERITIES, ChangeSet, PerfSummary, ReviewResult
+from .perf.records import PerfSummary
+from .result import ReviewResult
+from .severity import SEVERITIES
 
 if TYPE_CHECKING:
     from .api import PerfRequest, ReviewRequest
@@ -59,8 +61,9 @@ def _near_option(parser: argparse.ArgumentParser, given: str) -> str:
 
 
 def _add_change_source(parser: argparse.ArgumentParser) -> None:
-    source = parser.add_argument_group("change source (one of)")
-    source.add_argument("paths", nargs="*", metavar="PATH", help="review whole files or directories (full scan)")
+    source = parser.add_argument_group("change source (one of; PATHs also limit --diff or --staged)")
+    source.add_argument("paths", nargs="*", metavar="PATH",
+                        help="review whole files or directories (full scan); with --diff or --staged, only the change under them")
     source.add_argument("--diff", metavar="REF|A..B|A...B", help="review what the branch changes since REF (working tree included), or a git range read at B")
     source.add_argument("--diff-file", metavar="PATCH", help="review a unified diff ('-' for stdin); contents from --repo's working tree")
     source.add_argument("--staged", action="store_true", help="review the index against HEAD (pre-commit)")
@@ -85,7 +88,10 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
     parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
-    parser.add_argument("--docs-url", metavar="URL", help="rules reference that findings link to")
+    parser.add_argument("--docs-url", metavar="URL",
+                        help="rules reference (made by 'rltrefactor rules docs') that markdown and sarif link rule ids "
+                             "to; overrides docs-url in pyproject.toml; without either, no links and the markdown "
+                             "summary carries the rule texts")
     parser.add_argument("--perf", action="store_true",
                         help="also run the perf hook: executes the repository's micro-checks at base and head")
     _add_engine_options(parser)
@@ -130,9 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     perf.add_argument("--fail-on", choices=SEVERITIES)
     _add_perf_options(perf)
     perf.set_defaults(handler=_run_perf, command_parser=perf)
-    baseline = commands.add_parser("baseline", help="record today's findings so that only new ones fail")
+    baseline = commands.add_parser(
+        "baseline", help="record today's findings so that only new ones fail",
+        description="Record today's findings in a baseline file; 'review --baseline FILE' then fails only on "
+                    "findings not in it. With no change source (no PATH, --diff, --diff-file or --staged) it "
+                    "scans the whole repository.",
+    )
     _add_change_source(baseline)
     baseline.add_argument("--output", "-o", default=".rltrefactor-baseline.json", metavar="FILE")
+    baseline.add_argument("--update", action="store_true",
+                          help="refresh FILE: keep the findings it records that still occur, drop stale entries, "
+                               "add nothing new (also turns a baseline of an older format into the current one)")
     _add_engine_options(baseline)
     baseline.set_defaults(handler=_run_baseline, command_parser=baseline, scope="lines", fail_on=None,
                           fail_on_unreviewable=False, select=(), ignore=(), perf=False, baseline=None)
@@ -202,7 +216,8 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         paths=tuple(args.paths),
         scope=args.scope,
         overrides={"fail_on": args.fail_on, "select": args.select, "ignore": args.ignore,
-                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None},
+                   "fail_on_unreviewable": True if args.fail_on_unreviewable else None,
+                   "docs_url": getattr(args, "docs_url", None)},
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
         jobs=args.jobs,
@@ -213,9 +228,9 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
 
 
 def _full_scan(args: argparse.Namespace) -> bool:
-    """Paths were given, or ``baseline`` was given no change source (it scans the repository)."""
+    """Paths alone were given, or ``baseline`` was given no change source (it scans the repository)."""
     no_source = not (args.diff or args.diff_file or args.staged or args.paths)
-    return bool(args.paths) or (args.command == "baseline" and no_source)
+    return bool(args.paths and not (args.diff or args.staged)) or (args.command == "baseline" and no_source)
 
 
 def _progress_printer() -> Callable[[int, int], None]:
@@ -256,14 +271,26 @@ def _run_review(args: argparse.Namespace) -> int:
     result = report.result
     if args.profile_rules:
         _print_rule_profile(result)
-    for warning in report.warnings:
-        print(f"rltrefactor: {warning}", file=sys.stderr)
     if args.update_pr_body:
         from .report.prbody import update_pr_body
 
         update_pr_body(args.update_pr_body, _render_markdown(result, args))
     write_report(render(result, args, report.baseline), args.output)
+    # After the report: a run stopped by an error says that one line alone.
+    for warning in report.warnings:
+        print(f"rltrefactor: {warning}", file=sys.stderr)
+    if args.staged and result.gate_failed and result.failing:
+        print(_blocked_commit(result), file=sys.stderr)
     return _exit_code(result.perf, result.gate_failed)
+
+
+def _blocked_commit(result: ReviewResult) -> str:
+    """What a pre-commit user can do about a failing staged review, in one line."""
+    failing = result.failing
+    count = "1 finding" if len(failing) == 1 else f"{len(failing)} findings"
+    return (f"rltrefactor: commit blocked by {count}: fix it, or keep it with a reason at the end of its line: "
+            f"# rltrefactor: ignore[{failing[0].rule_id}] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify")
 
 
 def _exit_code(perf: PerfSummary | None, gate_failed: bool) -> int:
@@ -310,13 +337,18 @@ def _run_perf(args: argparse.Namespace) -> int:
 def _run_baseline(args: argparse.Namespace) -> int:
     from .api import BaselineRequest, record_baseline
 
-    baseline = record_baseline(BaselineRequest(_request(args), args.output))
-    print(f"rltrefactor: recorded {len(baseline.entries)} finding(s) in {args.output}", file=sys.stderr)
+    recorded = record_baseline(BaselineRequest(_request(args), args.output, update=args.update))
+    count = len(recorded.baseline.entries)
+    if args.update:
+        print(f"rltrefactor: refreshed {args.output}: {count} finding(s) kept, {recorded.stale} stale entry(ies) dropped",
+              file=sys.stderr)
+    else:
+        print(f"rltrefactor: recorded {count} finding(s) in {args.output}", file=sys.stderr)
     return EXIT_CLEAN
 
 
 def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
-    from .report.links import DEFAULT_DOCS_URL, remote_url
+    from .report.links import remote_url
     from .report.markdown import render_markdown
 
     change = result.change
@@ -329,21 +361,10 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         result,
         head_sha=head_sha,
         remote_url=remote_url(result.change.repo_root or args.repo),
-        docs_url=args.docs_url or DEFAULT_DOCS_URL,
+        docs_url=result.docs_url,
         show_preexisting=args.show_preexisting,
-        looped=args.checklist != "all" and _changes_looped_code(change),
         all_manual=args.checklist == "all",
     )
-
-
-def _changes_looped_code(change: ChangeSet) -> bool:
-    """Whether a changed Python file, at the reviewed head, reads like a looped engine."""
-    from .report.markdown import looks_looped
-    from .contents import read_sources
-
-    paths = [f.path for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    texts = read_sources(change, paths).values() if paths else ()
-    return looks_looped(text for text in texts if isinstance(text, str))
 
 
 def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineReport | None = None) -> str:
@@ -352,11 +373,11 @@ def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineRep
 
         return render_json(result, baseline=baseline)
     if args.format == "sarif":
-        from .report.links import DEFAULT_DOCS_URL, remote_url
+        from .report.links import remote_url
         from .report.sarif import render_sarif
 
         url = remote_url(result.change.repo_root or args.repo)
-        return render_sarif(result, docs_url=args.docs_url or DEFAULT_DOCS_URL, remote_url=url)
+        return render_sarif(result, docs_url=result.docs_url, remote_url=url)
     if args.format == "github":
         from .report.github import render_github
 

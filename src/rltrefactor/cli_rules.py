@@ -17,6 +17,7 @@ from .library.model import AREAS, Library, Rule
 
 if TYPE_CHECKING:
     from .authoring.examples import Status
+    from .authoring.scaffold import TargetLibrary
 
 # The handlers import the library machinery (and with it libcst) when they run, so that
 # building the command-line parser stays cheap for every other command.
@@ -62,12 +63,17 @@ def _action(
 
 def _library(args: argparse.Namespace) -> Library:
     """Bundled rules, the configured ``rule-dirs`` of the current repository, and --rule-dir."""
-    from .config import load_config
     from .library.loader import load_library
     from .matchers.registry import check_matcher
 
+    return load_library(_local_dirs(args), check_rule=check_matcher)
+
+
+def _local_dirs(args: argparse.Namespace) -> tuple[str, ...]:
+    from .config import load_config
+
     configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
-    return load_library(tuple(dict.fromkeys([*configured, *args.rule_dir])), check_rule=check_matcher)
+    return tuple(dict.fromkeys([*configured, *args.rule_dir]))
 
 
 def _find(library: Library, rule_id: str) -> Rule:
@@ -94,7 +100,7 @@ def _list(args: argparse.Namespace) -> int:
     for r in library.rules:
         kind = "auto" if r.automated else "manual"
         out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<8} {kind:<6} {r.title}\n")
-    out.write(f"rule library {library.version}: {len(library.rules)} rules\n")
+    out.write(f"rule library {library.versions}: {len(library.rules)} rules\n")
     return 0
 
 
@@ -107,7 +113,7 @@ def _show(args: argparse.Namespace) -> int:
         ("severity", rule.severity), ("confidence", rule.confidence),
         ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
         ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
-                       f"hot paths only: {'yes' if scope.hot_paths_only else 'no'}; tests: {'yes' if scope.tests else 'no'}"),
+                       "runs: " + ("per-step" if scope.per_step else "anywhere") + f"; tests: {'yes' if scope.tests else 'no'}"),
         ("problem", rule.problem), ("preferred", rule.preferred), ("exceptions", rule.exceptions),
         ("impact", rule.impact), ("fix", rule.fix), ("fix safety", rule.fix_safety),
         ("references", ", ".join(rule.references) or "-"),
@@ -133,7 +139,14 @@ def _matcher_text(rule: Rule) -> str:
 def _check(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
     library = _library(args)
-    line = f"rule library {library.version}: {len(library.rules)} rules valid"
+    from pathlib import Path
+
+    from .library.drafts import check_drafts
+    from .library.loader import display_dir
+    from .library.location import bundled_rules_dir
+
+    check_drafts([(bundled_rules_dir(), "rules"), *((Path(d), display_dir(d)) for d in _local_dirs(args))])
+    line = f"rule library {library.versions}: {len(library.rules)} rules valid"
     if args.base:
         from .authoring.versioning import check_version_bump
 
@@ -182,6 +195,28 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _target_library(args: argparse.Namespace) -> TargetLibrary | None:
+    """The library the new rule joins: the directory of ``--output``, else the repository's
+    first ``rule-dirs`` entry; None (the bundled library) when neither names one."""
+    from .authoring.scaffold import TargetLibrary
+    from .config import load_config
+    from .library.loader import display_dir, library_version
+    from .library.location import LIBRARY_FILE, bundled_rules_dir
+
+    if args.output:
+        directory = os.path.dirname(os.path.abspath(args.output))
+    else:
+        configured = load_config(args.repo).rule_dirs
+        if not configured:
+            return None
+        directory = configured[0]
+    if os.path.realpath(directory) == os.path.realpath(bundled_rules_dir()):
+        return None
+    label = os.path.join(display_dir(directory), LIBRARY_FILE)
+    version = library_version(directory)
+    return TargetLibrary(label, version) if version is not None else TargetLibrary(label, "0.0.0", exists=False)
+
+
 def _new(args: argparse.Namespace) -> int:
     out = sys.stdout  # looked up per call: tests and callers may redirect it
     from .authoring.scaffold import parse_line_range, scaffold_rule
@@ -189,7 +224,8 @@ def _new(args: argparse.Namespace) -> int:
     if args.output and os.path.isdir(args.output):
         example = os.path.join(args.output, f"{args.area or 'device-residency'}.yaml")
         raise ChangeInputError(f"{args.output}: is a directory; pass a rules/<area>.yaml file, e.g. {example}")
-    entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id, area=args.area)
+    entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id,
+                          area=args.area, library=_target_library(args))
     if not args.output:
         out.write(entry)
         return 0

@@ -10,9 +10,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
-from .execution import DEFAULT_HOT_FUNCTIONS
-from .globs import GlobError, compile_glob
-from .types import SEVERITIES, Severity
+from .execution import Declared, names_for
+from .globs import GlobError, compile_glob, matches
+from .misspellings import misspelt_tables
+from .names import NameChange
+from .severity import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
 # Empty by default: where code runs is read from the code (``execution``); this is
@@ -34,14 +36,21 @@ class Config:
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
     cold_paths: tuple[str, ...] = DEFAULT_COLD_PATHS
-    hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS  # regexes for function names
+    # Regexes for whole function names that run per step / never run per step; they
+    # beat whatever the code or the names suggest (see ``execution.Declared``).
+    hot_functions: tuple[str, ...] = ()
+    cold_functions: tuple[str, ...] = ()
+    names: tuple[NameChange, ...] = ()  # changes to the bundled name lists (``names``)
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
+    call_index: bool = False  # read where functions run across the repository (``callindex``)
     perf_hooks: str = "perf_hooks"
+    docs_url: str | None = None  # the rules reference rule ids link to; None: no links
+    warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
 
 
@@ -54,6 +63,8 @@ _KEYS = {
     "cold-paths": "list of globs",
     "extend-cold-paths": "list of globs",
     "hot-functions": "list of regular expressions",
+    "cold-functions": "list of regular expressions",
+    "names": "table of extend-<list> / remove-<list> = [values]",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",
@@ -61,7 +72,9 @@ _KEYS = {
     "rule-options": "table of rule id = {option = value}",
     "fail-on": "one of error, warning, info",
     "fail-on-unreviewable": "true or false",
+    "call-index": "true or false",
     "perf-hooks": "a directory",
+    "docs-url": "URL",
 }
 
 
@@ -77,16 +90,21 @@ def default_cache_dir() -> str:
 def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
     path = os.path.join(repo_root, "pyproject.toml")
     table: dict[str, Any] = {}
+    tools: Any = {}
     text = ""
     if os.path.isfile(path):
         with open(path, "rb") as handle:
             raw = handle.read()
         text = raw.decode("utf-8", "replace")
         try:
-            table = tomllib.loads(text).get("tool", {}).get("rltrefactor", {})
+            tools = tomllib.loads(text).get("tool", {})
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
+        table = tools.get("rltrefactor", {}) if isinstance(tools, dict) else {}
     config = _from_table(table, path, text, repo_root)
+    warnings = misspelt_tables(tools, path, text)
+    if warnings:
+        config = replace(config, warnings=warnings)
     return apply_overrides(config, overrides or {})
 
 
@@ -94,6 +112,8 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     changes = {key: value for key, value in overrides.items() if value not in (None, ())}
     if "fail_on" in changes:
         _check_choice(changes["fail_on"], SEVERITIES, "--fail-on", "")
+    if "docs_url" in changes:
+        _check_url(changes["docs_url"], "--docs-url")
     return replace(config, **changes)
 
 
@@ -109,15 +129,18 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
-        _check_glob(glob, path, text, "per-path-ignores")
+        line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
+        _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
     cold += tuple(get("extend-cold-paths") or ())
     # Micro-checks of the perf hook exercise engine code; they never run in serving.
     cold += (f"{(get('perf-hooks') or 'perf_hooks').strip('/')}/**",)
-    hot_functions = DEFAULT_HOT_FUNCTIONS + tuple(get("hot-functions") or ())
-    for pattern in hot_functions:
-        _check_regex(pattern, path, text, "hot-functions")
+    hot_functions = tuple(get("hot-functions") or ())
+    cold_functions = tuple(get("cold-functions") or ())
+    for key, patterns in (("hot-functions", hot_functions), ("cold-functions", cold_functions)):
+        for pattern in patterns:
+            _check_regex(pattern, path, text, key)
     exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
@@ -131,15 +154,50 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         hot_paths=hot,
         cold_paths=cold,
         hot_functions=hot_functions,
+        cold_functions=cold_functions,
+        names=_name_changes(get("names") or {}, path, text),
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
+        call_index=bool(get("call-index")),
         perf_hooks=get("perf-hooks") or "perf_hooks",
+        docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
         source=path if table else "defaults",
     )
+
+
+def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameChange, ...]:
+    """``[tool.rltrefactor.names]``: ``extend-<list>`` / ``remove-<list>`` of a bundled name list."""
+    from .names import bundled_names
+
+    changes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for key, values in table.items():
+        line = _line_in(text, "tool.rltrefactor.names", key)
+        where = f"{_at(path, text, line, 'names')}: [tool.rltrefactor.names] {key}"
+        action, _, entry = key.partition("-")
+        if action not in ("extend", "remove") or not entry:
+            raise ConfigError(f"{where}: expected extend-<list> or remove-<list> (got {key!r}); "
+                              "name a list of rules/names.yaml, such as extend-set-up-words")
+        if not (isinstance(values, list) and all(isinstance(v, str) for v in values)):
+            raise ConfigError(f"{where}: expected a list of strings (got {values!r}); fix the value")
+        problem = bundled_names().check_change(action, entry, tuple(values))
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+        extend, remove = changes.get(entry, ((), ()))
+        changes[entry] = (extend + tuple(values), remove) if action == "extend" else (extend, remove + tuple(values))
+    return tuple(NameChange(entry, extend, remove) for entry, (extend, remove) in sorted(changes.items()))
+
+
+def _check_url(url: str | None, where: str) -> str | None:
+    if url is not None and not re.fullmatch(r"https?://[^\s/]+\S*", url):
+        raise ConfigError(
+            f"{where}: expected an http(s) URL of the rules reference (got {url!r}); "
+            "e.g. https://github.com/acme/engine/blob/main/docs/rules.md, made by 'rltrefactor rules docs'"
+        )
+    return url
 
 
 def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
@@ -188,10 +246,17 @@ def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -
 
 
 def _where(path: str, text: str, key: str) -> str:
-    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, best effort."""
+    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, or of its own
+    ``[tool.rltrefactor.key...]`` table, best effort. A ``path`` that names its line
+    already is returned as it is."""
+    if re.search(r":\d+$", path):
+        return path
     in_section = False
+    tables = (f"[tool.rltrefactor.{key}", f'[tool.rltrefactor."{key}"')
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
+        if stripped.replace(" ", "").startswith(tables):
+            return f"{path}:{number}"
         if stripped.startswith("["):
             in_section = stripped.startswith("[tool.rltrefactor")
         elif in_section and stripped.split("=")[0].strip().strip('"') == key:
@@ -294,3 +359,12 @@ def _line_in(text: str, section: str, key: str) -> int | None:
         if stripped.split("=")[0].strip().strip("\"'") == key:
             return number
     return None
+
+
+def declared_for(config: Config, path: str) -> Declared:
+    """What ``config`` declares about the functions of ``path`` (it wins over every heuristic)."""
+    return Declared(
+        config.hot_functions, config.cold_functions,
+        hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
+        names=names_for(config.names),
+    )

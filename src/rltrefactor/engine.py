@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .config import Config
-from .rule_findings import fill_template, rule_finding, with_execution
+from .rule_findings import fill_template, guards_at, rule_finding, with_execution
 from .globs import matches
 from .library.model import Library, Rule
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name
+from .config import Config, declared_for
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
+from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
-from .regions import ChangeWindows, Region, RuleReach, SearchScope, change_windows, code_text, plan_regions, search_scope
+from .regions.code import code_text
+from .regions.plan import Region, plan_regions
+from .regions.reach import MatcherReach, SearchScope, search_scope
+from .regions.windows import ChangeWindows, change_windows
 from .syntax import enclosing_definition, parse_tree
-from .suppressions import INVALID_SUPPRESSION, apply_suppressions
+from .suppressions import INVALID_SUPPRESSION, invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
-from .types import Definition, FileError, FileOutcome, Finding, Hit
+from .types import Definition, FileError, FileOutcome, Finding, Hit, Span
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
@@ -30,20 +35,33 @@ if TYPE_CHECKING:
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
-    """Rules this run applies: active ones, plus experimental ones selected by id."""
-    chosen = []
+    """Rules this run applies: active ones and repository-local experimental ones, plus
+    bundled experimental ones selected by id."""
+    return tuple(rule for rule in _wanted(library, config) if not _held_back(rule, config))
+
+
+def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
+    """Bundled experimental rules this run would apply if they were selected by id."""
+    return tuple(rule for rule in _wanted(library, config) if _held_back(rule, config))
+
+
+def _wanted(library: Library, config: Config) -> Iterable[Rule]:
+    """Rules the selection and ignores leave in, whatever their status but retired."""
     for rule in library.rules:
         if rule.status == "retired":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
             continue
-        named = rule.id in config.select
-        if config.select and not (named or rule.area in config.select):
-            continue
-        if rule.status == "experimental" and not named:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if config.select and not (rule.id in config.select or rule.area in config.select):
             continue
         if rule.id in config.ignore or rule.area in config.ignore:
             continue
-        chosen.append(rule)
-    return tuple(chosen)
+        yield rule
+
+
+def _held_back(rule: Rule, config: Config) -> bool:
+    """A bundled experimental rule runs only when named: its precision is still being
+    measured. A repository's own rules are its reviewers' choice and always run."""
+    experimental = rule.status == "experimental"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    return experimental and rule.library == "bundled" and rule.id not in config.select
 
 
 class Engine:
@@ -80,7 +98,7 @@ class Engine:
 
     def may_need_execution(self, path: str, text: str) -> bool:
         """Whether a rule that depends on where code runs may hit in the file."""
-        return any(rule.applicability.hot_paths_only and may_match(matcher.prefilter, text) for rule, matcher in self.applicable(path))
+        return any(rule.applicability.per_step and may_match(matcher.prefilter, text) for rule, matcher in self.applicable(path))
 
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_offline = matches(path, self.config.cold_paths)
@@ -96,7 +114,7 @@ class Engine:
             scope = rule.applicability
             if rule.id in ignored or rule.area in ignored:
                 continue
-            if (scope.hot_paths_only and is_offline) or (is_test and not scope.tests):
+            if (scope.per_step and is_offline) or (is_test and not scope.tests):
                 continue
             if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
                 continue
@@ -123,17 +141,26 @@ class Engine:
                 searched[scope] = _searched(code, scope, windows, limited=lines is not None)
             if may_match(matcher.prefilter, searched[scope]):
                 candidates[rule.id] = (rule, matcher)
+        if any(rule.applicability.exclude_modules for rule, _ in candidates.values()):
+            kinds = module_kinds(tree, names_for(self.config.names))
+            candidates = {
+                rule_id: (rule, matcher) for rule_id, (rule, matcher) in candidates.items()
+                if kinds.isdisjoint(rule.applicability.exclude_modules)
+            }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
         defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
         execution = self._execution(path, tree, candidates.values())
-        reach = {
-            rule_id: _reach(matcher, imports, never_in_cold=rule.applicability.hot_paths_only)
+        planned = {
+            rule_id: (
+                _with_aliases(matcher.prefilter, imports),
+                _reach(matcher.reach, never_in_cold=rule.applicability.per_step),
+            )
             for rule_id, (rule, matcher) in candidates.items()
         }
         regions = plan_regions(
-            text, tree, reach, lines=lines, keep_method=is_setup_name,
+            text, tree, planned, lines=lines, keep_method=functools.partial(is_setup_name, names=names_for(self.config.names)),
             is_cold_line=lambda line: (found := execution.at(line)) is not None and found.kind in COLD_KINDS,
             code=code, windows=windows,
         )
@@ -147,21 +174,23 @@ class Engine:
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-        findings = self._to_findings(path, text, defs, execution, hits)
-        if has_directive:
-            findings = apply_suppressions(
-                path, text, defs.enclosing, findings, self.known_ids, self._rule_by_id.get(INVALID_SUPPRESSION)
+        findings = self._to_findings(path, text, tree, defs, execution, hits)
+        # Directives are reported here; which findings they silence is decided once, for
+        # every source of findings, by ``finishing``.
+        if has_directive and INVALID_SUPPRESSION in self._rule_by_id:
+            findings += invalid_suppressions(
+                path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
 
     def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
-        if not any(rule.applicability.hot_paths_only for rule, _ in candidates):
+        if not any(rule.applicability.per_step for rule, _ in candidates):
             return EMPTY
         return execution_map(
-            tree, hot_functions=self.config.hot_functions, per_step_file=matches(path, self.config.hot_paths),
-            repository=self.call_index.for_file(path) if self.call_index is not None else None,
+            tree, declared_for(self.config, path),
+            self.call_index.for_file(path) if self.call_index is not None else None,
         )
 
     def context_digest(self, path: str) -> str:
@@ -194,14 +223,21 @@ class Engine:
             imports=imports,
             execution=execution,
             text=region.text,
+            names=names_for(self.config.names),
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
+        """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
+        run per step (the one place that filters cold code: matchers never ask)."""
+        from .matchers.context import runs_cold
+
         hits: list[Hit] = []
         for rule, matcher in candidates:
             started = time.perf_counter()
             try:
                 for match in matcher.find(ctx):
+                    if rule.applicability.per_step and runs_cold(match.node, ctx):
+                        continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
             except RecursionError:
@@ -216,7 +252,7 @@ class Engine:
         return hits
 
     def _to_findings(
-        self, path: str, text: str, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
+        self, path: str, text: str, tree: Tree, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
     ) -> list[Finding]:
         lines = text.splitlines()
         findings = []
@@ -232,11 +268,19 @@ class Engine:
                     definition=definition,
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
+                    guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
                 )
-            if rule.applicability.hot_paths_only:
+            if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             findings.append(finding)
         return findings
+
+
+def _byte_column(lines: list[str], span: Span) -> int:
+    """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
+    row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))
+
 
 class _LazyDefinitions:
     """The definition around a line, looked up in the file's tree only for the lines
@@ -253,16 +297,9 @@ class _LazyDefinitions:
         return found
 
 
-def _reach(matcher: Matcher, imports: ImportTable, *, never_in_cold: bool = False) -> RuleReach:
-    return RuleReach(
-        never_in_cold=never_in_cold,
-        tokens=_with_aliases(matcher.prefilter, imports),
-        whole_class=matcher.reach.whole_class,
-        never_in_setup=matcher.reach.never_in_setup,
-        reads=matcher.reach.reads,
-        companions=matcher.reach.companions,
-        companion_lines=matcher.reach.companion_lines,
-    )
+def _reach(reach: MatcherReach, *, never_in_cold: bool) -> MatcherReach:
+    """A matcher's reach; a rule that applies to hot paths only also never hits in cold code."""
+    return replace(reach, never_in_cold=True) if never_in_cold else reach
 
 
 def _searched(code: str, scope: SearchScope, windows: ChangeWindows | None, *, limited: bool) -> str:

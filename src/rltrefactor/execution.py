@@ -24,59 +24,27 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Literal
+from typing import TYPE_CHECKING, Iterator, Literal, Protocol
 
+from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DEFINITION_HOLDERS
 
 if TYPE_CHECKING:
     import tree_sitter
+
     from tree_sitter import Node, Tree
 
-    from .callindex import FileContexts
 
-
-# A function is setup code when one of the words of its name (split at '_') is here.
-SETUP_WORDS = frozenset(
-    "init initialize setup warmup profile capture dummy register compile benchmark "
-    "debug dump repr shutdown close teardown finalize reset weights sleep wake preprocess".split()
-)
-# Dunder methods that run at construction, teardown or when printing, never per step.
-SETUP_DUNDERS = frozenset(
-    "init post_init new del repr str format getstate setstate reduce reduce_ex enter exit".split()
-)
-_NAMED_SETUP = re.compile(
-    r"^_*((allocate|alloc|make|create)_\w*(buffer|cache|workspace|tensor)s?"
-    r"|load_(model|weights|state_dict|checkpoint)\w*)$"
-)
-
-
-def is_setup_name(name: str) -> bool:
+def is_setup_name(name: str, names: Names | None = None) -> bool:
+    """The name says construction, loading, warm-up or teardown (``set-up-*`` names)."""
+    names = names or bundled_names()
     if name.startswith("__") and name.endswith("__"):
-        return name[2:-2] in SETUP_DUNDERS
-    words = [w for w in name.lower().split("_") if w]
-    if "warm" in words and "up" in words:
-        return True
-    return any(w in SETUP_WORDS for w in words) or bool(_NAMED_SETUP.match(name))
+        return name[2:-2] in names.entry("set-up-dunders").values
+    return names.has_word("set-up-words", name_words(name)) or bool(names.regex("set-up-functions").fullmatch(name))
 
 
 ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
 COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
-
-# Names of functions that run on every step, launch or request; extended by the
-# ``hot-functions`` configuration key (regular expressions matched against the name).
-DEFAULT_HOT_FUNCTIONS = (
-    r"forward", r"_?forward_\w+", r"__call__", r"step", r"\w+_step", r"_?step_\w+",
-    r"_?execute_model", r"_?execute_\w+", r"_?(decode|prefill|extend)(_\w+)?", r"_?sample(_\w+)?",
-    r"_?propose(_\w+)?", r"_?prepare_inputs?(_\w+)?", r"_?update_states", r"schedule", r"_?iterate\w*",
-    r"\w*_busy_loop", r"_?run_(step|batch|iteration)\w*",
-)
-_OFFLINE_WORDS = frozenset(
-    "test tests bench benchmark benchmarks tune tuning autotune tuner profile profiling debug dump demo example".split()
-)
-_OFFLINE_CLASS = re.compile(r"^(Test|Bench)|(Test|Tests|Benchmark|Tuner)$")
-_ONE_TIME_DECORATORS = re.compile(r"\b(cache|lru_cache|cached_property|cached)\b")
-_PER_STEP_DECORATORS = re.compile(r"\b(torch\.compile|compile|triton\.jit|jit|inference_mode|no_grad)\b")
-
 
 @dataclass(frozen=True)
 class FunctionExecution:
@@ -125,41 +93,78 @@ class _Function:
     node: Node | None = None  # the function_definition
     kind: ExecutionKind = "unknown"
     evidence: str = ""
+    declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
-def execution_map(tree: Tree, *, hot_functions: tuple[str, ...] = DEFAULT_HOT_FUNCTIONS,
-                  offline_file: bool = False, per_step_file: bool = False,
-                  repository: FileContexts | None = None) -> ExecutionMap:
+@dataclass(frozen=True)
+class Declared:
+    """What the configuration says about one file's functions; it beats every heuristic.
+
+    Function keys beat path keys, and ``cold-functions`` beats ``hot-functions`` (a cold
+    pattern names the exceptions to a broad hot one)."""
+
+    hot_functions: tuple[str, ...] = ()  # regexes matched against a function's whole name
+    cold_functions: tuple[str, ...] = ()
+    hot_file: bool = False  # under hot-paths
+    cold_file: bool = False  # under cold-paths
+    names: Names | None = None  # the name lists, changed by the configuration; None: the bundled ones
+
+
+NOTHING_DECLARED = Declared()
+
+
+@functools.lru_cache(maxsize=4)
+def names_for(changes: tuple[NameChange, ...]) -> Names:
+    """The bundled name lists with the configuration's changes."""
+    return bundled_names().overridden(changes)
+
+
+class RepositoryContexts(Protocol):
+    """What the repository's call index tells one file (``callindex.FileContexts``)."""
+
+    @property
+    def host_calls(self) -> frozenset[str]: ...  # callees, as written, that return host tensors only
+
+    def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
+
+    def __hash__(self) -> int: ...  # a key of the per-tree cache
+
+
+def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
+                  repository: RepositoryContexts | None = None) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
-    ``offline_file`` (the path is under ``cold-paths``) makes every function offline;
-    ``per_step_file`` (under ``hot-paths``) makes functions that stay unknown per-step.
-    ``repository``: the call index's verdicts for this file; where it proves a context
-    by a call chain, that replaces what the file alone says.
+    Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
+    is per-step unless its code shows otherwise (construction dunders, cached functions,
+    helpers only those call): a name word is never evidence enough there. A function
+    named by ``cold-functions`` or ``hot-functions`` is what the configuration says.
+    ``repository``: the call index's verdicts for this file; a context it proves by a
+    call chain replaces what the file alone says, never what the configuration declares.
     """
-    return _classified(tree, hot_functions, offline_file, per_step_file, repository)
+    return _classified(tree, declared, repository)
 
 
 @functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
-def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, per_step_file: bool,
-                repository: FileContexts | None = None) -> ExecutionMap:
+def _classified(tree: Tree, declared: Declared, repository: RepositoryContexts | None = None) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY
     _collect_calls(tree.root_node, functions)
-    if offline_file:
-        return _frozen(functions, "offline", "the file is under cold-paths")
-    hot = re.compile("^(?:" + "|".join(hot_functions) + ")$")
+    names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     for function in functions:
-        function.kind, function.evidence = _own_verdict(function, hot)
+        declared_verdict = _declared_verdict(function.name, declared)
+        function.declared = declared_verdict is not None
+        function.kind, function.evidence = declared_verdict or _own_verdict(function, names, declared.hot_file)
+        if function.kind == "unknown" and _times_itself(function, names):
+            function.kind, function.evidence = "offline", f"`{function.name}` times itself (a device wait and a clock read)"
     if repository is not None:
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
-    if per_step_file:
+    if declared.hot_file:
         for function in functions:
             if function.kind == "unknown":
                 function.kind, function.evidence = "per-step", "the file is under hot-paths"
@@ -169,9 +174,12 @@ def _classified(tree: Tree, hot_functions: tuple[str, ...], offline_file: bool, 
     ), repository.host_calls if repository is not None else frozenset())
 
 
-def _proven_by_calls(functions: list[_Function], repository: FileContexts) -> None:
-    """The call index's verdict, read across the repository, outranks the file's own."""
+def _proven_by_calls(functions: list[_Function], repository: RepositoryContexts) -> None:
+    """The call index's verdict, read across the repository, outranks the file's own
+    heuristics but never a verdict the configuration declares."""
     for function in functions:
+        if function.declared:
+            continue
         proven = repository.verdict(function.qualname)
         if proven is not None:
             kind, evidence = proven
@@ -179,31 +187,56 @@ def _proven_by_calls(functions: list[_Function], repository: FileContexts) -> No
             function.evidence = evidence
 
 
-def _frozen(functions: list[_Function], kind: ExecutionKind, evidence: str) -> ExecutionMap:
-    return ExecutionMap(tuple(
-        FunctionExecution(f.qualname, kind, evidence, f.start_line, f.end_line)
-        for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
-    ))
+def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
+    if any(re.fullmatch(pattern, name) for pattern in declared.cold_functions):
+        return "one-time", f"`{name}` matches `cold-functions` in the configuration"
+    if any(re.fullmatch(pattern, name) for pattern in declared.hot_functions):
+        return "per-step", f"`{name}` matches `hot-functions` in the configuration"
+    if declared.cold_file:
+        return "offline", "the file is under cold-paths"
+    return None
 
 
-def _own_verdict(function: _Function, hot: re.Pattern[str]) -> tuple[ExecutionKind, str]:
-    """What the function's own name, class and decorators say."""
+def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
+    """What the function's own name, class and decorators say. Under ``hot-paths`` a
+    name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
-    words = {w for w in name.lower().split("_") if w}
-    if words & _OFFLINE_WORDS or (function.owner and _OFFLINE_CLASS.search(function.owner.rpartition(".")[2])):
+    by_name = None if hot_file else _verdict_by_name(function, names)
+    if by_name is not None:
+        return by_name
+    if name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
+        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
+    if names.regex("one-time-decorators").search(function.decorators):
+        return "one-time", "a cached function runs once per argument set"
+    if names.regex("per-step-functions").fullmatch(name) and (function.owner or name not in ("forward", "__call__")):
+        what = f"{name} of {function.owner}" if function.owner and name in ("forward", "__call__") else f"`{name}`"
+        return "per-step", f"{what} runs per step"
+    if names.regex("per-step-decorators").search(function.decorators):
+        return "per-step", "a compiled kernel or inference-mode function"
+    return "unknown", ""
+
+
+def _verdict_by_name(function: _Function, names: Names) -> tuple[ExecutionKind, str] | None:
+    """The words of a name: evidence of last resort."""
+    name = function.name
+    owner = function.owner.rpartition(".")[2] if function.owner else None
+    if (
+        names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
+        or (owner and names.regex("offline-classes").search(owner))
+    ):
         return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
     if name == "main":
         return "offline", "a script's `main`"
-    if is_setup_name(name):
+    if is_setup_name(name, names):
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
-    if _ONE_TIME_DECORATORS.search(function.decorators):
-        return "one-time", "a cached function runs once per argument set"
-    if hot.match(name) and (function.owner or name not in ("forward", "__call__")):
-        what = f"{name} of {function.owner}" if function.owner and name in ("forward", "__call__") else f"`{name}`"
-        return "per-step", f"{what} runs per step"
-    if _PER_STEP_DECORATORS.search(function.decorators):
-        return "per-step", "a compiled kernel or inference-mode function"
-    return "unknown", ""
+    return None
+
+
+def _times_itself(function: _Function, names: Names) -> bool:
+    """A device wait and a clock read in the function's own body: it measures itself."""
+    body = function.node.child_by_field_name("body") if function.node is not None else None
+    text = _text(body)
+    return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
 
 
 def _inherit_from_parents(functions: list[_Function]) -> None:

@@ -6,10 +6,7 @@ import os
 from typing import Callable
 
 from .cache import ResultCache
-from .callindex import CallIndex
-from .config import Config
 from .engine import Engine
-from .library.model import Rule
 from .types import FileOutcome
 
 # Below this many uncached files a pool costs more to start than it saves.
@@ -47,7 +44,7 @@ def review_files(
             todo.append(path)
     limits = lines or {}
     report = progress or (lambda done, total: None)
-    if jobs > 1 and len(todo) >= _POOL_MIN_FILES:
+    if jobs > 1 and len(todo) >= _POOL_MIN_FILES and _can_fork():
         fresh = _in_pool(engine, [(p, texts[p], limits.get(p), kept_on_lines) for p in todo], jobs, report)
     else:
         fresh = {}
@@ -66,18 +63,18 @@ def _in_pool(
 ) -> dict[str, FileOutcome]:
     # Imported here: a review of a few files never starts a pool.
     from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_all_start_methods, get_context
+    from multiprocessing import get_context
 
     # Largest files first, in many small chunks handed out as workers free up, so that
     # no worker is left with a big file while the other idles.
     items.sort(key=lambda item: -len(item[1]))
     size = max(1, len(items) // (jobs * _CHUNKS_PER_JOB))
     chunks = [items[i : i + size] for i in range(0, len(items), size)]
-    # fork shares the loaded library and parsers with the workers at no cost.
-    context = get_context("fork") if "fork" in get_all_start_methods() else get_context()
+    # Workers are forked with this very engine (never pickled, never rebuilt), so
+    # whatever it was given (ready matchers, repository-local rules, a test double)
+    # reviews there too; fork also shares the loaded library and parsers at no cost.
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_init_worker,
-        initargs=(engine.rules, engine.config, engine.known_ids, engine.call_index),
+        max_workers=jobs, mp_context=get_context("fork"), initializer=_init_worker, initargs=(engine,),
     ) as pool:
         results: dict[str, FileOutcome] = {}
         for chunk_result, seconds in pool.map(_review_chunk, chunks):
@@ -87,9 +84,16 @@ def _in_pool(
     return results
 
 
-def _init_worker(rules: tuple[Rule, ...], config: Config, known_ids: frozenset[str], call_index: CallIndex | None) -> None:
+def _can_fork() -> bool:
+    """Where processes cannot fork (Windows), files are reviewed in this process."""
+    from multiprocessing import get_all_start_methods
+
+    return "fork" in get_all_start_methods()
+
+
+def _init_worker(engine: Engine) -> None:
     global _worker_engine
-    _worker_engine = Engine(rules, config, known_ids, call_index=call_index)
+    _worker_engine = engine
 
 
 def _review_chunk(items: list[_Item]) -> tuple[dict[str, FileOutcome], dict[str, float]]:

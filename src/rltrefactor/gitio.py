@@ -7,6 +7,7 @@ so a ref such as ``--output=x`` can never be taken for an option.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 from .errors import ChangeInputError, GitError
@@ -74,7 +75,31 @@ def rev_parse(repo: str, rev: str) -> str:
         hint = "fetch it (git fetch origin) or check the spelling"
         if not has_commits(repo):
             hint = "the repository has no commits yet; commit once, or review files by path"
-        raise ChangeInputError(f"{repo}: unknown revision {rev!r}; {hint}") from None
+        raise ChangeInputError(_no_parent(repo, rev) or f"{repo}: unknown revision {rev!r}; {hint}") from None
+
+
+def base_rev_parse(repo: str, rev: str) -> str:
+    """``rev_parse`` for the base of a range, which may also be the empty tree: the base
+    of a first commit, which has no parent."""
+    return EMPTY_TREE if rev == EMPTY_TREE else rev_parse(repo, rev)
+
+
+# ``C^``, ``C^1``, ``C~`` and ``C~1``: the first parent of ``C``.
+_FIRST_PARENT = re.compile(r"^(?P<commit>.+?)(?:\^1?|~1?)$")
+
+
+def _no_parent(repo: str, rev: str) -> str | None:
+    """The message for ``C^`` where ``C`` exists but is a first commit; None otherwise."""
+    match = _FIRST_PARENT.match(rev)
+    if match is None:
+        return None
+    commit = match.group("commit")
+    try:
+        sha = git(repo, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}").strip()
+    except GitError:
+        return None
+    return (f"{repo}: revision {rev!r}: commit {sha[:12]} is the first of its history and has no parent; "
+            f"review everything it adds with: rltrefactor review --diff {EMPTY_TREE}..{commit}")
 
 
 def merge_base(repo: str, a: str, b: str) -> str:

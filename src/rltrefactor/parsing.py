@@ -6,8 +6,7 @@ LibCST is imported on the first parse: a review that parses no region never load
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .syntax import first_syntax_error
 from .types import FileError
@@ -36,6 +35,8 @@ def parse_module(text: str) -> cst.Module:
     and ``CodeSyntaxError`` for code that does not parse."""
     import libcst as cst
 
+    from .cstprivate import unchecked_nodes
+
     depth = deepest = 0
     # Nesting cannot be deeper than the number of opening brackets (a cheap count).
     openings = text.count("(") + text.count("[") + text.count("{")
@@ -45,30 +46,10 @@ def parse_module(text: str) -> cst.Module:
     if deepest > MAX_BRACKET_DEPTH:
         raise RecursionError(f"{deepest} nested brackets")
     try:
-        with _parser_output_unchecked():
+        with unchecked_nodes():  # the native parser builds only what its grammar accepts
             return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         raise CodeSyntaxError(exc.message, exc.raw_line) from None
-
-
-@contextmanager
-def _parser_output_unchecked() -> Iterator[None]:
-    """Nodes built inside skip LibCST's field validation (``CSTNode.__post_init__``),
-    about a seventh of a parse. The native parser builds only what its grammar accepts;
-    the checks guard trees put together by hand, and are back on for every node built
-    afterwards."""
-    from libcst import CSTNode
-
-    checked = CSTNode.__dict__["__post_init__"]
-    setattr(CSTNode, "__post_init__", _unchecked)
-    try:
-        yield
-    finally:
-        setattr(CSTNode, "__post_init__", checked)
-
-
-def _unchecked(self: object) -> None:
-    return None
 
 
 def syntax_error(path: str, text: str, tree: tree_sitter.Tree) -> list[FileError]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from .regions import LineIndex, token_lines
+from .regions.lines import LineIndex
+from .regions.tokens import token_lines
 from .contents import read_base_sources
 from .syntax import DefinitionMap, definitions, parse_tree
 from .types import ChangedFile, ChangeSet, FileOutcome, Finding
@@ -30,22 +31,49 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
+def complete_head(
+    kept: Iterable[Finding],
+    outcomes: Iterable[FileOutcome],
+    by_path: Mapping[str, ChangedFile],
+    engine: "Engine",
+    head_texts: Mapping[str, str],
+    *,
+    kept_on_lines: bool,
+) -> dict[str, tuple[Finding, ...]]:
+    """Every head hit that shares an identity with a kept finding, by path.
+
+    ``kept_on_lines``: the head was matched only for hits touching the changed lines
+    (``Engine.review_file``), so where a kept identity can also start on other lines, the
+    head is matched again there; otherwise each outcome already holds every hit.
+    """
+    kept_in: dict[str, list[Finding]] = defaultdict(list)
+    for finding in kept:
+        kept_in[finding.path].append(finding)
+    heads: dict[str, tuple[Finding, ...]] = {}
+    for outcome in outcomes:
+        heads[outcome.path] = outcome.findings
+        text = head_texts.get(outcome.path)
+        if not kept_on_lines or outcome.path not in kept_in or text is None:
+            continue
+        at_head = identity_lines(text, kept_in[outcome.path], text)
+        if at_head is None or not at_head <= by_path[outcome.path].added_lines:
+            heads[outcome.path] = engine.review_file(outcome.path, text, at_head).findings
+    return heads
+
+
 def mark_preexisting(
     kept: list[Finding],
-    outcomes: Iterable[FileOutcome],
+    heads: Mapping[str, Sequence[Finding]],
     by_path: Mapping[str, ChangedFile],
     change: ChangeSet,
     engine: "Engine",
-    head_texts: Mapping[str, object],
-    *,
-    kept_on_lines: bool = False,
+    head_texts: Mapping[str, str],
 ) -> list[Finding]:
     """``kept`` with the findings whose identity also exists at the base marked ``pre-existing``.
 
-    Identities are counted: if the head has more findings with one fingerprint than the
-    base had, that many of the kept ones are new. ``kept_on_lines``: the head was
-    matched only for hits touching the changed lines (``Engine.review_file``), so where
-    a kept identity can also start on other lines, the head is counted there again.
+    Identities are counted per file: if the head has more hits with one fingerprint than
+    the base had, that many of the kept ones are new. ``heads``: every head hit of the
+    kept identities (``complete_head``).
     """
     if change.base is None or change.full_scan:
         return kept
@@ -57,31 +85,26 @@ def mark_preexisting(
     kept_in: dict[str, list[Finding]] = defaultdict(list)
     for finding in kept:
         kept_in[finding.path].append(finding)
-    base_counts: Counter[str] = Counter()
-    recounted: dict[str, FileOutcome] = {}
+    base_counts: Counter[tuple[str, str]] = Counter()
+    head_counts: Counter[tuple[str, str]] = Counter()
+    compared: set[str] = set()
     for path in paths:
         text = base_sources.get(old[path])
         if not isinstance(text, str):
             continue
-        head = head_texts.get(path)
-        head_text = head if isinstance(head, str) else None
-        lines = identity_lines(text, kept_in[path], head_text)
+        compared.add(path)
+        head_counts.update((path, f.fingerprint) for f in heads.get(path, ()))
+        lines = identity_lines(text, kept_in[path], head_texts.get(path))
         if lines is None or lines:
-            outcome = engine.review_file(path, text, lines)
-            base_counts.update(f.fingerprint for f in outcome.findings)
-            if kept_on_lines and head_text is not None:
-                at_head = identity_lines(head_text, kept_in[path], head_text)
-                if at_head is None or not at_head <= by_path[path].added_lines:
-                    recounted[path] = engine.review_file(path, head_text, at_head)
-    head_counts: Counter[str] = Counter()
-    for outcome in outcomes:
-        head_counts.update(f.fingerprint for f in recounted.get(outcome.path, outcome).findings)
-    kept_by_print: dict[str, list[int]] = defaultdict(list)
+            base_counts.update((path, f.fingerprint) for f in engine.review_file(path, text, lines).findings)
+    kept_by_print: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, finding in enumerate(kept):
-        kept_by_print[finding.fingerprint].append(index)
+        kept_by_print[(finding.path, finding.fingerprint)].append(index)
     result = list(kept)
-    for print_, indexes in kept_by_print.items():
-        new_allowed = max(0, head_counts[print_] - base_counts[print_])
+    for identity, indexes in kept_by_print.items():
+        if identity[0] not in compared:
+            continue  # an added file, or a base that could not be read: every finding is new
+        new_allowed = max(0, head_counts[identity] - base_counts[identity])
         for index in indexes[new_allowed:]:
             result[index] = replace(result[index], status="pre-existing")
     return result

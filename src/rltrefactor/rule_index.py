@@ -30,7 +30,7 @@ from .config import default_cache_dir
 from .library.location import bundled_rules_dir
 from .library.model import Library, Rule
 from .prefilter import Prefilter
-from .regions import MatcherReach
+from .regions.reach import MatcherReach
 
 if TYPE_CHECKING:
     from .matchers.base import FileContext, Match, Matcher

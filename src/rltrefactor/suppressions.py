@@ -69,24 +69,28 @@ def _comments(text: str) -> Iterator[tuple[int, int, str]]:
         return
 
 
-def apply_suppressions(
-    path: str, text: str, enclosing: Callable[[int], Definition], findings: list[Finding], known_ids: frozenset[str], report_as: "Rule | None"
-) -> list[Finding]:
-    """Mark suppressed findings and report directives that cannot be honoured.
+def mark_suppressed(findings: Iterable[Finding], text: str) -> list[Finding]:
+    """``findings`` of one file (``text``, as reviewed), those a directive names on their
+    first or last line marked suppressed with its reason, whatever produced them.
 
-    ``enclosing(line)`` gives the definition around a line (for fingerprints);
-    ``report_as`` is the ``invalid-suppression`` rule, or None when it is not selected.
+    An ``invalid-suppression`` finding reports a directive and is never silenced by one.
     """
-    directives = parse_suppressions(text)
-    kept = []
+    directives = parse_suppressions(text) if "rltrefactor:" in text else {}
+    marked = []
     for finding in findings:
         directive = directives.get(finding.span.line) or directives.get(finding.span.end_line)
-        if directive is not None and finding.rule_id in directive.rule_ids:
+        if directive is not None and finding.rule_id in directive.rule_ids and finding.rule_id != INVALID_SUPPRESSION:
             finding = replace(finding, suppressed=True, disposition=directive.reason or None)
-        kept.append(finding)
-    if report_as is not None:
-        kept.extend(_invalid_suppressions(path, text, enclosing, directives.values(), known_ids, report_as))
-    return kept
+        marked.append(finding)
+    return marked
+
+
+def invalid_suppressions(
+    path: str, text: str, enclosing: Callable[[int], Definition], known_ids: frozenset[str], report_as: "Rule"
+) -> list[Finding]:
+    """Findings of ``report_as`` (the ``invalid-suppression`` rule) for directives that
+    cannot be honoured; ``enclosing(line)`` gives the definition around a line."""
+    return _invalid_suppressions(path, text, enclosing, parse_suppressions(text).values(), known_ids, report_as)
 
 
 def _invalid_suppressions(
@@ -96,13 +100,12 @@ def _invalid_suppressions(
     lines = text.splitlines()
     for directive in directives:
         unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in known_ids]
-        problem = directive.problem or (
-            f"names unknown rule {', '.join(repr(u) for u in unknown)}; "
-            "check the id with 'rltrefactor rules list'"
-            if unknown
-            else ""
-        )
-        if not problem:
+        if directive.problem:
+            impact = f"This suppression {directive.problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted."
+            fix = directive.problem.split("; ", 1)[-1].capitalize() + "."
+        elif unknown:
+            impact, fix = _unknown_ids(unknown, known_ids)
+        else:
             continue
         source = lines[directive.line - 1]
         comment = source[directive.column - 1 :]
@@ -110,14 +113,22 @@ def _invalid_suppressions(
         definition = enclosing(directive.line).qualname
         out.append(
             rule_finding(
-                rule,
-                path,
-                span,
-                impact=f"This suppression {problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted.",
-                fix=problem.split("; ", 1)[-1].capitalize() + ".",
-                definition=definition,
-                matched_text=comment,
-                snippet=source,
+                rule, path, span, impact=impact, fix=fix, definition=definition, matched_text=comment, snippet=source
             )
         )
     return out
+
+
+def _unknown_ids(unknown: list[str], known_ids: frozenset[str]) -> tuple[str, str]:
+    """Impact and fix for a directive naming ids the library does not have (usually a typo)."""
+    from .library.fields import closest
+
+    named = ", ".join(repr(u) for u in unknown)
+    rules = "rule" if len(unknown) == 1 else "rules"
+    impact = f"This suppression names unknown {rules} {named}: it silences nothing, so the finding it was meant for still reports."
+    fixes = []
+    for rule_id in unknown:
+        near = closest(rule_id, sorted(known_ids))
+        fixes.append(f"write {near!r} for {rule_id!r}" if near else f"check {rule_id!r} with 'rltrefactor rules list'")
+    fix = "; ".join(fixes)
+    return impact, fix[:1].upper() + fix[1:] + "."

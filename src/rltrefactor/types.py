@@ -1,6 +1,7 @@
 """Records that flow between the pipeline's stages.
 
-change source -> ChangeSet(ChangedFile...) -> SourceFile -> Hit -> Finding -> ReviewResult
+change source -> ChangeSet(ChangedFile...) -> Hit -> Finding -> FileOutcome, and the
+result of a whole review (``result.ReviewResult``) built from them.
 
 Every record is frozen: a stage never edits what an earlier stage produced, it
 returns a new record (``dataclasses.replace``).
@@ -9,21 +10,13 @@ returns a new record (``dataclasses.replace``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Mapping, get_args
+from typing import Literal, Mapping
 
-if TYPE_CHECKING:
-    from .library.model import Rule
+from .severity import Severity
 
 FileStatus = Literal["added", "modified", "renamed", "deleted", "copied"]
 ContentKind = Literal["git", "index", "worktree"]
-Severity = Literal["error", "warning", "info"]  # the one definition: most severe first
-SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 FindingStatus = Literal["new", "pre-existing"]
-
-
-def at_least(severity: Severity, threshold: Severity) -> bool:
-    """Whether ``severity`` is ``threshold`` or more severe (the ``--fail-on`` test)."""
-    return SEVERITIES.index(severity) <= SEVERITIES.index(threshold)
 
 
 @dataclass(frozen=True)
@@ -116,6 +109,9 @@ class Hit:
 
 @dataclass(frozen=True)
 class PerfEvidence:
+    """What a perf micro-check measured on a finding's line (the perf hook's records
+    are in ``perf.records``)."""
+
     check: str  # micro-check name, "module:function"
     category: Literal["sync", "copy", "alloc"]
     base_count: int
@@ -178,112 +174,8 @@ class Drop:
     """A finding that was not reported, and why."""
 
     finding: Finding
-    reason: Literal["outside-change", "ignored-by-config", "baseline", "repeat-in-function"]
-
-
-@dataclass(frozen=True)
-class PerfDelta:
-    """One site whose per-call count of a category differs between base and head."""
-
-    check: str
-    category: Literal["sync", "copy", "alloc"]
-    path: str  # repo-relative; "" when the op could not be attributed to repo code
-    line: int
-    source: str  # the source text of that line at its side's revision
-    base_count: int
-    head_count: int
-    device: str
-    bytes_delta: int = 0  # allocations: head bytes minus base bytes
-
-    @property
-    def added(self) -> bool:
-        return self.head_count > self.base_count
-
-
-@dataclass(frozen=True)
-class PerfTotals:
-    """Events of one measured call, per category."""
-
-    sync: int = 0
-    copy: int = 0
-    alloc: int = 0
-
-
-@dataclass(frozen=True)
-class PerfCheckTotals:
-    base: PerfTotals | None  # None: the check covers only code new in the change
-    head: PerfTotals
-
-
-@dataclass(frozen=True)
-class PerfSyncWarnings:
-    count: int
-    sites: Mapping[str, int]  # "path:line" -> warnings there
-
-
-@dataclass(frozen=True)
-class PerfAllocatorDelta:
-    requests: int  # caching-allocator requests during one call
-    bytes: int
-    segments: int  # cudaMalloc calls the cache could not serve
-
-
-@dataclass(frozen=True)
-class PerfCudaEvidence:
-    """Real-device evidence of one call on CUDA, beside the counts."""
-
-    sync_debug_warnings: PerfSyncWarnings
-    allocator: PerfAllocatorDelta
-    runtime_events: Mapping[str, int]  # CUDA runtime synchronize/memcpy calls by name
-
-
-@dataclass(frozen=True)
-class PerfCudaComparison:
-    base: PerfCudaEvidence | None
-    head: PerfCudaEvidence | None
-
-
-@dataclass(frozen=True)
-class PerfDeviceEvidence:
-    """What the hook saw beside the deltas, per micro-check name."""
-
-    ops: Mapping[str, str] = field(default_factory=dict)  # delta site label -> op names
-    coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> touched "path::qualname"
-    skipped: Mapping[str, str] = field(default_factory=dict)  # -> reason
-    totals: Mapping[str, PerfCheckTotals] = field(default_factory=dict)
-    cuda: Mapping[str, PerfCudaComparison] = field(default_factory=dict)
-    torch: str = ""
-
-
-@dataclass(frozen=True)
-class PerfProfileRow:
-    """One operator of the profiled base-vs-head table (profiled numbers, not results)."""
-
-    check: str
-    operator: str
-    label: str
-    base_count: int
-    head_count: int
-    base_self_cpu_us: float
-    head_self_cpu_us: float
-    base_self_device_us: float
-    head_self_device_us: float
-
-
-@dataclass(frozen=True)
-class PerfSummary:
-    device: str
-    checks: tuple[str, ...]  # micro-checks that ran on both sides
-    deltas: tuple[PerfDelta, ...]  # additions and removals; unchanged sites omitted
-    errors: tuple[FileError, ...] = ()  # failed/hung/crashed micro-checks, per side
-    wall_seconds: float = 0.0
-    artifacts_dir: str | None = None  # profile artifacts, when captured
-    profile_rows: tuple[PerfProfileRow, ...] = ()
-    device_evidence: PerfDeviceEvidence = field(default_factory=PerfDeviceEvidence)
-    # Checks covering only code that is new in the change: measured at head, not compared.
-    head_only: tuple[str, ...] = ()
-    # Micro-checks were there to run, and every one that mattered failed: nothing compared.
-    all_failed: bool = False
+    # "confirms-finding": a measured addition recorded on the static finding of the same problem
+    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding"]
 
 
 @dataclass(frozen=True)
@@ -294,38 +186,3 @@ class ChangedFunction:
     qualname: str  # "<module>" for top-level statements
     execution: Literal["per-step", "one-time", "offline", "unknown", "module"]
     evidence: str
-
-
-@dataclass(frozen=True)
-class ReviewResult:
-    change: ChangeSet
-    library_version: str
-    rules_run: tuple["Rule", ...]  # in library order
-    files_reviewed: tuple[str, ...]  # read by the engine (some maybe only in part: see below)
-    # Reported findings, suppressed and pre-existing ones included (flagged as such);
-    # findings outside the change or ignored by configuration go to ``drops``.
-    findings: tuple[Finding, ...]
-    drops: tuple[Drop, ...] = ()
-    errors: tuple[FileError, ...] = ()
-    timings: Mapping[str, float] = field(default_factory=dict)
-    # Where the changed code runs, when rules that depend on it were selected.
-    changed_functions: tuple[ChangedFunction, ...] = ()
-    fail_on: Severity = "warning"
-    perf: PerfSummary | None = None
-    files_unreviewable: tuple[str, ...] = ()  # changed files with a recorded error: not fully reviewed
-    fail_on_unreviewable: bool = False
-
-    @property
-    def gate_failed(self) -> bool:
-        """The run fails: a failing finding, or an unreviewable file when that is asked for."""
-        return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))
-
-    @property
-    def failing(self) -> tuple[Finding, ...]:
-        return tuple(
-            f
-            for f in self.findings
-            if not f.suppressed
-            and f.status == "new"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-            and at_least(f.severity, self.fail_on)
-        )

@@ -97,3 +97,50 @@ def test_a_matcher_that_is_not_a_mapping_lists_the_forms(repo, cli):
         "expected a mapping (got a str 'print(...)'); write a pattern block (keys pattern, any, all, not, inside, "
         "not-inside, where), `python: ID` with optional `options:`, or `emitted-by: perf-hook`; see docs/writing-rules.md"
     )
+
+
+def test_an_experimental_local_rule_runs_by_default(repo, cli):
+    _setup(repo)
+    rules = repo.path / "review/rules/configuration-readability.yaml"
+    rules.write_text(LOCAL_RULE.replace("status: active", "status: experimental"))
+    repo.commit("experimental")
+    repo.write("engine/core.py", "def step():\n    print('x')\n    return 1\n")
+    document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
+    assert [(f["rule"], f["line"]) for f in document["findings"]] == [("acme-print-in-engine", 2)]
+
+
+def test_review_says_which_bundled_experimental_rules_it_skipped_and_how_to_run_them(repo, cli):
+    from rltrefactor.library.loader import load_library
+
+    held = [r.id for r in load_library().rules if r.status == "experimental"]
+    repo.write("engine/core.py", "def step():\n    return 1\n")
+    repo.commit("base")
+    repo.write("engine/core.py", "def step():\n    return 2\n")
+    result = cli("review", "--diff", "HEAD", cwd=repo.path)
+    (line,) = [line for line in result.err.splitlines() if "experimental" in line]
+    assert line == (f"rltrefactor: {len(held)} experimental bundled rules not run; experimental rules run only "
+                    f"when selected by id: --select {','.join(held)} (beside the areas to run them with the others)")
+    selected = cli("review", "--diff", "HEAD", "--select", ",".join(held), cwd=repo.path)
+    assert "experimental" not in selected.err
+    interfaces = cli("review", "--diff", "HEAD", "--select", "lifecycle", cwd=repo.path)
+    assert "experimental" not in interfaces.err  # no experimental rule in the selected area
+
+
+def test_reports_and_rules_commands_name_the_local_library_beside_the_bundled_one(repo, cli):
+    from rltrefactor.library.loader import load_library
+
+    _setup(repo)
+    bundled = load_library().version
+    versions = f"{bundled} + review/rules 0.1.0"
+    listing = cli("rules", "list", cwd=repo.path).out.splitlines()[-1]
+    total = int(listing.rsplit(": ", 1)[1].split()[0])
+    assert listing == f"rule library {versions}: {total} rules"
+    assert cli("rules", "check", cwd=repo.path).out == f"rule library {versions}: {total} rules valid\n"
+    repo.write("engine/core.py", "def step():\n    print('x')\n    return 1\n")
+    text = cli("review", "--diff", "HEAD", cwd=repo.path).out.splitlines()[-1]
+    assert f"· library {versions} ·" in text
+    header = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out.split("\n\n")[1]
+    assert f"rule library {versions}" in header
+    loaded = load_library([str(repo.path / "review/rules")]).rules
+    run = len([r for r in loaded if not (r.status == "experimental" and r.library == "bundled")])
+    assert f"{run} of {total} rules run on 1 file." in header

@@ -77,7 +77,7 @@ def test_moved_code_is_pre_existing(repo, cli):
     repo.write(HOT, SYNCING)
     base = repo.commit("base")
     moved = "import torch\n\n\ndef helper():\n    return 1\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()\n"
-    repo.write(HOT, moved.replace("    return y.sum().item()", "        return y.sum().item()").replace("    y = x * 2\n", "    y = x * 2\n    if True:\n"))
+    repo.write(HOT, moved.replace("    return y.sum().item()", "        return y.sum().item()").replace("    y = x * 2\n", "    y = x * 2\n    with torch.no_grad():\n"))
     head = repo.commit("move and re-indent")
     result = cli("review", "--diff", f"{base}..{head}", "--format", "json", cwd=repo.path)
     assert result.code == 0, result.out
@@ -202,7 +202,8 @@ def test_statistics_and_color(repo, cli):
     _base(repo)
     repo.write(HOT, SYNCING)
     stats = cli("review", "--diff", "HEAD", "--statistics", "--quiet", cwd=repo.path)
-    assert any(line.split()[:3] == ["1", "error", "host-sync-in-hot-path"] for line in stats.out.splitlines())
+    # A module-level `forward` may not run per step: an error there is reported as a warning.
+    assert any(line.split()[:3] == ["1", "warning", "host-sync-in-hot-path"] for line in stats.out.splitlines())
     assert "\x1b[" in cli("review", "--diff", "HEAD", "--color", "always", cwd=repo.path).out
     assert "\x1b[" not in cli("review", "--diff", "HEAD", "--color", "never", cwd=repo.path).out
 

@@ -55,7 +55,7 @@ def loads(monkeypatch):
 def _changed(repo):
     repo.write(HOT, "import torch\n\n\ndef forward(x):\n    return x * 2\n")
     repo.commit("base")
-    repo.write(HOT, SYNCING)  # no perf_hooks/: the hook reports that, without running anything
+    repo.write(HOT, SYNCING)  # no perf_hooks/: the hook refuses, without running anything
 
 
 @pytest.mark.parametrize("command", [
@@ -71,11 +71,16 @@ def test_each_command_loads_configuration_and_library_once(repo, loads, capsys, 
 
 
 def test_review_perf_says_the_plan_before_the_report(repo, capsys, monkeypatch):
+    from rltrefactor.perf import hook
+    from rltrefactor.perf.records import PerfSummary
+
     _changed(repo)
+    repo.write("perf_hooks/checks.py", "")
+    monkeypatch.setattr(hook, "run_perf", lambda *args, **kwargs: PerfSummary(device="cpu", checks=(), deltas=()))
     monkeypatch.chdir(repo.path)
     main(["review", "--diff", "HEAD", "--perf", "--no-cache"])
     err = capsys.readouterr().err
-    assert err.startswith("perf: executing micro-checks from (none)\n  base "), err
+    assert err.startswith("perf: executing micro-checks from perf_hooks/checks.py\n  base "), err
 
 
 def test_a_closed_stdout_ends_quietly(tmp_path):

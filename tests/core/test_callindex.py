@@ -10,14 +10,18 @@ import pytest
 from rltrefactor.api import ReviewRequest, review
 from rltrefactor.callindex import CallIndex, build_index
 from rltrefactor.config import Config
-from rltrefactor.execution import execution_map
+from rltrefactor.execution import Declared, execution_map
 from rltrefactor.syntax import parse_fresh
 from rltrefactor.types import ChangeSet, Revision
 from tests.gitrepo import GitRepo
 
 
-def _repo(tmp_path: Path, files: dict[str, str]) -> tuple[GitRepo, str]:
+ON = "[tool.rltrefactor]\ncall-index = true\n"
+
+
+def _repo(tmp_path: Path, files: dict[str, str], pyproject: str = ON) -> tuple[GitRepo, str]:
     repo = GitRepo(tmp_path / "repo")
+    repo.write("pyproject.toml", pyproject)
     for path, text in files.items():
         repo.write(path, textwrap.dedent(text))
     return repo, repo.commit()
@@ -295,6 +299,41 @@ def test_the_execution_map_takes_the_index_verdict_over_the_files_own() -> None:
     proven = execution_map(parse_fresh(text), repository=told)
     assert [(f.qualname, f.kind) for f in proven.functions] == [("fused_scale", "per-step"), ("_warmup_table", "per-step")]
     assert proven.host_calls == frozenset({"f"})
+
+
+def test_the_configuration_outranks_a_call_chain_in_the_execution_map() -> None:
+    text = "def fused_scale(x):\n    return x.item()\ndef _warmup_table():\n    pass\n"
+    from rltrefactor.callindex import FileContexts
+
+    told = FileContexts("ops.py", (("fused_scale", "per-step", "per step: `M.forward` → `fused_scale`"),
+                                   ("_warmup_table", "one-time", "only `M.__init__` calls it")), frozenset())
+    declared = Declared(hot_functions=("_warmup_table",), cold_functions=("fused_scale",))
+    proven = execution_map(parse_fresh(text), declared, told)
+    assert [(f.qualname, f.kind) for f in proven.functions] == [("fused_scale", "one-time"), ("_warmup_table", "per-step")]
+    assert "cold-functions" in proven.functions[0].evidence
+
+
+def test_configured_functions_start_and_stop_call_chains(tmp_path: Path) -> None:
+    files = {**MODEL, "eng/loop.py": "from eng.ops import unused_helper\ndef drive(x):\n    return unused_helper(x)\n"}
+    index = _index(tmp_path, files, config=Config(hot_functions=("drive",), cold_functions=("_body",)))
+    assert _context(index, "eng/ops.py", "unused_helper") == ("per-step", "per step: `drive` → `unused_helper`")
+    assert (_context(index, "eng/model.py", "Model._body") or ("",))[0] == "one-time"
+    assert (_context(index, "eng/ops.py", "fused_scale") or ("",))[0] != "per-step"
+
+
+def test_without_the_key_no_index_is_built_and_the_file_alone_decides(tmp_path: Path) -> None:
+    files = {
+        "eng/__init__.py": "",
+        "eng/ops.py": "def total(x):\n    return x\n",
+        "eng/model.py": "from eng.ops import total\nclass Model:\n    def forward(self, x):\n        return total(x)\n",
+    }
+    repo, base = _repo(tmp_path, files, pyproject="[tool.rltrefactor]\n")
+    repo.write("eng/ops.py", "def total(x):\n    n = x.sum().item()\n    return n\n")
+    head = repo.commit()
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    found = [(f.rule_id, f.span.line, f.execution) for f in result.findings if f.rule_id == "host-sync-in-hot-path"]
+    assert found == [("host-sync-in-hot-path", 2, "unknown")]
+    assert not any((tmp_path / "cache").glob("callindex-v*"))
 
 
 @pytest.mark.parametrize("with_caller", [True, False])

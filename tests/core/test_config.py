@@ -42,6 +42,7 @@ def test_unknown_key_names_key_line_and_suggestion(tmp_path):
         ('fail-on = "fatal"\n', "fail-on: expected one of error, warning, info (got 'fatal')"),
         ('hot-paths = ["/abs/**"]\n', "invalid glob '/abs/**'"),
         ('hot-paths = ["a/[b"]\n', "unclosed '['"),
+        ('call-index = "yes"\n', "call-index: expected true or false (got 'yes')"),
     ],
 )
 def test_bad_values(tmp_path, body, fragment):
@@ -49,6 +50,12 @@ def test_bad_values(tmp_path, body, fragment):
     with pytest.raises(ConfigError, match=None) as info:
         load_config(str(tmp_path))
     assert fragment in str(info.value)
+
+
+def test_the_call_index_is_off_unless_the_configuration_turns_it_on(tmp_path):
+    assert load_config(str(tmp_path)).call_index is False
+    _write(tmp_path, "call-index = true\n")
+    assert load_config(str(tmp_path)).call_index is True
 
 
 def test_invalid_toml(tmp_path):
@@ -80,7 +87,7 @@ def test_cold_paths_and_hot_functions_are_read(tmp_path):
     config = load_config(str(tmp_path))
     # The perf hook's micro-checks are offline too.
     assert config.cold_paths == ("tools/**", "legacy/**", "perf_hooks/**")
-    assert "run_engine_loop" in config.hot_functions and "forward" in config.hot_functions
+    assert config.hot_functions == ("run_engine_loop",)
 
 
 def test_invalid_hot_function_regex_names_the_key(tmp_path):
@@ -113,3 +120,12 @@ def test_nested_test_directories_are_test_paths():
     assert matches("sglang/multimodal_gen/test/test_x.py", DEFAULT_TEST_PATHS)
     assert matches("pkg/tests/helpers.py", DEFAULT_TEST_PATHS)
     assert not matches("pkg/testing_utils.py", DEFAULT_TEST_PATHS)
+
+
+def test_cold_functions_are_read_and_checked(tmp_path):
+    _write(tmp_path, 'cold-functions = ["warm_step", "forward_(debug"]\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(str(tmp_path))
+    assert "cold-functions: invalid regular expression 'forward_(debug'" in str(info.value)
+    _write(tmp_path, 'cold-functions = ["warm_step"]\n')
+    assert load_config(str(tmp_path)).cold_functions == ("warm_step",)

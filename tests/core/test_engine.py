@@ -1,4 +1,4 @@
-"""The engine on single files: regions, aliases, lines, suppressions and per-file errors."""
+"""The engine on single files: regions, aliases, lines and per-file errors."""
 
 from __future__ import annotations
 
@@ -61,18 +61,6 @@ def test_deep_nesting_does_not_crash(engine):
     assert outcome.errors or outcome.findings  # reported either way, never raised
 
 
-def test_suppression_marks_the_finding_and_keeps_the_reason(engine):
-    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[host-sync-in-hot-path] once per request\n"
-    (finding,) = engine.review_file(HOT, text).findings
-    assert finding.suppressed and finding.disposition == "once per request"
-
-
-def test_suppression_for_another_rule_does_not_silence(engine):
-    text = "def forward(x):\n    return x.item()  # rltrefactor: ignore[device-synchronize-in-hot-path] wrong id\n"
-    (finding,) = engine.review_file(HOT, text).findings
-    assert not finding.suppressed
-
-
 def test_fingerprint_ignores_whitespace_and_lines_but_not_code():
     assert fingerprint("r", "f", "x.item()") == fingerprint("r", "f", "x.item( )".replace("( )", "()"))
     assert fingerprint("r", "f", "a +\n    b") == fingerprint("r", "f", "a + b")
@@ -98,3 +86,49 @@ def test_a_change_is_matched_only_where_a_kept_hit_could_touch_it(engine):
     # When hits anywhere in a changed function are kept, the function is matched.
     assert _rules(engine.review_file(HOT, text, frozenset({3}), kept_on_lines=False)) == [("host-sync-in-hot-path", 2)]
     assert _rules(engine.review_file(HOT, text, frozenset({2}))) == [("host-sync-in-hot-path", 2)]
+
+
+class _EveryItem:
+    """A test double that reports every ``.item()`` call, wherever it is."""
+
+    prefilter = ("item",)
+
+    def __init__(self):
+        from rltrefactor.regions.reach import MatcherReach
+
+        self.reach = MatcherReach()
+
+    def find(self, ctx):
+        import libcst as cst
+
+        from rltrefactor.matchers.base import Match
+
+        for call in ctx.nodes(cst.Call):
+            if isinstance(call.func, cst.Attribute) and call.func.attr.value == "item":
+                yield Match(call, {})
+
+
+COLD_PLACES = """\
+class Runner:
+    def __init__(self, x):
+        self.n = x.item()
+
+    def step(self, x):
+        logger.info("n=%d", x.item())
+        if not self._initialized:
+            self.n = x.item()
+        if TYPE_CHECKING:
+            x.item()
+        return x.item()
+"""
+
+
+@pytest.mark.parametrize(("per_step", "lines"), [(True, [11]), (False, [3, 6, 8, 10, 11])])
+def test_the_engine_alone_leaves_out_cold_code_of_per_step_rules(per_step, lines):
+    from dataclasses import replace
+
+    library = load_library()
+    rule = next(r for r in library.rules if r.id == "host-sync-in-hot-path")
+    rule = replace(rule, applicability=replace(rule.applicability, per_step=per_step))
+    engine = Engine((rule,), Config(), frozenset({rule.id}), matchers={rule.id: _EveryItem()})
+    assert [f.span.line for f in engine.review_file(HOT, COLD_PLACES).findings] == lines

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from rltrefactor.execution import execution_map
+from rltrefactor.execution import Declared, execution_map
 from rltrefactor.syntax import parse_tree
 
 ENGINE = textwrap.dedent(
@@ -69,8 +69,8 @@ ENGINE = textwrap.dedent(
 )
 
 
-def _kinds(text: str = ENGINE, **options) -> dict[str, tuple[str, str]]:
-    found = execution_map(parse_tree(text), **options)
+def _kinds(text: str = ENGINE, declared: Declared = Declared()) -> dict[str, tuple[str, str]]:
+    found = execution_map(parse_tree(text), declared)
     return {f.qualname: (f.kind, f.evidence) for f in found.functions}
 
 
@@ -113,9 +113,56 @@ def test_module_level_forward_function_is_not_a_root():
 def test_configured_hot_functions_and_file_overrides():
     text = "class Loop:\n    def run_engine_loop(self):\n        return 1\n\n    def other(self):\n        return 2\n"
     assert _kinds(text)["Loop.run_engine_loop"][0] == "unknown"
-    assert _kinds(text, hot_functions=("run_engine_loop",))["Loop.run_engine_loop"][0] == "per-step"
-    assert _kinds(text, per_step_file=True)["Loop.other"] == ("per-step", "the file is under hot-paths")
-    assert _kinds(text, offline_file=True)["Loop.run_engine_loop"] == ("offline", "the file is under cold-paths")
+    assert _kinds(text, Declared(hot_functions=("run_engine_loop",)))["Loop.run_engine_loop"][0] == "per-step"
+    assert _kinds(text, Declared(hot_file=True))["Loop.other"] == ("per-step", "the file is under hot-paths")
+    assert _kinds(text, Declared(cold_file=True))["Loop.run_engine_loop"] == ("offline", "the file is under cold-paths")
+
+
+DUMMY = textwrap.dedent(
+    """\
+    class Runner:
+        def _make_dummy_batch_meta(self, lens):
+            return lens
+
+        def forward(self, x):
+            return x
+
+        def __init__(self):
+            self.x = 1
+
+        @functools.cache
+        def table(self):
+            return 1
+    """
+)
+
+
+def test_configured_hot_functions_beat_a_set_up_name_word():
+    assert _kinds(DUMMY)["Runner._make_dummy_batch_meta"][0] == "one-time"
+    found = _kinds(DUMMY, Declared(hot_functions=("_make_dummy_batch_meta",)))["Runner._make_dummy_batch_meta"]
+    assert found == ("per-step", "`_make_dummy_batch_meta` matches `hot-functions` in the configuration")
+
+
+def test_hot_paths_beat_name_words_but_not_construction_or_caching():
+    kinds = _kinds(DUMMY, Declared(hot_file=True))
+    assert kinds["Runner._make_dummy_batch_meta"] == ("per-step", "the file is under hot-paths")
+    assert kinds["Runner.__init__"][0] == "one-time"
+    assert kinds["Runner.table"][0] == "one-time"
+
+
+def test_configured_cold_functions_beat_forward_and_per_step_names():
+    kinds = _kinds(ENGINE, Declared(cold_functions=("forward", "execute_model")))
+    assert kinds["Attention.forward"] == ("one-time", "`forward` matches `cold-functions` in the configuration")
+    assert kinds["Runner.execute_model"][0] == "one-time"
+    assert kinds["prepare_batch"][0] != "per-step"  # its only per-step caller is declared cold
+
+
+def test_cold_functions_name_the_exceptions_to_hot_functions_and_hot_paths():
+    declared = Declared(hot_functions=(r"\w+_step",), cold_functions=("warm_step",), hot_file=True)
+    text = "class A:\n    def warm_step(self):\n        pass\n\n    def run_step(self):\n        pass\n"
+    kinds = _kinds(text, declared)
+    assert kinds["A.warm_step"][0] == "one-time"
+    assert kinds["A.run_step"][0] == "per-step"
 
 
 def test_lookup_by_line_finds_the_innermost_function():

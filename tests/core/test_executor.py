@@ -58,3 +58,71 @@ def test_partial_outcomes_are_not_cached(tmp_path):
     cache = ResultCache(str(tmp_path), "ctx")
     review_files(engine, texts, cache=cache, jobs=1, lines={"model_executor/m0.py": frozenset({3})})
     assert list(tmp_path.rglob("*.json")) == []
+
+
+class _Silent:
+    """A test double: a matcher that never reports."""
+
+    prefilter = ()
+
+    def __init__(self):
+        from rltrefactor.regions.reach import MatcherReach
+
+        self.reach = MatcherReach()
+
+    def find(self, ctx):
+        return iter(())
+
+
+def _every_finding(outcomes):
+    return sorted((path, f.rule_id, f.span.line, f.span.column, f.fingerprint, f.impact)
+                  for path, o in outcomes.items() for f in o.findings)
+
+
+def test_workers_review_with_the_engine_they_are_given():
+    library = load_library()
+    config = Config()
+    rules = select_rules(library, config)
+    engine = Engine(rules, config, frozenset(r.id for r in library.rules),
+                    matchers={rule.id: _Silent() for rule in rules})
+    texts = _texts(30)
+    single = review_files(engine, texts, cache=None, jobs=1)
+    pooled = review_files(engine, texts, cache=None, jobs=2)
+    assert _every_finding(single) == [] and _every_finding(pooled) == []
+
+
+LOCAL_RULE = """\
+area: lifecycle
+rules:
+  - id: local-item-read
+    title: Item read
+    status: active
+    since: 0.1.0
+    severity: warning
+    confidence: high
+    problem: p
+    preferred: p
+    exceptions: e
+    impact: reads `$X`
+    fix: f
+    fix-safety: manual
+    matcher:
+      pattern: "$X.item()"
+    examples:
+      - bad: |
+          y = x.item()  # expect
+        good: |
+          y = x
+"""
+
+
+def test_workers_find_what_one_process_finds_with_repository_local_rules(tmp_path):
+    (tmp_path / "lifecycle.yaml").write_text(LOCAL_RULE)
+    library = load_library([str(tmp_path)])
+    config = Config(rule_dirs=(str(tmp_path),))
+    engine = Engine(select_rules(library, config), config, frozenset(r.id for r in library.rules))
+    texts = _texts(30)
+    single = review_files(engine, texts, cache=None, jobs=1)
+    pooled = review_files(engine, texts, cache=None, jobs=2)
+    assert _every_finding(pooled) == _every_finding(single)
+    assert {rule for _, rule, *_ in _every_finding(single)} == {"host-sync-in-hot-path", "local-item-read"}

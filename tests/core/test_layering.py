@@ -1,7 +1,9 @@
-"""Stages import one way: types -> library -> matchers -> engine -> api -> cli and authoring tools.
+"""Stages import one way, down the layers listed in ``LAYERS``, and no module imports itself
+back through others.
 
 Every import counts, wherever it is written: module level, inside a function, or
 under ``TYPE_CHECKING``. A late import hides an edge from the reader, not from the layering.
+Every module belongs to a layer: a new module fails here until it is given one.
 """
 
 from __future__ import annotations
@@ -48,7 +50,25 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
 
 
 CLI = ("cli", "cli_rules", "__main__")
-LIBRARY_MAY_IMPORT = ("library", "errors", "types", "globs")
+# Bottom to top; a module imports only from its own layer and the layers below. A module
+# belongs to the layer of its longest listed prefix (``perf.records`` before ``perf``).
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("foundations", ("errors", "severity", "globs", "prefilter", "aliases", "cstprivate", "fileio", "gitio")),
+    ("records", ("types",)),
+    ("rule library", ("library",)),
+    ("names", ("names",)),  # the versioned name lists: read by the source stages and the matchers
+    ("source", ("syntax", "regions", "execution", "module_kinds", "parsing", "contents", "changes", "cache")),
+    ("matchers", ("matchers",)),
+    ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
+    ("call index", ("callfacts", "calllinks", "callindex")),  # where functions run, read across the repository
+    ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting", "repeats")),
+    ("review records", ("perf.records", "result", "baseline")),
+    ("reports and perf", ("report", "perf")),
+    ("final pass", ("finishing",)),  # every source of findings, once: static, measured, baselined
+    ("api", ("api",)),
+    ("front ends", (*CLI, "authoring")),
+]
+LIBRARY_MAY_IMPORT = ("library", "errors", "severity", "types", "globs")
 # (who, what they may not import, why)
 RULES = [
     (("matchers",), ("engine", "executor", "api", *CLI, "authoring", "perf", "report", "preexisting", "cache"),
@@ -57,11 +77,69 @@ RULES = [
 ]
 
 
+def _layer(module: str) -> int | None:
+    """Position in ``LAYERS`` of ``module``'s longest listed prefix; the package's own
+    ``__init__`` (its version) is a foundation."""
+    if module == PACKAGE:
+        return 0
+    best: tuple[int, int] | None = None  # (prefix length, layer)
+    for position, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if _within(module, (prefix,)) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), position)
+    return best[1] if best is not None else None
+
+
+def _layer_violations() -> list[str]:
+    found = []
+    for module, imported in MODULES.items():
+        own = _layer(module)
+        if own is None:
+            found.append(f"{module} is in no layer: add it to LAYERS in tests/core/test_layering.py")
+            continue
+        for name in sorted(imported):
+            theirs = _layer(name)
+            if theirs is not None and theirs > own:
+                found.append(f"{module} ({LAYERS[own][0]}) imports {name} ({LAYERS[theirs][0]}): layers import downwards")
+    return found
+
+
+def _cycles() -> list[list[str]]:
+    """Groups of modules that import each other, directly or through others."""
+    graph = {module: sorted(name for name in imported if name in MODULES and name != module)
+             for module, imported in MODULES.items()}
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        order[module] = low[module] = len(order)
+        stack.append(module)
+        for name in graph[module]:
+            if name not in order:
+                visit(name)
+                low[module] = min(low[module], low[name])
+            elif name in stack:
+                low[module] = min(low[module], order[name])
+        if low[module] == order[module]:
+            group = [stack.pop()]
+            while group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in order:
+            visit(module)
+    return found
+
+
 def _violations() -> list[str]:
     found = []
     for module, imported in MODULES.items():
         if _within(module, ("library",)):
-            found += [f"{module} imports {name}: the rule model and loader import only errors, types and globs"
+            found += [f"{module} imports {name}: the rule model and loader import only errors, severity, types and globs"
                       for name in sorted(imported) if name != PACKAGE and not _within(name, LIBRARY_MAY_IMPORT)]
         for who, banned, why in RULES:
             if _within(module, who):
@@ -95,3 +173,27 @@ def test_stages_import_one_way():
 @pytest.mark.parametrize("module", [f"{PACKAGE}.library", f"{PACKAGE}.matchers"])
 def test_each_stage_has_modules(module):
     assert any(name.startswith(module) for name in MODULES)
+
+
+def test_every_module_is_in_a_layer_and_imports_downwards():
+    found = _layer_violations()
+    assert not found, "\n".join(found)
+
+
+def test_no_modules_import_each_other():
+    found = _cycles()
+    assert not found, "\n".join(" <-> ".join(group) for group in found)
+
+
+def test_a_module_in_no_layer_or_importing_upwards_is_reported(monkeypatch):
+    monkeypatch.setitem(MODULES, f"{PACKAGE}.newcomer", set())
+    monkeypatch.setitem(MODULES, f"{PACKAGE}.types", {f"{PACKAGE}.library.model"})
+    found = _layer_violations()
+    assert f"{PACKAGE}.newcomer is in no layer: add it to LAYERS in tests/core/test_layering.py" in found
+    assert any(line.startswith(f"{PACKAGE}.types (records) imports {PACKAGE}.library.model") for line in found)
+
+
+def test_modules_importing_each_other_are_reported(monkeypatch):
+    monkeypatch.setitem(MODULES, f"{PACKAGE}.library.model", {f"{PACKAGE}.types"})
+    monkeypatch.setitem(MODULES, f"{PACKAGE}.types", {f"{PACKAGE}.library.model"})
+    assert [f"{PACKAGE}.library.model", f"{PACKAGE}.types"] in _cycles()

@@ -45,10 +45,40 @@ def test_function_moved_within_the_file_is_pre_existing(repo, monkeypatch):
 
 
 def test_reindented_code_is_pre_existing(repo, monkeypatch):
+    """A ``with`` block runs its body every time: no condition around the code changed."""
     repo.write(HOT, _module(SYNC_FN.format(name="forward")))
     base = repo.commit("base")
-    repo.write(HOT, _module("def forward(x):\n    y = x * 2\n    if True:\n        return y.sum().item()\n"))
+    repo.write(HOT, _module("def forward(x):\n    y = x * 2\n    with torch.no_grad():\n        return y.sum().item()\n"))
     head = repo.commit("re-indent")
+    statuses = _both_ways(repo, base, head, monkeypatch)
+    assert statuses and {s[-1] for s in statuses} == {"pre-existing"}
+
+
+GUARDED = (
+    "def sample(lens):\n    if lens is None:\n        lens_cpu = torch.zeros(4)\n    else:\n"
+    "        lens_cpu = lens.to(\"cpu\")\n    return lens_cpu\n"
+)
+
+
+def test_a_removed_guard_makes_the_finding_new(repo, monkeypatch):
+    """At the base the copy ran only when ``lens`` was given; at the head it runs on every call."""
+    repo.write(HOT, _module(GUARDED))
+    base = repo.commit("base")
+    repo.write(HOT, _module("def sample(lens):\n    lens_cpu = lens.to(\"cpu\")\n    return lens_cpu\n"))
+    head = repo.commit("drop the guard")
+    assert _both_ways(repo, base, head, monkeypatch) == [(HOT, 5, "host-sync-in-hot-path", "new")]
+
+
+def test_a_guarded_statement_moved_and_rewrapped_under_the_same_guard_is_pre_existing(repo, monkeypatch):
+    repo.write(HOT, _module(GUARDED))
+    base = repo.commit("base")
+    moved = (
+        "def sample(lens):\n    scale = 2\n    if lens is None:  # nothing measured yet\n"
+        "        lens_cpu = torch.zeros(4)\n    else:\n        lens_cpu = lens.to(\n            \"cpu\"\n        )\n"
+        "    return lens_cpu * scale\n"
+    )
+    repo.write(HOT, _module(HELPER, moved))
+    head = repo.commit("move, re-wrap, comment")
     statuses = _both_ways(repo, base, head, monkeypatch)
     assert statuses and {s[-1] for s in statuses} == {"pre-existing"}
 
@@ -129,9 +159,9 @@ def test_one_function_change_in_a_large_file_reviews_only_that_function_at_the_b
     status_at = {line: status for _, line, _, status in statuses}
     assert status_at[_line_of(edited, "    return y.sum().item()  # read once", "step_200")] == "pre-existing"
     assert status_at[_line_of(edited, "    w = x.cpu()", "step_200")] == "new"
-    # The base is reviewed inside ``step_200`` only, and so is the head where the
-    # kept identities may also start on lines the change did not touch.
-    for lines, source in zip(seen, (text, edited), strict=True):
+    # The head is matched again inside ``step_200`` only, where the kept identities may
+    # also start on lines the change did not touch, and so is the base.
+    for lines, source in zip(seen, (edited, text), strict=True):
         (function,) = [d for d in definitions(source).definitions if d.qualname == "step_200"]
         assert lines and all(function.start_line <= line <= function.end_line for line in lines)
 

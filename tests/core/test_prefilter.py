@@ -7,7 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rltrefactor.regions import LineIndex, token_lines
+from rltrefactor.regions.lines import LineIndex
+from rltrefactor.regions.tokens import token_lines
 from rltrefactor.prefilter import AllOf, GuardedRegex, finditer, literal_starts, search, whole_word
 
 FLAG = re.compile(r"use_\w*\s*:\s*bool")
@@ -62,7 +63,7 @@ def test_whole_words_are_not_parts_of_longer_identifiers():
 
 
 def _lines(token, text: str, tree=None) -> list[int]:
-    from rltrefactor.regions import code_text
+    from rltrefactor.regions.code import code_text
     from rltrefactor.syntax import parse_tree
 
     syntax = parse_tree(text)
@@ -110,7 +111,7 @@ def test_a_called_word_counts_only_where_it_is_called():
 
 
 def test_comments_and_docstrings_select_nothing_but_fstring_fields_do():
-    from rltrefactor.regions import code_text
+    from rltrefactor.regions.code import code_text
     from rltrefactor.syntax import parse_tree
 
     text = 'def f(x):\n    """Calls x.item() per step."""\n    # x.item() here\n    s = f"{x.item()}"\n    return "x.item()"\n'
@@ -182,7 +183,7 @@ def test_scanning_from_literal_starts_finds_what_the_regex_finds(source, pieces,
 
 
 def test_code_text_blanks_comments_and_docstrings_in_any_encoding_keeping_offsets():
-    from rltrefactor.regions import code_text
+    from rltrefactor.regions.code import code_text
     from rltrefactor.syntax import parse_tree
 
     text = "x = 'é'  # ünï .item()\r\n\"\"\"doc é\n.item()\"\"\"\ny = f'{z.item()}'\n"

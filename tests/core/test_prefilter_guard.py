@@ -51,7 +51,7 @@ def test_most_lines_of_ordinary_code_never_reach_libcst():
 
 def test_rules_that_do_not_depend_on_where_code_runs_parse_little():
     """Per-step rules add tokens, so the share must fall without them: proof the count is live."""
-    step_rules = tuple(rule.id for rule in load_library().rules if rule.applicability.hot_paths_only)
+    step_rules = tuple(rule.id for rule in load_library().rules if rule.applicability.per_step)
     without, skipped_files = _share(_engine(Config(ignore=step_rules)))
     assert without <= MAX_PARSED_SHARE_WITHOUT_STEP_RULES and skipped_files >= 3
     everything, _ = _share(_engine(Config()))

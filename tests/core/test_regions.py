@@ -7,9 +7,14 @@ import re
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from rltrefactor.matchers.base import positions
+from rltrefactor.matchers import positions as positions_module
+from rltrefactor.matchers.positions import positions
 from rltrefactor.prefilter import GuardedRegex, whole_word
-from rltrefactor.regions import LineIndex, RuleReach, change_windows, plan_regions, search_scope, token_lines, word_lines
+from rltrefactor.regions.lines import LineIndex
+from rltrefactor.regions.plan import plan_regions
+from rltrefactor.regions.reach import MatcherReach, search_scope
+from rltrefactor.regions.tokens import token_lines, word_lines
+from rltrefactor.regions.windows import change_windows
 from rltrefactor.syntax import parse_tree
 from rltrefactor.types import Span
 
@@ -32,7 +37,7 @@ X = [1,  # 13
 
 
 def _reach(tokens, **scope):
-    return {rule_id: RuleReach(tuple(rule_tokens), **scope) for rule_id, rule_tokens in tokens.items()}
+    return {rule_id: (tuple(rule_tokens), MatcherReach(**scope)) for rule_id, rule_tokens in tokens.items()}
 
 
 def _plan(tokens, lines=None):
@@ -111,24 +116,60 @@ else:
 '''
 
 
+class _NodeKinds(cst.CSTVisitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[type] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.found.add(type(node))
+        return True
+
+
 def _all_spans(text):
+    """The module, its context and every node the context indexes (the module aside)."""
     from rltrefactor.matchers.base import FileContext
 
     module = cst.parse_module(text)
     ctx = FileContext("f.py", module, is_hot_path=False, is_test=False, definitions=None, text=text)
-    nodes = [node for kind, found in ctx._by_type.items() if kind is not cst.Module for node in found]
+    kinds = _NodeKinds()
+    module.visit(kinds)
+    nodes = [node for kind in kinds.found if kind is not cst.Module for node in ctx.nodes(kind)]
     return module, ctx, nodes
 
 
-def test_positions_computed_per_statement_equal_the_whole_module_codegen():
+def _generated(monkeypatch):
+    """The node each code generation for positions starts from, in order, from now on."""
+    roots = []
+    generate = positions_module.codegen_positions
+
+    def recorded(module, node, indents=()):
+        roots.append(node)
+        return generate(module, node, indents)
+
+    monkeypatch.setattr(positions_module, "codegen_positions", recorded)
+    return roots
+
+
+def test_positions_computed_per_statement_equal_the_whole_module_codegen(monkeypatch):
     module, ctx, nodes = _all_spans(ANCHORS_SOURCE)
     whole = positions(module)
+    roots = _generated(monkeypatch)
     for node in nodes:
         line, column, end_line, end_column = whole[id(node)]
         assert ctx.span(node) == Span(line, column + 1, end_line, end_column + 1), ctx.code(node)
     assert len(nodes) > 100
-    # A hit inside a method generates that method only, not its class.
-    assert ctx._positions._whole is None and len(ctx._positions._by_anchor) > 3
+    # Statements and class members are generated one by one, never the whole module.
+    assert len(roots) > 3 and not any(isinstance(root, cst.Module) for root in roots)
+
+
+def test_a_hit_inside_a_method_generates_that_method_only(monkeypatch):
+    _, ctx, _ = _all_spans(ANCHORS_SOURCE)
+    roots = _generated(monkeypatch)
+    (call,) = [call for call in ctx.nodes(cst.Call) if ctx.code(call) == "x.item()"]
+    assert ctx.span(call) == Span(19, 21, 19, 29)
+    (method,) = roots  # not its class ``Runner``, nor the module
+    assert isinstance(method, cst.FunctionDef) and method.name.value == "step"
 
 
 def test_spans_in_a_region_with_emptied_lines_left_out_are_the_files_spans():
@@ -148,13 +189,14 @@ def test_spans_in_a_region_with_emptied_lines_left_out_are_the_files_spans():
         assert ctx.span(call) == in_file[ctx.code(call)], ctx.code(call)
 
 
-def test_positions_fall_back_to_the_whole_module_where_tree_sitter_disagrees():
+def test_positions_fall_back_to_the_whole_module_where_tree_sitter_disagrees(monkeypatch):
     text = "def f():\n    return 1\n"
     module, ctx, nodes = _all_spans(text)
     ctx.text = "def f():\n    return (\n"  # not what LibCST parsed: tree-sitter reports an error
     whole = positions(module)
+    roots = _generated(monkeypatch)
     assert [ctx.span(node).line for node in nodes] == [whole[id(node)][0] for node in nodes]
-    assert ctx._positions._whole is not None
+    assert [type(root) for root in roots] == [cst.Module]
 
 
 def test_regex_tokens_plan_by_match_not_substring():
@@ -201,6 +243,15 @@ def test_tokens_in_setup_methods_select_nothing_for_rules_that_never_report_ther
                         keep_method=lambda name: name == "__init__") != []
 
 
+def test_tokens_on_cold_lines_select_nothing_for_rules_that_never_report_there():
+    tokens = {"r": (".item(",)}
+    cold = lambda line: line == 9  # ``forward``'s ``x.item()``: found to run once or offline
+    assert plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens, never_in_cold=True), lines=None,
+                        is_cold_line=cold) == []
+    (region,) = plan_regions(CLASS_SOURCE, parse_tree(CLASS_SOURCE), _reach(tokens), lines=None, is_cold_line=cold)
+    assert "x.item()" in region.text
+
+
 COMPANION_SOURCE = '''\
 def setup(pool):
     pool.watch("staging")
@@ -218,7 +269,7 @@ def _watched(text):
 
 
 def _companion_plan(companion_lines):
-    reach = {"rule": RuleReach(("watch(",), reads="header", companions=_watched, companion_lines=companion_lines)}
+    reach = {"rule": (("watch(",), MatcherReach(reads="header", companions=_watched, companion_lines=companion_lines))}
     return plan_regions(COMPANION_SOURCE, parse_tree(COMPANION_SOURCE), reach, lines=frozenset({6, 7, 8}))
 
 
@@ -253,8 +304,8 @@ def other():
 def test_assignment_companions_keep_a_definition_of_the_name_in_the_tokens_function():
     # ``wrapper._tagged`` asks where ``wrapper`` came from: its ``def`` in the same
     # function is kept (its header), the ``wrapper`` defined in ``other`` is not.
-    reach = {"rule": RuleReach(("._tagged",), reads="header", companions=lambda text: ["wrapper"],
-                               companion_lines="assignments")}
+    reach = {"rule": (("._tagged",), MatcherReach(reads="header", companions=lambda text: ["wrapper"],
+                                                  companion_lines="assignments"))}
     (region,) = plan_regions(DEFINED_SOURCE, parse_tree(DEFINED_SOURCE), reach, lines=None)
     rows = dict(zip(region.file_lines or range(region.start_line, region.end_line + 1), region.text.split("\n")))
     assert "def wrapper(*args):" in rows[2] and "wrapper._tagged = True" in rows[5]
@@ -262,12 +313,12 @@ def test_assignment_companions_keep_a_definition_of_the_name_in_the_tokens_funct
 
 
 def test_search_scopes_follow_what_a_rule_reads():
-    assert search_scope(RuleReach((), reads="function")) == "members"
-    assert search_scope(RuleReach((), reads="statement", companions=_watched, companion_lines="assignments")) == "members"
-    assert search_scope(RuleReach((), reads="header")) == "headers"
-    assert search_scope(RuleReach((), reads="header", companions=_watched, companion_lines="assignments")) == "headers"
-    assert search_scope(RuleReach((), reads="header", whole_class=True)) == "statements"
-    assert search_scope(RuleReach((), reads="header", companions=_watched, companion_lines="uses")) == "file"
+    assert search_scope(MatcherReach(reads="function")) == "members"
+    assert search_scope(MatcherReach(reads="statement", companions=_watched, companion_lines="assignments")) == "members"
+    assert search_scope(MatcherReach(reads="header")) == "headers"
+    assert search_scope(MatcherReach(reads="header", companions=_watched, companion_lines="assignments")) == "headers"
+    assert search_scope(MatcherReach(reads="header", whole_class=True)) == "statements"
+    assert search_scope(MatcherReach(reads="header", companions=_watched, companion_lines="uses")) == "file"
 
 
 MEMBERS_SOURCE = '''\
@@ -360,7 +411,7 @@ def test_header_windows_hold_the_headers_around_each_changed_line():
 
 
 def _header_rule_plan(lines, tokens):
-    reach = {"r": RuleReach(tokens, reads="header")}
+    reach = {"r": (tokens, MatcherReach(reads="header"))}
     return plan_regions(HEADERS_SOURCE, parse_tree(HEADERS_SOURCE), reach, lines=lines)
 
 

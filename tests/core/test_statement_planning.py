@@ -19,14 +19,20 @@ import pytest
 from rltrefactor.config import Config
 from rltrefactor.engine import Engine
 from rltrefactor.library.loader import load_library
-from rltrefactor.matchers.base import MatcherReach
 from rltrefactor.matchers.context import is_setup_name
 from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.regions import RuleReach, _line_range, _statement_nodes, plan_regions
+from rltrefactor.prefilter import Prefilter
+from rltrefactor.regions.plan import plan_regions
+from rltrefactor.regions.reach import MatcherReach
+from rltrefactor.regions.statements import line_range, statement_nodes
 from rltrefactor.syntax import parse_tree
 
 
-def _rows(text: str, reach: dict[str, RuleReach], keep_method=is_setup_name) -> dict[int, str]:
+def _rule(tokens: Prefilter, **reach) -> tuple[Prefilter, MatcherReach]:
+    return tuple(tokens), MatcherReach(**reach)
+
+
+def _rows(text: str, reach: dict[str, tuple[Prefilter, MatcherReach]], keep_method=is_setup_name) -> dict[int, str]:
     """File line -> planned text, for every planned line; an emptied line, left out of
     the region's text, reads as empty."""
     rows: dict[int, str] = {}
@@ -51,20 +57,20 @@ def step(self, batch):
 
 
 def test_a_header_rule_keeps_only_the_statements_holding_its_tokens():
-    rows = _rows(FUNCTION, {"sync": RuleReach((".item(",), reads="header")})
+    rows = _rows(FUNCTION, {"sync": _rule((".item(",), reads="header")})
     assert rows[5] == "    value = total.item()"
     assert rows[3] == rows[4] == rows[6] == ""  # emptied, line numbers kept
     assert rows[1].startswith("def step") and rows[2] == "    import torch"  # imports resolve names
 
 
 def test_a_rule_reading_whole_functions_keeps_them_whole():
-    rows = _rows(FUNCTION, {"sync": RuleReach((".item(",), reads="header"), "wide": RuleReach(("return",))})
+    rows = _rows(FUNCTION, {"sync": _rule((".item(",), reads="header"), "wide": _rule(("return",))})
     assert rows[3] == "    sizes = [len(x) for x in batch]" and rows[6] == "    return value"
 
 
 def test_a_block_left_without_statements_keeps_a_pass():
     text = "def f(use_x: bool = False):\n    a = 1\n    b = 2\n"
-    rows = _rows(text, {"flag": RuleReach(("bool",), reads="header")})
+    rows = _rows(text, {"flag": _rule(("bool",), reads="header")})
     assert rows[2] == "    pass" and rows[3] == ""
 
 
@@ -81,13 +87,13 @@ def close(self):
 
 
 def test_a_statement_rule_with_a_token_in_a_header_reads_the_whole_statement():
-    rows = _rows(TRY, {"swallow": RuleReach(("except Exception",), reads="statement")})
+    rows = _rows(TRY, {"swallow": _rule(("except Exception",), reads="statement")})
     assert rows[4] == "        self.pool.free()" and rows[5] == "        log = 2"
     assert rows[2] == rows[8] == ""
 
 
 def test_a_header_rule_opens_compound_statements():
-    rows = _rows(TRY, {"free": RuleReach((".free(",), reads="header")})
+    rows = _rows(TRY, {"free": _rule((".free(",), reads="header")})
     assert rows[4] == "        self.pool.free()"
     assert rows[5] == "" and rows[7] == "        pass"  # the handler body keeps a statement
     assert rows[3] == "    try:" and rows[6] == "    except Exception:"
@@ -95,7 +101,7 @@ def test_a_header_rule_opens_compound_statements():
 
 def test_statements_sharing_a_line_are_never_emptied():
     text = "def f(x):\n    a = 1; b = x.item()\n    if x: c = x.item()\n    d = 3  # trailing\n"
-    rows = _rows(text, {"sync": RuleReach((".item(",), reads="header")})
+    rows = _rows(text, {"sync": _rule((".item(",), reads="header")})
     assert rows[2] == "    a = 1; b = x.item()"
     assert rows[3] == "    if x: c = x.item()"  # one-liner: its body shares the header's line
     assert rows[4] == ""  # a trailing comment goes with its statement
@@ -103,7 +109,7 @@ def test_statements_sharing_a_line_are_never_emptied():
 
 def test_companions_keep_what_a_rule_reads_besides_its_tokens():
     text = "def f(self):\n    own = make()\n    other = 1\n    own._x = 2\n"
-    reach = RuleReach(("._x =",), reads="header", companions=lambda line: ["own"] if "own._x" in line else [])
+    reach = _rule(("._x =",), reads="header", companions=lambda line: ["own"] if "own._x" in line else [])
     rows = _rows(text, {"foreign": reach})
     assert rows[2] == "    own = make()" and rows[3] == ""
 
@@ -128,7 +134,7 @@ class Runner:
 
 
 def test_class_bodies_and_setup_methods_are_emptied_around_local_tokens():
-    rows = _rows(CLASS, {"sync": RuleReach((".item(",), reads="header")})
+    rows = _rows(CLASS, {"sync": _rule((".item(",), reads="header")})
     assert rows[2] == rows[4] == ""  # docstring and class attribute: no token
     assert rows[6] == "    def __init__(self):" and rows[7] == "        pass"  # setup header kept
     assert rows[10] == rows[11] == ""  # an idle method disappears
@@ -136,13 +142,13 @@ def test_class_bodies_and_setup_methods_are_emptied_around_local_tokens():
 
 
 def test_setup_methods_stay_whole_for_rules_reading_whole_functions():
-    rows = _rows(CLASS, {"wide": RuleReach((".item(",))})
+    rows = _rows(CLASS, {"wide": _rule((".item(",))})
     assert rows[7] == "        self._buf = None" and rows[4] == "    limit = 4"
 
 
 def test_carriage_returns_survive_emptying():
     text = FUNCTION.replace("\n", "\r\n")
-    rows = _rows(text, {"sync": RuleReach((".item(",), reads="header")})
+    rows = _rows(text, {"sync": _rule((".item(",), reads="header")})
     assert rows[3] == "" and rows[5] == "    value = total.item()\r"  # emptied lines are left out
 
 
@@ -225,7 +231,7 @@ def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there
     engine = Engine(tuple(AUTOMATED), config, frozenset(r.id for r in LIBRARY.rules))
     compared = touching_compared = 0
     for path, text in sorted(corpus, key=lambda item: -len(item[1]))[:5]:
-        statements = [_line_range(node) for node in _statement_nodes(parse_tree(text))]
+        statements = [line_range(node) for node in statement_nodes(parse_tree(text))]
         whole = engine.review_file(path, text).findings
         # Three statements holding findings, spread over the file, one by one and then at once.
         holding = sorted({s for f in whole for s in statements if s[0] <= f.span.line <= s[1]})
@@ -259,8 +265,8 @@ def step(self, batch):
 
 
 def test_comment_lines_are_left_out_where_statements_are_emptied_and_kept_in_whole_functions():
-    rows = _rows(COMMENTED, {"sync": RuleReach((".item(",), reads="header")})
+    rows = _rows(COMMENTED, {"sync": _rule((".item(",), reads="header")})
     assert rows[2] == rows[5] == "" and rows[3] == ""
     assert rows[4] == "    value = sizes.item()  # one sync"  # a comment beside code stays with it
-    whole = _rows(COMMENTED, {"sync": RuleReach((".item(",), reads="function")})
+    whole = _rows(COMMENTED, {"sync": _rule((".item(",), reads="function")})
     assert whole[2] == "    # how the batch is laid out" and whole[5] == "        # an over-indented comment"

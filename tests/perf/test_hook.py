@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.changes import collect_changes
-from rltrefactor.errors import ChangeInputError
+from rltrefactor.errors import ChangeInputError, ConfigError
 from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
 from rltrefactor.perf.report import render_perf_text
 from rltrefactor.perf.sides import SideRun
-from rltrefactor.types import PerfCheckTotals, PerfTotals
+from rltrefactor.perf.records import PerfCheckTotals, PerfTotals
 
 pytest.importorskip("torch")
 
@@ -48,7 +48,23 @@ class Runner:
         return x * 2
 
     def mix(self, x):
+        if bool(x[0, 0] > 100):
+            x = x * 0
         return torch.relu(x * 2 + 1).sum(-1)
+"""
+
+FEED_FORWARD = """\
+import torch
+
+
+class FeedForward(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w1 = torch.nn.Linear(8, 16)
+        self.w2 = torch.nn.Linear(16, 8)
+
+    def forward(self, x):
+        return self.w2(torch.relu(self.w1(x)))
 """
 
 CHECKS = """\
@@ -89,6 +105,15 @@ def other(device):
 def mix(device):
     runner, logits = _setup(device)
     return lambda: runner.mix(logits)
+
+
+@micro_check
+def feed_forward(device):
+    from eng.ff import FeedForward
+
+    torch.manual_seed(0)
+    block, x = FeedForward().to(device), torch.randn(2, 8, device=device)
+    return lambda: block(x)
 """
 
 FAILING = """\
@@ -138,7 +163,7 @@ def _edit(text: str, old: str, new: str) -> str:
 
 
 DEFECTS = _edit(
-    _edit(_edit(RUNNER, "        return x\n", "        return x.view(-1)\n"), "        done = bool(tokens[0] == -1)\n", ""),
+    _edit(_edit(RUNNER, "        return x\n", "        return x.view(-1)\n"), "        if bool(x[0, 0] > 100):\n            x = x * 0\n", ""),
     "        self.out.copy_(tokens)\n",
     "        first = tokens[0].item()\n"
     "        scratch = torch.zeros(4, device=self.device)\n"
@@ -151,6 +176,16 @@ REFACTOR = _edit(
     "        done = bool(tokens[0] == -1)\n        self.out.copy_(tokens)\n        return tokens\n",
     "        self.out.copy_(next_ids)\n        done = bool(next_ids[0] == -1)\n        return next_ids\n\n"
     "    def _pick(self, logits):\n        return logits.argmax(-1)\n",
+)
+
+
+# The one-line return of FeedForward.forward split in two statements, beside a new scratch.
+SPLIT = _edit(
+    FEED_FORWARD,
+    "        return self.w2(torch.relu(self.w1(x)))\n",
+    "        scratch = torch.zeros(2, 16, device=x.device)\n"
+    "        activated = torch.relu(self.w1(x))\n"
+    "        return self.w2(activated)\n",
 )
 
 
@@ -168,6 +203,7 @@ def demo(make_repo):
     repo = make_repo()
     repo.write("eng/__init__.py", "")
     repo.write("eng/runner.py", RUNNER)
+    repo.write("eng/ff.py", FEED_FORWARD)
     repo.write("perf_hooks/checks.py", CHECKS)
     repo.write("failing_hooks/checks.py", FAILING)
     repo.commit("base")
@@ -175,6 +211,9 @@ def demo(make_repo):
         repo.git("checkout", "-q", "-b", branch, "main")
         repo.write("eng/runner.py", text)
         repo.commit(branch)
+    repo.git("checkout", "-q", "-b", "split", "main")
+    repo.write("eng/ff.py", SPLIT)
+    repo.commit("split")
     repo.git("checkout", "-q", "-b", "broken", "defects")
     repo.write("perf_hooks/checks.py", "import not_a_module\n")
     repo.commit("broken")
@@ -215,7 +254,7 @@ def test_added_item_copy_and_allocation_each_appear_once_at_their_line(defects):
 
 def test_a_removed_sync_is_an_improvement_at_its_base_line(defects):
     removed = [d for d in defects.deltas if not d.added and d.category == "sync"]
-    assert [(d.line, d.base_count, d.head_count) for d in removed] == [(_lines(RUNNER, "bool(tokens[0]"), 1, 0)]
+    assert [(d.line, d.base_count, d.head_count) for d in removed] == [(_lines(RUNNER, "bool(x[0, 0] > 100)"), 1, 0)]
 
 
 def test_a_check_of_code_new_in_the_change_is_measured_at_head_only_not_failed(defects):
@@ -267,6 +306,14 @@ def test_a_statement_reflowed_across_lines_is_no_delta_and_new_work_beside_it_is
     assert "perf_hooks.checks:mix" in summary.checks
     assert [(d.category, d.line, d.base_count, d.head_count) for d in summary.deltas] == [
         ("alloc", _lines(REFLOW, "scratch = torch.zeros"), 0, 1)
+    ]
+
+
+def test_a_statement_split_in_two_beside_a_new_scratch_gives_exactly_the_scratch(demo):
+    summary = run_perf(collect_changes(str(demo.path), diff="main..split"), timeout=60)
+    assert summary.checks == ("perf_hooks.checks:feed_forward",)
+    assert [(d.category, d.line, d.base_count, d.head_count) for d in summary.deltas] == [
+        ("alloc", _lines(SPLIT, "scratch = torch.zeros"), 0, 1)
     ]
 
 
@@ -334,7 +381,23 @@ def test_plan_names_the_files_it_executes_and_refuses_a_patch(demo, tmp_path: Pa
         plan(collect_changes(str(demo.path), diff_file=str(patch)))
 
 
-def test_a_missing_hooks_directory_is_an_error_value(demo):
-    summary = run_perf(collect_changes(str(demo.path), diff="main..defects"), hooks_dir="nowhere")
-    (error,) = summary.errors
-    assert error.message.startswith("nowhere: no micro-check files found")
+def test_a_missing_hooks_directory_is_a_config_error_naming_the_shipped_template(demo):
+    with pytest.raises(ConfigError, match=r"^nowhere/: perf hook: no micro-checks found \(got no nowhere/\*\.py at "):
+        run_perf(collect_changes(str(demo.path), diff="main..defects"), hooks_dir="nowhere")
+    assert os.path.isfile(hook_module.TEMPLATE)
+    assert hook_module.TEMPLATE.startswith(os.path.dirname(hook_module.__file__))  # inside the installed package
+
+
+@pytest.mark.parametrize("command", [["perf"], ["review", "--perf"]])
+def test_no_micro_checks_is_exit_2_with_one_line_naming_what_to_do(make_repo, cli, command):
+    repo = make_repo("no-checks")
+    repo.write("eng/runner.py", "def step(x):\n    return x\n")
+    repo.commit("base")
+    repo.write("eng/runner.py", "def step(x):\n    return x.item()\n")
+    result = cli(*command, "--diff", "HEAD", cwd=repo.path)
+    assert result.code == 2, result.out
+    assert result.err.count("\n") == 1, result.err
+    assert result.err.startswith("rltrefactor: perf_hooks/: perf hook: no micro-checks found "
+                                 "(got no perf_hooks/*.py at working tree); "
+                                 f"copy the template shipped with rltrefactor, {hook_module.TEMPLATE}, into perf_hooks/")
+    assert "perf-hooks under [tool.rltrefactor]" in result.err

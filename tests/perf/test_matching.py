@@ -85,11 +85,29 @@ def test_a_second_site_of_the_same_op_is_still_an_addition():
     assert (delta.line, delta.base_count, delta.head_count) == (9, 0, 1)
 
 
-def test_a_different_statement_doing_the_same_op_is_a_removal_and_an_addition():
+def test_a_sync_replaced_by_another_statement_of_the_function_is_no_delta():
     base = [_row("sync", "a.py", 7, "done = bool(tokens[0] == -1)", op="aten._local_scalar_dense")]
     head = [_row("sync", "a.py", 9, "first = tokens[0].item()", op="aten._local_scalar_dense")]
+    assert compare("c", "cpu", base, head, {})[0] == []
+
+
+def test_a_different_statement_doing_the_same_op_in_another_function_is_a_removal_and_an_addition():
+    base = [_row("sync", "a.py", 7, "done = bool(tokens[0] == -1)", op="aten._local_scalar_dense")]
+    head = [_row("sync", "a.py", 9, "first = tokens[0].item()", op="aten._local_scalar_dense", function="Runner.pick")]
     deltas = compare("c", "cpu", base, head, {})[0]
     assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(7, 1, 0), (9, 0, 1)]
+
+
+def test_a_statement_edited_as_it_moved_into_a_helper_is_no_delta():
+    base = [_row("alloc", "a.py", 11, "tokens = logits.argmax(-1)", op="aten.argmax")]
+    head = [_row("alloc", "a.py", 17, "return logits.argmax(-1)", op="aten.argmax", function="Runner._pick")]
+    assert compare("c", "cpu", base, head, {})[0] == []
+
+
+def test_an_op_traded_for_another_on_the_same_statement_is_no_delta():
+    base = [_row("alloc", "a.py", 5, "buf = make(4)", op="aten.zeros")]
+    head = [_row("alloc", "a.py", 5, "buf = make(4)", op="aten.empty")]
+    assert compare("c", "cpu", base, head, {})[0] == []
 
 
 # What the runner measured for one statement of a feed-forward block, written on one line
@@ -115,10 +133,61 @@ def test_beside_a_rewritten_statement_only_the_new_work_is_a_delta_at_its_line()
     assert (delta.line, delta.base_count, delta.head_count, delta.source) == (16, 0, 2, "scratch = torch.zeros(2, 8)")
 
 
-def test_a_rewritten_statement_doing_more_work_is_still_reported():
+def test_a_rewritten_statement_doing_more_work_is_reported_for_that_work_only():
     extra = _row("alloc", "ff.py", 19, "* self.w3(x)", op="aten.relu")
-    deltas = compare("c", "cpu", _FF_BASE, [*_FF_HEAD, extra], {})[0]
-    assert sorted((d.line, d.base_count, d.head_count) for d in deltas) == [(13, 5, 0), (17, 0, 1), (18, 0, 3), (19, 0, 2)]
+    (delta,) = compare("c", "cpu", _FF_BASE, [*_FF_HEAD, extra], {})[0]
+    assert (delta.line, delta.head_count - delta.base_count, delta.head_count) == (19, 1, 2)
+
+
+# A feed-forward block as the runner measures it on the CPU: each Linear is an addmm.
+_SPLIT_BASE = [_row("alloc", "ff.py", 10, "return self.w2(torch.relu(self.w1(x)))", count=2, op="aten.addmm"),
+               _row("alloc", "ff.py", 10, "return self.w2(torch.relu(self.w1(x)))", op="aten.relu")]
+_SPLIT_HEAD = [_row("alloc", "ff.py", 10, "activated = torch.relu(self.w1(x))", op="aten.addmm"),
+               _row("alloc", "ff.py", 10, "activated = torch.relu(self.w1(x))", op="aten.relu"),
+               _row("alloc", "ff.py", 11, "return self.w2(activated)", op="aten.addmm")]
+
+
+def test_a_statement_split_in_two_is_no_delta():
+    assert compare("c", "cpu", _SPLIT_BASE, _SPLIT_HEAD, {})[0] == []
+
+
+def test_two_statements_merged_into_one_is_no_delta():
+    assert compare("c", "cpu", _SPLIT_HEAD, _SPLIT_BASE, {})[0] == []
+
+
+def test_statements_reordered_and_edited_are_no_delta():
+    base = [_row("alloc", "a.py", 4, "q = self.wq(x)", op="aten.addmm"),
+            _row("alloc", "a.py", 5, "k = self.wk(x)", op="aten.addmm"),
+            _row("sync", "a.py", 6, "n = int(lengths.max())", op="aten._local_scalar_dense")]
+    head = [_row("sync", "a.py", 4, "if int(lengths.max()) > self.limit:", op="aten._local_scalar_dense"),
+            _row("alloc", "a.py", 6, "key_states = self.wk(hidden_states)", op="aten.addmm"),
+            _row("alloc", "a.py", 7, "query_states = self.wq(hidden_states)", op="aten.addmm")]
+    assert compare("c", "cpu", base, head, {})[0] == []
+
+
+def test_a_scratch_allocation_beside_a_split_statement_is_exactly_its_own_delta():
+    scratch = _row("alloc", "ff.py", 10, "scratch = torch.zeros(4, 8)", op="aten.zeros", nbytes=128)
+    moved = [replace(row, line=row.line + 1) for row in _SPLIT_HEAD]
+    deltas, labels = compare("c", "cpu", _SPLIT_BASE, [scratch, *moved], {})
+    assert [(d.category, d.line, d.base_count, d.head_count, d.bytes_delta) for d in deltas] == [
+        ("alloc", 10, 0, 1, 128)]
+    assert labels == {"c|alloc|ff.py:10": "aten.zeros"}
+
+
+def test_an_added_op_like_those_of_a_split_statement_lands_on_the_new_line():
+    head = [_row("alloc", "ff.py", 10, "activated = torch.relu(self.w1(x))", op="aten.addmm"),
+            _row("alloc", "ff.py", 10, "activated = torch.relu(self.w1(x))", op="aten.relu"),
+            _row("alloc", "ff.py", 11, "gate = self.w3(x)", op="aten.addmm"),
+            _row("alloc", "ff.py", 12, "return self.w2(activated)", op="aten.addmm")]
+    (delta,) = compare("c", "cpu", _SPLIT_BASE, head, {})[0]
+    assert (delta.line, delta.base_count, delta.head_count, delta.source) == (11, 0, 1, "gate = self.w3(x)")
+
+
+def test_a_removal_on_a_statement_still_there_is_shown_at_its_head_line():
+    base = [_row("sync", "a.py", 7, "n = x.item()", count=3, op="aten._local_scalar_dense")]
+    head = [_row("sync", "a.py", 9, "n = x.item()", count=1, op="aten._local_scalar_dense")]
+    (delta,) = compare("c", "cpu", base, head, {})[0]
+    assert (delta.line, delta.base_count, delta.head_count, delta.added) == (9, 3, 1, False)
 
 
 def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
@@ -128,14 +197,14 @@ def test_the_same_ops_moved_to_another_function_are_a_removal_and_an_addition():
 
 
 def _summary(*deltas):
-    from rltrefactor.types import PerfDeviceEvidence, PerfSummary
+    from rltrefactor.perf.records import PerfDeviceEvidence, PerfSummary
 
     return PerfSummary(device="cpu", checks=("c",), deltas=deltas,
                        device_evidence=PerfDeviceEvidence(ops={"c|sync|a.py:9": "aten.item"}))
 
 
 def _delta(category, line, base, head, source="n = x.sum().item()"):
-    from rltrefactor.types import PerfDelta
+    from rltrefactor.perf.records import PerfDelta
 
     return PerfDelta("c", category, "a.py", line, source, base, head, "cpu")
 
@@ -166,22 +235,33 @@ def test_rule_texts_come_from_the_library_when_given():
 
     from rltrefactor.perf import perf_findings
 
-    rule = SimpleNamespace(id="perf-added-sync", title="T", severity="warning", impact="$COUNT at $SITE", fix="F $CHECK")
+    rule = SimpleNamespace(id="perf-added-sync", area="measured", title="T", severity="warning",
+                           impact="$COUNT at $SITE", fix="F $CHECK")
     (finding,) = perf_findings(_summary(_delta("sync", 9, 0, 2)), library=SimpleNamespace(rules=(rule,)))
-    assert (finding.title, finding.severity, finding.impact, finding.fix) == ("T", "warning", "+2 at a.py:9", "F c")
+    assert (finding.area, finding.title, finding.severity) == ("measured", "T", "warning")
+    assert (finding.impact, finding.fix) == ("+2 at a.py:9", "F c")
 
 
-def test_confirm_marks_only_static_findings_on_a_line_with_an_addition():
-    from rltrefactor.perf import confirm
+def test_a_measured_addition_confirms_the_static_finding_of_its_area_instead_of_a_second_record():
+    from dataclasses import replace
+
+    from rltrefactor.perf import confirm, perf_findings
     from rltrefactor.types import Finding, Span
 
-    def static(line, path="a.py"):
-        return Finding("host-sync-in-hot-path", "device-residency", "t", "error", path, Span(line, 5, line, 20), "i", "f", "fp")
+    def static(line, path="a.py", area="device-residency", rule="host-sync-in-hot-path"):
+        return Finding(rule, area, "t", "error", path, Span(line, 5, line + 1, 20), "i.", "f", "fp")
 
-    summary = _summary(_delta("sync", 9, 0, 1), _delta("copy", 4, 1, 0))
-    hit, removed_site, other_file = confirm((static(9), static(4), static(9, "b.py")), summary)
-    assert hit.confirmed and hit.perf.category == "sync"
-    assert not removed_site.confirmed and not other_file.confirmed
+    measured = perf_findings(_summary(_delta("sync", 9, 0, 1), _delta("sync", 30, 0, 2)))
+    other_area = static(30, area="interfaces", rule="positional-boolean-parameter")
+    pre_existing = replace(static(30), status="pre-existing")
+    found, drops = confirm([static(8), static(9, "b.py"), other_area, pre_existing, *measured])
+    hit, other_file, other, old, lone = found
+    assert hit.confirmed and hit.perf.category == "sync" and hit.perf.head_count == 1
+    assert hit.impact.startswith("i. Measured by the perf hook: +1 sync per call of `c` (base 0, head 1")
+    assert [(d.finding.span.line, d.reason) for d in drops] == [(9, "confirms-finding")]
+    # Another file, another area, or a finding the change did not add: the measurement stays a finding.
+    assert not other_file.confirmed and not other.confirmed and not old.confirmed
+    assert (lone.rule_id, lone.span.line) == ("perf-added-sync", 30)
 
 
 def test_the_perf_report_lists_additions_and_improvements_and_serializes():

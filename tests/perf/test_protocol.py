@@ -6,7 +6,7 @@ import pytest
 
 from rltrefactor.perf.protocol import (Capture, Captured, CheckInfo, CountRow, Done, Failed, Loaded, LoadFailure,
                                        Measured, Measurement, Skipped, Started, from_line, to_line)
-from rltrefactor.types import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings, PerfTotals
+from rltrefactor.perf.records import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings, PerfTotals
 
 _ROW = CountRow("sync", "aten._local_scalar_dense", "", "eng/r.py", 12, "n = x.item()", "Runner.step", 4, 0)
 _CUDA = PerfCudaEvidence(PerfSyncWarnings(4, {"eng/r.py:12": 4}), PerfAllocatorDelta(5, 160, 0),

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from rltrefactor.library.model import Applicability, MatcherSpec, Origin, Rule
-from rltrefactor.types import ChangedFile, ChangeSet, Finding, ReviewResult, Revision, Span
+from rltrefactor.result import ReviewResult
+from rltrefactor.types import ChangedFile, ChangeSet, Finding, Revision, Span
 
 BASE_SHA = "1111111111111111111111111111111111111111"
 HEAD_SHA = "2222222222222222222222222222222222222222"
@@ -28,7 +29,7 @@ def rule(rule_id: str = "host-sync-in-hot-path", **overrides: Any) -> Rule:
         since="1.0.0",
         severity="error",
         confidence="high",
-        applicability=Applicability(hot_paths_only=True),
+        applicability=Applicability(per_step=True),
         problem="`.item()` blocks the host until the device queue drains.",
         preferred="Keep values on the device.",
         exceptions="Once per request, outside the step loop.",

@@ -5,8 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
-from rltrefactor.report.markdown import NOTHING_FOUND, looks_looped, manual_checklist, render_markdown
-from rltrefactor.types import ChangedFile, FileError, PerfDelta, PerfProfileRow, PerfSummary, Revision
+from rltrefactor.finishing import manual_checklist as checklist_of
+from rltrefactor.perf.records import PerfDelta, PerfProfileRow, PerfSummary
+from rltrefactor.report.markdown import NOTHING_FOUND, render_markdown
+from rltrefactor.report.recurrence import changes_recurrence
+from rltrefactor.types import ChangedFile, FileError, Revision
 
 GH = "git@github.com:acme/engine.git"
 DOCS = "https://d.test/rules.md"
@@ -159,10 +162,19 @@ MANUAL_RULES = (
 )
 
 
+def manual_checklist(res, *, looped=False):
+    return checklist_of(res.findings, res.change, res.rules_run, looped=looped)
+
+
+def with_checklist(res, *, looped=False):
+    """The result as the review hands it over: its checklist computed."""
+    return replace(res, checklist=manual_checklist(res, looped=looped))
+
+
 def test_manual_checklist_lists_the_areas_of_the_findings_only(rec):
     rules = (rec.rule(), *(rec.manual_rule(rule_id, area) for rule_id, area in MANUAL_RULES))
-    res = rec.result(rec.finding(), rules=rules)  # a device-residency finding
-    assert [r.id for r in manual_checklist(res)] == ["device-owner-documented"]
+    res = with_checklist(rec.result(rec.finding(), rules=rules))  # a device-residency finding
+    assert [r.id for r in res.checklist] == ["device-owner-documented"]
     text = render_markdown(res, docs_url=DOCS)
     assert "- [ ] **Check by hand** [`device-owner-documented`]" in text and "loop-exit-per-depth" not in text
     assert "`--checklist all` lists every area" in text
@@ -178,14 +190,13 @@ def test_loop_semantics_items_need_code_of_a_looped_engine(rec):
     # Only a changed Python file can be the code of a looped engine.
     yaml_only = rec.with_change(res, files=(ChangedFile("rules/x.yaml", "modified"),))
     assert manual_checklist(yaml_only, looped=True) == ()
-    assert "### Manual checklist" not in render_markdown(yaml_only, looped=True)
+    assert "### Manual checklist" not in render_markdown(with_checklist(yaml_only, looped=True))
 
 
-def test_looped_engine_evidence():
-    assert looks_looped(["for depth in range(self.num_loops):\n    pass\n"])
-    assert looks_looped(["exit_depth = positions"]) and looks_looped(["loop_idx += 1"])
-    assert not looks_looped(["loop = asyncio.get_event_loop()\nfor x in xs:\n    pass\n"])
-    assert not looks_looped(["def forward(self, hidden_states):\n    return self.mlp(hidden_states)\n"])
+def test_looped_engine_evidence_is_a_recurrence_not_a_name():
+    assert changes_recurrence([("def run(self, h, n):\n    for depth in range(n):\n        h = self.block(h)\n    return h\n", None)])
+    assert not changes_recurrence([("exit_depth = positions\nloop_idx = 1\nmodel = Model(depth=32, num_loops=4)\n", None)])
+    assert not changes_recurrence([("loop = asyncio.get_event_loop()\nfor x in xs:\n    pass\n", None)])
 
 
 def test_file_errors_listed(rec):
@@ -194,19 +205,39 @@ def test_file_errors_listed(rec):
 
 
 def test_section_order_and_purity(rec):
-    res = rec.result(
+    res = with_checklist(rec.result(
         rec.finding(),
         rec.finding(line=40, suppressed=True, disposition="ok"),
         rules=(rec.rule(), rec.manual_rule("m", "device-residency")),
         perf=_perf(),
-    )
+    ))
     text = render_markdown(res, remote_url=GH)
     assert text == render_markdown(res, remote_url=GH)
     headings = [line for line in text.splitlines() if line.startswith("### ")]
-    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist"]
+    assert headings == ["### Findings (1)", "### Dispositions", "### Perf", "### Manual checklist", "### Rules"]
     assert text.endswith("\n") and not text.endswith("\n\n")
 
 
 def test_confirmed_findings_are_marked(rec):
     text = render_markdown(rec.result(replace(rec.finding(), confirmed=True)))
     assert "| error · confirmed by perf |" in text
+
+
+def test_without_a_docs_url_rules_are_not_linked_and_their_texts_are_folded_in(rec):
+    rules = (rec.rule(), rec.manual_rule("cache-freed-on-abort", "device-residency", title="Cache freed on abort"))
+    res = replace(rec.result(rec.finding(), rules=rules), checklist=rules[1:])
+    text = render_markdown(res, remote_url=GH)
+    assert "| `host-sync-in-hot-path` Host synchronization on a hot path |" in text
+    assert "- [ ] **Cache freed on abort** `cache-freed-on-abort` (device-residency)" in text
+    assert "#host-sync-in-hot-path" not in text and "rules.md" not in text
+    rules_section = text.split("### Rules\n\n", 1)[1]
+    assert rules_section.startswith(
+        "<details><summary><code>host-sync-in-hot-path</code> Host synchronization on a hot path</summary>\n\n"
+        "**Problem.** `.item()` blocks the host until the device queue drains.\n\n"
+        "**Preferred approach.** Keep values on the device.\n\n"
+        "**Reasonable exceptions.** Once per request, outside the step loop.\n\n"
+        "**References.** https://pytorch.org/docs/stable/notes/cuda.html\n\n</details>\n\n"
+        "<details><summary><code>cache-freed-on-abort</code> Cache freed on abort</summary>"
+    )
+    linked = render_markdown(res, remote_url=GH, docs_url=DOCS)
+    assert f"[`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path)" in linked and "### Rules" not in linked

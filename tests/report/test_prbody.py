@@ -20,9 +20,10 @@ def test_appends_section_when_absent_and_is_idempotent(tmp_path):
     body = _write(tmp_path / "body.md", b"Fixes the sampler.\r\n\r\nDetails here")
     update_pr_body(body, "## rltrefactor review\n\nNo applicable issue was found.\n")
     once = (tmp_path / "body.md").read_bytes()
+    # The body's CRLF line endings are kept: the section is written with them too.
     assert once == (
-        b"Fixes the sampler.\r\n\r\nDetails here\n\n"
-        + START.encode() + b"\n## rltrefactor review\n\nNo applicable issue was found.\n" + END.encode() + b"\n"
+        b"Fixes the sampler.\r\n\r\nDetails here\r\n\r\n"
+        + START.encode() + b"\r\n## rltrefactor review\r\n\r\nNo applicable issue was found.\r\n" + END.encode() + b"\r\n"
     )
     update_pr_body(body, "## rltrefactor review\n\nNo applicable issue was found.\n")
     assert (tmp_path / "body.md").read_bytes() == once
@@ -34,7 +35,7 @@ def test_replaces_only_the_marked_section(tmp_path):
     body = _write(tmp_path / "body.md", f"{before}{START}\nold summary\n{END}{after}".encode())
     update_pr_body(body, "new summary")
     text = (tmp_path / "body.md").read_bytes().decode()
-    assert text == f"{before}{START}\nnew summary\n{END}{after}"
+    assert text == f"{before}{START}\r\nnew summary\r\n{END}{after}"
     update_pr_body(body, "new summary")
     assert (tmp_path / "body.md").read_bytes().decode() == text
 
@@ -80,3 +81,9 @@ def test_write_is_atomic_and_keeps_mode(tmp_path):
     update_pr_body(body, "s")
     assert stat.S_IMODE(os.stat(body).st_mode) == 0o640
     assert sorted(p.name for p in tmp_path.iterdir()) == ["body.md"]  # no temp file left behind
+
+
+def test_a_body_with_lf_endings_keeps_them(tmp_path):
+    body = _write(tmp_path / "body.md", b"Fixes the sampler.\n")
+    update_pr_body(body, "a\r\nb\n")
+    assert (tmp_path / "body.md").read_bytes() == b"Fixes the sampler.\n\n" + START.encode() + b"\na\nb\n" + END.encode() + b"\n"

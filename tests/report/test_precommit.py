@@ -128,6 +128,10 @@ def test_staged_defect_blocks_the_commit(hooked_repo):
     assert "rltrefactor review" in output and "Failed" in output
     assert "model_executor/x.py:6" in output
     assert "host-sync-in-hot-path" in output
+    # What to do about it: the suppression comment, and how to commit once without the hook.
+    assert ("commit blocked by 1 finding: fix it, or keep it with a reason at the end of its line: "
+            "# rltrefactor: ignore[host-sync-in-hot-path] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify") in output
 
 
 def test_clean_change_is_committed(hooked_repo):
@@ -135,3 +139,19 @@ def test_clean_change_is_committed(hooked_repo):
     proc = _commit(repo, env, CLEAN)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _head_count(repo, env) == 2
+
+
+def test_the_adoption_section_shows_a_valid_remote_hook_beside_an_existing_one(tmp_path):
+    clientlib = pytest.importorskip("pre_commit.clientlib")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Use it in your repository\n", 1)[1].split("\n## ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, re.S)
+    config = tmp_path / ".pre-commit-config.yaml"
+    config.write_text(block)
+    repos = clientlib.load_config(str(config))["repos"]
+    assert len(repos) == 2  # the project's own hook stays, rltrefactor's comes beside it
+    ours = repos[1]
+    assert re.fullmatch(r"[0-9a-f]{40}", ours["rev"])  # no release tags: a commit SHA
+    manifest = {h["id"] for h in clientlib.load_manifest(str(ROOT / ".pre-commit-hooks.yaml"))}
+    assert {hook["id"] for hook in ours["hooks"]} <= manifest
+    assert "pre-commit install -c .pre-commit-rltrefactor.yaml" in section

@@ -172,3 +172,12 @@ def test_paths_are_uri_references(rec):
     run = _run(render_sarif(rec.result(rec.finding(path="engine dir/#1.py"))))
     location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
     assert location == {"uri": "engine%20dir/%231.py", "uriBaseId": "SRCROOT"}
+
+
+def test_rules_link_nowhere_without_a_docs_url(rec):
+    rules = (rec.rule("a-rule"),)
+    driver = _run(render_sarif(rec.result(rec.finding("a-rule"), rules=rules)))["tool"]["driver"]
+    assert "informationUri" not in driver and "helpUri" not in driver["rules"][0]
+    assert "## Preferred approach" in driver["rules"][0]["help"]["markdown"]  # the texts travel instead
+    linked = _run(render_sarif(rec.result(rules=rules), docs_url="https://x.test/rules.md"))["tool"]["driver"]
+    assert linked["informationUri"] == "https://x.test/rules.md"

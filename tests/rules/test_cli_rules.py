@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,9 @@ from rltrefactor.cli import main
 from rltrefactor.errors import RuleLibraryError
 from rltrefactor.authoring.docs import render_rules_markdown
 from rltrefactor.library.loader import load_library
-from rltrefactor.authoring.scaffold import draft_title, next_version, old_range, parse_line_range, scaffold_rule
+from rltrefactor.authoring.scaffold import (
+    TargetLibrary, cut_statements, draft_title, next_version, old_range, parse_line_range, scaffold_rule,
+)
 from rltrefactor.types import Hunk
 from rltrefactor.authoring.versioning import check_version_bump
 
@@ -122,10 +125,10 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
     sha = repo.commit("keep the count on the device")
     entry = scaffold_rule(str(repo.path), sha, "worker/runner.py", (4, 6), rule_id="count-read-on-host",
-                          area="device-residency", library_version="1.3.0")
+                          area="device-residency", library=TargetLibrary("rules/library.yaml", "1.3.0"))
     assert "  - id: count-read-on-host\n" in entry
     assert '    title: "Keep the count on the device"  # TODO drafted from the commit message' in entry
-    assert "    since: 1.4.0  # the library's next version" in entry
+    assert "    since: 1.4.0  # the next version of rules/library.yaml: bump it to this\n" in entry
     assert "        bad: |\n          def step(self, x):\n              n = x.sum().item()\n" in entry
     assert "        good: |\n          def step(self, x):\n              n = x.sum()\n" in entry
     target = tmp_path / "local" / "device-residency.yaml"
@@ -135,7 +138,8 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     assert "added rule entry" in capsys.readouterr().out
     rule = load_library([str(target.parent)]).get("count-read-on-host")
     assert rule is not None and not rule.automated and rule.area == "device-residency"
-    assert rule.since == next_version(load_library().version)  # the bundled library's next version
+    assert rule.since == "0.1.0"  # the local library's first version: it has no library.yaml yet
+    assert "local/library.yaml does not exist yet: write it with this version" in target.read_text()
 
 
 def test_new_rejects_a_root_commit(repo):
@@ -155,3 +159,74 @@ def test_new_refuses_a_directory_as_output_in_one_line(repo, tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == (f"rltrefactor: {tmp_path}: is a directory; pass a rules/<area>.yaml file, "
                    f"e.g. {tmp_path / 'device-residency.yaml'}\n")
+
+
+CACHE_BEFORE = """\
+import torch
+
+
+class Cache:
+    def __init__(self, size):
+        self.size = size
+        self.buf = torch.empty(size).cuda()
+
+    @torch.no_grad()
+    def resize(self, new_size):
+        self.buf = torch.empty(new_size)
+        self.size = new_size
+
+
+LIMIT = 4
+"""
+
+
+def test_examples_are_cut_at_whole_definitions():
+    # Lines 6-9 end on the decorator of `resize`: the class holding them is the example.
+    cut = cut_statements(CACHE_BEFORE, 6, 9, "cache.py")
+    assert cut.startswith("class Cache:\n") and cut.endswith("        self.size = new_size\n")
+    # Inside one method: that method, dedented, decorator included.
+    assert cut_statements(CACHE_BEFORE, 11, 11, "cache.py") == (
+        "@torch.no_grad()\ndef resize(self, new_size):\n    self.buf = torch.empty(new_size)\n    self.size = new_size\n"
+    )
+    assert cut_statements(CACHE_BEFORE, 15, 15, "cache.py") == "LIMIT = 4\n"  # a top-level statement as it is
+
+
+def test_a_cut_without_code_or_that_cannot_parse_is_refused_in_one_line():
+    with pytest.raises(Exception, match=r"^cache.py: lines 13-14 hold no statement; pick --lines that cover the fixed code$"):
+        cut_statements(CACHE_BEFORE, 13, 14, "cache.py")
+    broken = CACHE_BEFORE + "def tail(:\n"
+    with pytest.raises(Exception, match=r"^cache.py: lines 5-10 do not parse as Python on their own \(.*\); pick --lines"):
+        cut_statements(broken, 5, 10, "cache.py")
+
+
+def _fixed_cache(repo):
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nrule-dirs = ["review/rules"]\n')
+    repo.write("review/rules/library.yaml", "schema: 1\nversion: 0.3.0\nretired-ids: []\n")
+    repo.write("engine/cache.py", CACHE_BEFORE)
+    repo.commit("before")
+    repo.write("engine/cache.py", CACHE_BEFORE.replace("torch.empty(size).cuda()", "torch.empty(size, device='cuda')"))
+    return repo.commit("allocate the cache on the device directly")
+
+
+def test_a_scaffolded_rule_joins_the_local_library_and_check_names_each_todo(repo, cli):
+    sha = _fixed_cache(repo)
+    target = "review/rules/device-residency.yaml"
+    made = cli("rules", "new", "--from-commit", sha, "--path", "engine/cache.py", "--lines", "7-10",
+               "--id", "cache-built-on-host", "--output", target, cwd=repo.path)  # fmt: skip
+    assert made.code == 0, made.err
+    text = (repo.path / target).read_text()
+    assert "    since: 0.4.0  # the next version of review/rules/library.yaml: bump it to this\n" in text
+    assert "        bad: |\n          class Cache:\n" in text and "def resize(self, new_size):\n                  self.buf" in text
+    problem_line = text.splitlines().index("    problem: TODO what goes wrong, and where it bit us") + 1
+    checked = cli("rules", "check", cwd=repo.path)
+    assert checked.code == 2
+    assert checked.err == (
+        f"rltrefactor: {target}:{problem_line}: rule 'cache-built-on-host': problem: still reads TODO "
+        "(got 'TODO what goes wrong, and where it b...); write the text (docs/writing-rules.md says what "
+        "each key holds)\n"
+    )
+    written = re.sub(r"(problem|preferred|exceptions|impact|fix): TODO ", r"\1: Written, ", text)
+    (repo.path / target).write_text(written)
+    assert cli("rules", "check", cwd=repo.path).code == 0
+    tested = cli("rules", "test", "cache-built-on-host", cwd=repo.path)
+    assert tested.code == 0, tested.out

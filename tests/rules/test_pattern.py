@@ -114,21 +114,22 @@ def test_inside_with_if_class_and_any_contexts():
     assert lines(either, code) == [4, 6]
 
 
-def test_cold_code_and_target_contexts():
-    block = {"pattern": "os.environ[$K]", "not-inside": [{"target": True}, {"cold-code": True}]}
+def test_target_context():
+    block = {"pattern": "os.environ[$K]", "not-inside": [{"target": True}]}
     code = (
         "import os\n"
         "def run():\n"
         "    a = os.environ['A']\n"
         "    os.environ['B'] = '1'\n"
         "    del os.environ['C']\n"
-        "def __init__(self):\n"
-        "    d = os.environ['D']\n"
-        "def step():\n"
-        "    if TYPE_CHECKING:\n"
-        "        e = os.environ['E']\n"
     )
     assert lines(block, code) == [3]
+
+
+def test_cold_code_is_no_pattern_context_any_more():
+    with pytest.raises(MatcherSpecError) as info:
+        compile_pattern("x", {"pattern": "$X.item()", "not-inside": [{"cold-code": True}]})
+    assert "declare `applies-to: {runs: per-step}`" in str(info.value)
 
 
 def test_test_file_context():
@@ -197,7 +198,8 @@ def test_prefilter_uses_names_that_survive_aliasing():
 def test_an_import_that_drops_part_of_a_dotted_name_still_selects_the_call():
     from rltrefactor.engine import _with_aliases
     from rltrefactor.matchers.imports import ImportTable
-    from rltrefactor.regions import LineIndex, token_lines
+    from rltrefactor.regions.lines import LineIndex
+    from rltrefactor.regions.tokens import token_lines
 
     prefilter = compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter
     for imports, call in (

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from rltrefactor.matchers.companions import residency_companions
-from rltrefactor.matchers.residency import on_host
+from rltrefactor.matchers.residency import is_pinned, on_host
 
 from .helpers import context
 
@@ -79,3 +79,51 @@ def test_an_earlier_host_assignment_does_not_hide_a_later_device_one():
 def test_planning_keeps_the_lines_that_assign_a_receiver():
     names = residency_companions("total = lengths.max().item() + self.count(batch_ids)\n    next line")
     assert {"lengths", "total", "batch_ids"} <= names and not names & {"self", "count", "max", "item"}
+
+
+FACTS = """
+import torch
+
+def step(self, batch, dev, idx):
+    place = torch.device("cpu")
+    ids = torch.tensor(batch.ids, device=place)
+    raw = torch.frombuffer(batch.payload, dtype=torch.uint8)
+    on_gpu = torch.zeros(8, device=dev)
+    pinned = torch.empty(8, pin_memory=True)
+    staged = torch.zeros(8).pin_memory()
+    pageable = torch.zeros(8)
+    probe(ids, raw, ids > 0, ~ids, ids.device, on_gpu > 0, on_gpu.to(ids.device), on_gpu.to(place), place,
+          pinned[:4], pinned[idx], staged.view(2, 4), self.tokens_cpu[:4], pageable, on_gpu)
+"""
+
+
+@pytest.mark.parametrize(
+    "index, host, pinned",
+    [
+        (0, True, False),  # device= a name last assigned torch.device("cpu")
+        (1, True, False),  # torch.frombuffer
+        (2, True, False),  # a comparison of a host value
+        (3, True, False),  # a negation of a host value
+        (4, True, False),  # the device of a host value
+        (5, False, False),
+        (6, True, False),  # moved to the device of a host value
+        (7, True, False),  # moved to a host device held in a name
+        (8, True, False),  # a host device
+        (9, True, True),  # a slice of a pin_memory=True allocation
+        (10, True, False),  # advanced indexing copies into pageable memory
+        (11, True, True),  # a view of .pin_memory()
+        (12, True, True),  # a slice of a persistent buffer
+        (13, True, False),
+        (14, False, False),
+    ],
+)
+def test_host_and_pinned_facts(index, host, pinned):
+    ctx, args = _probe_args(FACTS)
+    assert on_host(args[index], ctx) is host
+    assert is_pinned(args[index], ctx) is pinned
+
+
+def test_planning_keeps_the_names_of_a_wrapped_assignment():
+    names = residency_companions("budget = torch.zeros(\n    n,\n    device=place)\nother = 1\n")
+    assert {"budget", "n", "place"} <= names and "other" not in names
+

@@ -275,3 +275,29 @@ def test_alias_bombs_are_refused_before_expansion(tmp_path):
     message = load_error(write_rules(tmp_path, body))
     assert "YAML alias '*a': rule files may not use anchors and aliases" in message
     assert "lifecycle.yaml:4:" in message  # area and rules: come first, then the anchor
+
+
+def test_runs_per_step_is_read(tmp_path):
+    body = RULE.replace("    problem:", "    applies-to: {runs: per-step}\n    problem:")
+    (rule,) = read_rule_dir(write_rules(tmp_path, body), label="x", bundled=False).rules
+    assert rule.applicability.per_step is True
+
+
+@pytest.mark.parametrize(
+    ("applies", "expected"),
+    [
+        ("{hot-paths-only: true}", "applies-to: hot-paths-only: replaced by `runs: per-step`"),
+        ("{runs: hot}", "applies-to: runs: unknown value 'hot'"),
+    ],
+)
+def test_bad_runs(tmp_path, applies, expected):
+    body = RULE.replace("    problem:", f"    applies-to: {applies}\n    problem:")
+    assert expected in load_error(write_rules(tmp_path, body))
+
+
+def test_exclude_modules_names_known_kinds(tmp_path):
+    body = RULE.replace("    problem:", "    applies-to: {exclude-modules: [kernel]}\n    problem:")
+    (rule,) = read_rule_dir(write_rules(tmp_path, body), label="x", bundled=False).rules
+    assert rule.applicability.exclude_modules == ("kernel",)
+    bad = RULE.replace("    problem:", "    applies-to: {exclude-modules: [kernels]}\n    problem:")
+    assert "exclude-modules: unknown module kind 'kernels' (did you mean 'kernel'?)" in load_error(write_rules(tmp_path, bad))

@@ -111,7 +111,7 @@ def _option(value: object) -> str:
 
 def _scope(rule: Rule) -> str:
     scope = rule.applicability
-    parts = ["hot-path modules only" if scope.hot_paths_only else "all reviewed modules"]
+    parts = ["code that may run per step (`runs: per-step`)" if scope.per_step else "all reviewed modules"]
     if scope.paths != ("**/*.py",):
         parts.append("matching " + ", ".join(f"`{p}`" for p in scope.paths))
     if scope.exclude:

@@ -2,14 +2,19 @@
 
 The bad example is the fixed range as it was before the commit (``SHA^``), the good
 example the range at ``SHA``; the lines before the commit are found through the change's
-hunks (``changes.collect_changes``). The title is drafted from the commit's subject and
-``since`` is the library's next minor version, the one the new rule ships in. The entry starts as a checklist rule (``manual: true``)
-so it validates at once; turning it into an automated rule means adding a matcher and
-marking the reporting lines of the bad example with ``# expect``.
+hunks (``changes.collect_changes``). Each is widened to whole statements: the innermost
+definition holding the range, else the top-level statements it touches, so an example
+never ends on a ``def`` line without its body. The title is drafted from the commit's
+subject and ``since`` is the next minor version of the library the rule joins (the
+repository's own, where it goes into one). The entry starts as a checklist rule
+(``manual: true``) whose texts read ``TODO``: ``rules check`` names each one until it
+is written; turning it into an automated rule means adding a matcher and marking the
+reporting lines of the bad example with ``# expect``.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import textwrap
@@ -58,11 +63,27 @@ def draft_title(message: str) -> str:
     return subject[:1].upper() + subject[1:]
 
 
+@dataclass(frozen=True)
+class TargetLibrary:
+    """The library a scaffolded rule joins: how to name it, and its version today."""
+
+    label: str  # e.g. "review/rules/library.yaml"
+    version: str
+    exists: bool = True  # False: the library.yaml is still to be written
+
+    @property
+    def since_note(self) -> str:
+        """What to do with the version ``since`` names, as a YAML comment."""
+        if self.exists:
+            return f"# the next version of {self.label}: bump it to this"
+        return f"# {self.label} does not exist yet: write it with this version (schema: 1, retired-ids: [])"
+
+
 def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rule_id: str | None = None,
-                  area: str | None = None, library_version: str | None = None) -> str:
+                  area: str | None = None, library: TargetLibrary | None = None) -> str:
     """A YAML rule entry (list item, two-space indented) for ``rules/<area>.yaml``.
 
-    ``library_version`` is the version of the library the rule joins (None: the bundled one).
+    ``library`` is the library the rule joins (None: the bundled one).
     """
     commit = rev_parse(repo, sha)
     try:
@@ -80,18 +101,20 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
         raise ChangeInputError(f"--id: {rule_id!r} is not a kebab-case hazard name; use lowercase words joined by '-'")
     if area is not None and area not in AREAS:
         raise ChangeInputError(f"--area: unknown area {area!r}; use one of {', '.join(AREAS)}")
-    bad = _cut(old_text, old_start, old_end)
-    good = _cut(new_text, start, end)
+    bad = cut_statements(old_text, old_start, old_end, f"{path} at {sha}^")
+    good = cut_statements(new_text, start, end, f"{path} at {sha}")
     title = draft_title(git(repo, "log", "-1", "--format=%B", commit))
-    since = next_version(library_version or _bundled_version())
-    return _entry(_Draft(rule_id, area, path, commit, title, since), bad, good)
+    target = library or _bundled()
+    since = next_version(target.version)
+    return _entry(_Draft(rule_id, area, path, commit, title, since, target.since_note), bad, good)
 
 
-def _bundled_version() -> str:
+def _bundled() -> TargetLibrary:
     from ..library.loader import load_library
+    from ..library.location import LIBRARY_FILE
     from ..matchers.registry import check_matcher
 
-    return load_library(check_rule=check_matcher).version
+    return TargetLibrary(f"rules/{LIBRARY_FILE}", load_library(check_rule=check_matcher).version)
 
 
 def _blob(repo: str, rev: str, path: str, label: str) -> str:
@@ -101,8 +124,57 @@ def _blob(repo: str, rev: str, path: str, label: str) -> str:
         raise ChangeInputError(f"{path}: not present at {label}; pick a file the commit modifies") from None
 
 
-def _cut(text: str, start: int, end: int) -> str:
-    return textwrap.dedent("\n".join(text.splitlines()[start - 1 : end])).rstrip() + "\n"
+def cut_statements(text: str, start: int, end: int, where: str) -> str:
+    """Lines ``start..end`` of ``text`` widened to whole statements, dedented.
+
+    Raises ``ChangeInputError`` when they hold no statement, or when what is cut does not
+    parse on its own (a file that does not parse at all is cut as asked)."""
+    try:
+        tree: ast.Module | None = ast.parse(text)
+    except SyntaxError:
+        tree = None
+    if tree is not None:
+        widened = _statement_span(tree, start, end)
+        if widened is None:
+            raise ChangeInputError(
+                f"{where}: lines {start}-{end} hold no statement; pick --lines that cover the fixed code"
+            )
+        start, end = widened
+    code = textwrap.dedent("\n".join(text.splitlines()[start - 1 : end])).rstrip() + "\n"
+    try:
+        ast.parse(code)
+    except SyntaxError as exc:
+        raise ChangeInputError(
+            f"{where}: lines {start}-{end} do not parse as Python on their own ({exc.msg}); "
+            "pick --lines that cover whole statements"
+        ) from None
+    return code
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _statement_span(tree: ast.Module, start: int, end: int) -> tuple[int, int] | None:
+    """The innermost definition holding lines ``start..end`` whole (decorators included),
+    else the top-level statements they touch; None when they touch none."""
+    holders = [
+        (_first_line(node), node.end_lineno or node.lineno)
+        for node in ast.walk(tree)
+        if isinstance(node, _DEFINITIONS) and _first_line(node) <= start and end <= (node.end_lineno or node.lineno)
+    ]
+    if holders:
+        return min(holders, key=lambda span: span[1] - span[0])
+    touched = [
+        node for node in tree.body if _first_line(node) <= end and start <= (node.end_lineno or node.lineno)
+    ]
+    if not touched:
+        return None
+    return _first_line(touched[0]), touched[-1].end_lineno or touched[-1].lineno
+
+
+def _first_line(node: ast.stmt) -> int:
+    decorators: list[ast.expr] = getattr(node, "decorator_list", [])
+    return min([node.lineno, *(d.lineno for d in decorators)])
 
 
 def _block(code: str, indent: str) -> str:
@@ -117,6 +189,7 @@ class _Draft:
     commit: str
     title: str
     since: str
+    since_note: str  # a YAML comment: which library.yaml ``since`` follows
 
 
 def _entry(draft: _Draft, bad: str, good: str) -> str:
@@ -126,7 +199,7 @@ def _entry(draft: _Draft, bad: str, good: str) -> str:
         f"  - id: {rule_id}",
         f"    title: {title}  # TODO drafted from the commit message: name the hazard",
         "    status: experimental",
-        f"    since: {draft.since}  # the library's next version: bump rules/library.yaml to it",
+        f"    since: {draft.since}  {draft.since_note}",
         "    severity: warning",
         "    confidence: medium",
         "    problem: TODO what goes wrong, and where it bit us",

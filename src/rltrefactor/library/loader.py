@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from ..errors import RuleLibraryError
 from .fields import Reader, suggest
-from .location import LIBRARY_FILE, bundled_rules_dir
+from .location import LIBRARY_FILE, NAMES_FILE, bundled_rules_dir
 from .model import AREAS, Library, Rule
 from .schema import VERSION, parse_rule
 from .yamlsafe import load_yaml
@@ -47,7 +47,7 @@ def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck
     """
     bundled = read_rule_dir(bundled_rules_dir(), label="rules", bundled=True, check_rule=check_rule)
     locals_ = [
-        read_rule_dir(Path(d), label=_display(d), bundled=False, check_rule=check_rule) for d in (extra_dirs or ())
+        read_rule_dir(Path(d), label=display_dir(d), bundled=False, check_rule=check_rule) for d in (extra_dirs or ())
     ]
     retired = set(bundled.retired)
     seen: dict[str, Rule] = {}
@@ -59,7 +59,8 @@ def load_library(extra_dirs: Iterable[str] | None = (), *, check_rule: RuleCheck
             seen[rule.id] = rule
     drop = _disabled_ids(locals_, seen)
     rules = tuple(rule for rule in seen.values() if rule.id not in drop)
-    return Library(version=bundled.version, schema=SCHEMA_VERSION, rules=rules, retired_ids=frozenset(retired))
+    return Library(version=bundled.version, schema=SCHEMA_VERSION, rules=rules, retired_ids=frozenset(retired),
+                   local_versions=tuple((directory.label, directory.version) for directory in locals_))
 
 
 def _check_unique(rule: Rule, seen: dict[str, Rule], retired: set[str]) -> None:
@@ -90,7 +91,9 @@ def read_rule_dir(directory: Path, *, label: str, bundled: bool, check_rule: Rul
     else:
         meta = RuleDir(label, "0.0.0", (), frozenset())
     rules: list[Rule] = []
-    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.name != LIBRARY_FILE)
+    # The bundled library's name lists (``names``) are read where they are used.
+    skipped = (LIBRARY_FILE, NAMES_FILE) if bundled else (LIBRARY_FILE,)
+    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.name not in skipped)
     files.sort(key=lambda p: AREAS.index(p.stem) if p.stem in AREAS else len(AREAS))
     for path in files:
         rules.extend(_read_area_file(path, f"{label}/{path.name}", "bundled" if bundled else label, check_rule))
@@ -135,7 +138,15 @@ def _read_area_file(path: Path, display: str, library: str, check_rule: RuleChec
     return rules
 
 
-def _display(directory: str) -> str:
+def library_version(directory: str) -> str | None:
+    """The version in ``directory``'s ``library.yaml``, or None when it has none."""
+    meta = Path(directory) / LIBRARY_FILE
+    if not meta.is_file():
+        return None
+    return _read_meta(meta, f"{display_dir(directory)}/{LIBRARY_FILE}", bundled=False).version
+
+
+def display_dir(directory: str) -> str:
     path = os.path.abspath(directory)
     try:
         relative = os.path.relpath(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping, get_args
 
-from ..types import Severity
+from ..severity import Severity
 
 AREAS = (
     "responsibilities-state",
@@ -20,6 +20,8 @@ AREAS = (
 RuleStatus = Literal["active", "experimental", "retired"]
 STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
 ExampleKind = Literal["bad", "good"]
+ModuleKind = Literal["kernel", "configuration"]
+MODULE_KINDS: tuple[ModuleKind, ...] = get_args(ModuleKind)
 CONFIDENCES = ("high", "medium", "low")
 FIX_SAFETY = ("safe", "unsafe", "manual")
 
@@ -39,7 +41,11 @@ class Origin:
 class Applicability:
     paths: tuple[str, ...] = ("**/*.py",)
     exclude: tuple[str, ...] = ()
-    hot_paths_only: bool = False
+    # "per-step": findings only in code that may run on every step, launch or request;
+    # the engine leaves out the rest (see ``engine`` and ``matchers.context.runs_cold``).
+    per_step: bool = False  # ``runs: per-step`` in YAML
+    # Kinds of module (read from their content, see ``module_kinds``) the rule leaves alone.
+    exclude_modules: tuple[ModuleKind, ...] = ()
     tests: bool = False  # whether test files are reviewed by this rule
 
 
@@ -109,6 +115,13 @@ class Library:
     schema: int
     rules: tuple[Rule, ...]
     retired_ids: frozenset[str] = frozenset()  # ids that may never be reused
+    # Repository-local rule directories loaded beside the bundled rules: (label, version).
+    local_versions: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def versions(self) -> str:
+        """The bundled version, and each local library's beside it: ``1.4.1 + review/rules 0.3.0``."""
+        return " + ".join([self.version, *(f"{label} {version}" for label, version in self.local_versions)])
 
     def get(self, rule_id: str) -> Rule | None:
         for rule in self.rules:

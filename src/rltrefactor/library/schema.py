@@ -12,17 +12,19 @@ import re
 import tokenize
 
 from ..globs import GlobError, compile_glob
-from ..types import SEVERITIES
-from .fields import Reader, _kind, _short
+from ..severity import SEVERITIES
+from .fields import Reader, _kind, _short, suggest
 from .model import (
     AREAS,
     CONFIDENCES,
     FIX_SAFETY,
+    MODULE_KINDS,
     STATUSES,
     Applicability,
     Example,
     ExampleKind,
     MatcherSpec,
+    ModuleKind,
     Origin,
     Rule,
 )
@@ -35,7 +37,9 @@ RULE_KEYS = (
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
     "matcher", "manual", "examples",
 )  # fmt: skip
-APPLIES_KEYS = ("paths", "exclude", "hot-paths-only", "tests")
+APPLIES_KEYS = ("paths", "exclude", "exclude-modules", "runs", "tests")
+# ``runs``: where a rule's findings can be (see docs/writing-rules.md), and whether that is per-step code only.
+RUNS = {"anywhere": False, "per-step": True}
 EXAMPLE_KEYS = ("path", "bad", "good")
 # The three forms of a matcher block, as a bad one's error names them (docs/writing-rules.md).
 MATCHER_FORMS = (
@@ -128,6 +132,8 @@ def _applicability(r: Reader) -> Applicability:
     if data is None:
         return Applicability()
     a = Reader(data, r.file, r.where + ": applies-to", r.line_of("applies-to"))
+    if a.has("hot-paths-only"):
+        raise a.error(a.line_of("hot-paths-only"), "hot-paths-only: replaced by `runs: per-step` (the engine then leaves out code that runs once or offline); rename the key")
     a.check_keys(APPLIES_KEYS)
     paths = a.strings("paths", default=("**/*.py",))
     exclude = a.strings("exclude")
@@ -140,9 +146,18 @@ def _applicability(r: Reader) -> Applicability:
     return Applicability(
         paths=paths,
         exclude=exclude,
-        hot_paths_only=a.get("hot-paths-only", bool, default=False),
+        per_step=RUNS[a.choice("runs", tuple(RUNS), default="anywhere")],
+        exclude_modules=_module_kinds(a),
         tests=a.get("tests", bool, default=False),
     )
+
+
+def _module_kinds(a: Reader) -> tuple[ModuleKind, ...]:
+    kinds = a.strings("exclude-modules")
+    for kind in kinds:
+        if kind not in MODULE_KINDS:
+            raise a.error(a.line_of("exclude-modules"), f"exclude-modules: unknown module kind {kind!r}{suggest(kind, MODULE_KINDS)}; use one of {', '.join(MODULE_KINDS)}")
+    return tuple(k for k in MODULE_KINDS if k in kinds)
 
 
 def _examples(r: Reader, rule_id: str, *, testable: bool) -> tuple[Example, ...]:

@@ -13,7 +13,8 @@ from typing import ClassVar, Any, Iterator
 import libcst as cst
 
 from ..prefilter import Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option

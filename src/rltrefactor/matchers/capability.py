@@ -1,4 +1,4 @@
-"""Capability-selection matchers: branches on probed facts, silent backend fallbacks."""
+"""Capability-selection matchers: branches on probed facts (import fallbacks: ``fallbacks``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..prefilter import Prefilter, whole_word
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .companions import probe_targets
 from .context import subtree, unpacked
 from .imports import dotted_name
 from .options import Option
 
 _STRING_TESTS = frozenset({"startswith", "endswith", "lower", "upper", "find", "__contains__"})
-_DIAGNOSTIC_CALLS = frozenset(
-    {"warn", "warning", "warning_once", "info", "info_once", "error", "exception", "debug", "critical", "log", "print_warning_once"}
-)
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError"})
 # What may stand before the ``=`` of an assignment (``major, minor = ...``); greedy, so
 # matching never backtracks.
 
@@ -56,7 +53,8 @@ class ComparedProbe:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for match in self._matches(ctx):
             function = ctx.enclosing_function(match.node)
-            if self.skip is None or function is None or not self.skip.search(function.name.value):
+            skipped = self.skip is not None and function is not None and self.skip.search(function.name.value)
+            if not skipped and not defines_flag(match.node, ctx):
                 yield match
 
     def _matches(self, ctx: FileContext) -> Iterator[Match]:
@@ -138,6 +136,28 @@ class ComparedProbe:
         return {key: frozenset(value) for key, value in found.items()}
 
 
+_CONSTRUCTORS = frozenset({"__init__", "__post_init__"})
+
+
+def defines_flag(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` lies in the value of the assignment that defines a capability flag once:
+    a name at module or class level (``HAS_FP8 = probe() >= (8, 9)``), or ``self.x`` in
+    ``__init__``; the decided-once place the capability rules recommend."""
+    statement = next((a for a in ctx.ancestors(node) if isinstance(a, cst.BaseSmallStatement)), None)
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+    elif isinstance(statement, cst.AnnAssign) and statement.value is not None:
+        targets = [statement.target]
+    else:
+        return False
+    function = ctx.enclosing_function(statement)
+    if function is None:
+        return all(isinstance(t, cst.Name) for t in targets)
+    return function.name.value in _CONSTRUCTORS and all(
+        isinstance(t, cst.Attribute) and dotted_name(t.value) == "self" for t in targets
+    )
+
+
 def _compares_with_none(comparison: cst.Comparison) -> bool:
     """``x is None`` or ``x is not None``: whether a probe has a value at all, which is a
     truth test of it (``torch.version.hip is not None`` asks for a ROCm build, not a
@@ -167,60 +187,6 @@ def _attribute_tokens(qualified: str) -> "tuple[str | re.Pattern[str], ...]":
     if len(parts) >= 3:
         return (whole_word(parts[-2]), re.compile(rf"{last}(?<![\w.'\"]{last})(?![\w'\"])"))
     return (re.compile(rf"{last}(?<![\w]{last})(?![\w])(?!\s*\()"),)
-
-
-class SilentImportFallback:
-    """An ``except ImportError`` that switches implementation without telling anyone."""
-
-    reach = MatcherReach(reads="statement")  # the try's body and the handler's
-
-    OPTIONS: ClassVar[dict[str, Option]] = {}
-
-    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
-        self.rule_id = rule_id
-        self.prefilter: Prefilter = ("ImportError", "ModuleNotFoundError")
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for attempt in ctx.nodes(cst.Try):
-            if not any(isinstance(n, (cst.Import, cst.ImportFrom)) for n in subtree(attempt.body)):
-                continue
-            for handler in attempt.handlers:
-                if _catches_import_error(handler) and _switches_silently(handler):
-                    yield Match(handler, {"MODULE": _first_import(attempt.body, ctx)})
-
-    # (helpers below are module functions so they stay small and testable)
-
-
-def _catches_import_error(handler: cst.ExceptHandler) -> bool:
-    if handler.type is None:
-        return False
-    names = [handler.type] if not isinstance(handler.type, cst.Tuple) else [e.value for e in handler.type.elements]
-    return any((dotted_name(n) or "").rpartition(".")[2] in _IMPORT_ERRORS for n in names)
-
-
-def _switches_silently(handler: cst.ExceptHandler) -> bool:
-    switches = False
-    for node in subtree(handler.body):
-        if isinstance(node, cst.Raise):
-            return False
-        if isinstance(node, cst.Call) and (dotted_name(node.func) or "").rpartition(".")[2] in _DIAGNOSTIC_CALLS:
-            return False
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
-            switches = True
-        elif isinstance(node, (cst.Assign, cst.AnnAssign)) and node.value is not None:
-            value = node.value
-            if not (isinstance(value, cst.Name) and value.value in ("None", "True", "False")):
-                switches = True
-    return switches
-
-
-def _first_import(body: cst.CSTNode, ctx: FileContext) -> str:
-    for node in subtree(body):
-        if isinstance(node, cst.Import):
-            return dotted_name(node.names[0].name) or "the module"
-        if isinstance(node, cst.ImportFrom) and node.module is not None:
-            return dotted_name(node.module) or "the module"
-    return "the module"
 
 
 # Accelerator backends of torch and its out-of-tree extensions; "cpu" is a residency
@@ -254,7 +220,8 @@ class AcceleratorProbe:
                     continue  # picks a name (``"cuda" if ... else "cpu"``), not a path
                 for node in subtree(branch.test):  # type: ignore[attr-defined]  # If, While and IfExp all have a test
                     if self._probe(node, ctx):
-                        yield Match(node, {"PROBE": ctx.code(node)})
+                        if not defines_flag(node, ctx):
+                            yield Match(node, {"PROBE": ctx.code(node)})
                         break
 
     def _probe(self, node: cst.CSTNode, ctx: FileContext) -> bool:

@@ -54,8 +54,24 @@ def written_self_names(text: str) -> list[str]:
 
 
 def residency_companions(text: str) -> set[str]:
-    """Names whose assignments residency inference reads: the values on a token's first
-    line (``lengths`` in ``lengths.max().item()``). Statement planning keeps the lines
+    """Names whose assignments residency inference reads: the values on a token's line
+    and the lines its brackets continue on (``lengths`` in ``lengths.max().item()``,
+    ``place`` in ``torch.zeros(n,\n device=place)``). Statement planning keeps the lines
     that mention them, so the assignment that says where a value lives is parsed."""
-    first_line = text.split("\n", 1)[0]
-    return {name for name in _VALUE_NAME.findall(first_line) if name not in _NOT_LOCAL}
+    return {name for name in _VALUE_NAME.findall(_bracketed_line(text)) if name not in _NOT_LOCAL}
+
+
+_OPEN, _CLOSE = re.compile(r"[(\[{]"), re.compile(r"[)\]}]")
+_CONTINUED_LINES = 16
+
+
+def _bracketed_line(text: str) -> str:
+    """The first line, and the lines after it while its brackets stay open (a bounded
+    guess: brackets in strings are counted too)."""
+    lines = text.split("\n", _CONTINUED_LINES)[:_CONTINUED_LINES]
+    depth = 0
+    for count, line in enumerate(lines, 1):
+        depth += len(_OPEN.findall(line)) - len(_CLOSE.findall(line))
+        if depth <= 0:
+            return "\n".join(lines[:count])
+    return "\n".join(lines)

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from typing import Iterator
 
 import libcst as cst
 
 from ..execution import COLD_KINDS
+from ..names import Names, bundled_names
 from ..execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import TRIVIA_FIELDS, FileContext
 
-_COLD_NAME = re.compile(r"TYPE_CHECKING|is_compiling|isEnabledFor|debug|^__name__$", re.IGNORECASE)
 
 def enclosing_functions(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.FunctionDef]:
     for ancestor in ctx.ancestors(node):
@@ -42,14 +41,16 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
         child = ancestor
 
 
-# Calls whose arguments are only evaluated to be printed.
-_MESSAGE_CALLS = frozenset("debug info warning warning_once info_once error exception critical log print warn".split())
-
-
-def in_cold_code(node: cst.CSTNode, ctx: FileContext) -> bool:
-    if in_setup_function(node, ctx) or in_message(node, ctx) or in_cold_function(node, ctx):
+def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` runs once or offline: in a function the execution stage found so
+    (configuration included; never a name alone), in a message, or under a cold or
+    one-time guard. The engine drops hits of ``runs: per-step`` rules there; matchers
+    never ask."""
+    if in_message(node, ctx) or in_cold_function(node, ctx):
         return True
-    return any(is_cold_condition(branch.test) or is_one_time_guard(branch) for branch in guarded_by(node, ctx))
+    return any(
+        is_cold_condition(branch.test, ctx.names) or is_one_time_guard(branch, ctx.names) for branch in guarded_by(node, ctx)
+    )
 
 
 def in_cold_function(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -79,17 +80,13 @@ def enclosing_qualname(node: cst.CSTNode, ctx: FileContext) -> str | None:
     return ".".join(reversed(parts))
 
 
-# Flags that say a branch runs until something has been set up once.
-_ONE_TIME_FLAG = re.compile(r"(?i)init|ready|built|setup|warm|allocated|compiled|captured|loaded|prepared")
-
-
-def is_one_time_guard(branch: cst.If) -> bool:
+def is_one_time_guard(branch: cst.If, names: Names | None = None) -> bool:
     """``if not self._initialized:``, ``if self._buf is None: self._buf = ...`` or
     ``if not hasattr(self, "_buf"):``: the body runs once, then never again."""
     test = branch.test
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
-        if isinstance(inner, cst.Attribute) and _ONE_TIME_FLAG.search(inner.attr.value):
+        if isinstance(inner, cst.Attribute) and (names or bundled_names()).regex("one-time-flags").search(inner.attr.value):
             return True
         if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "hasattr":
             return True
@@ -115,6 +112,7 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
     """In a ``raise`` statement, an ``assert``'s message or an argument of a logging
     call: evaluated only when failing or when the message is emitted. (An ``assert``'s
     test runs on every call and stays hot.)"""
+    message_calls = ctx.names.entry("message-calls").values
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, cst.Raise) or isinstance(ancestor, cst.Assert) and child is ancestor.msg:
@@ -122,7 +120,7 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
         if isinstance(ancestor, cst.Call):
             func = ancestor.func
             name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", None)
-            if name in _MESSAGE_CALLS:
+            if name in message_calls:
                 return True
         if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
             return False
@@ -130,11 +128,12 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
     return False
 
 
-def is_cold_condition(test: cst.BaseExpression) -> bool:
+def is_cold_condition(test: cst.BaseExpression, names: Names | None = None) -> bool:
     """A condition that only holds when type checking, compiling, debugging or run as a script."""
+    cold_name = (names or bundled_names()).regex("cold-conditions")
     for node in subtree(test):
         name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
-        if name is not None and _COLD_NAME.search(name):
+        if name is not None and cold_name.search(name):
             return True
     return False
 

@@ -7,17 +7,20 @@ from typing import Any, ClassVar, Iterable, Iterator
 
 import libcst as cst
 
+from ..names import bundled_names
 from ..prefilter import AllOf, Prefilter
-from .base import FileContext, Match, MatcherReach
-from .context import in_cold_code, in_per_step_function, subtree
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
+from .context import in_per_step_function, subtree
 from .companions import residency_companions
-from .residency import on_host
+from .residency import is_pinned, on_host
 from .imports import dotted_name
 from .options import Option
 
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.
-HOST_NAMES = r"\bnp\b|numpy|_np\b|\bcpu|_cpu\b|\bhost|_host\b|\.tolist\(\)"
+# The one spelling of host-data names, from the bundled name lists (``rules/names.yaml``).
+HOST_NAMES = bundled_names().pattern_text("host-names")
 
 
 _CONVERSION = re.compile(r"(?:int|float|bool)\s*\(")
@@ -58,14 +61,14 @@ class TensorToHostConversion:
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for call in ctx.nodes(cst.Call):
             if ctx.qualified_name(call.func) in ("int", "float", "bool") and len(call.args) == 1:
-                if self._holds_device_value(call.args[0].value, ctx) and not in_cold_code(call, ctx):
+                if self._holds_device_value(call.args[0].value, ctx):
                     yield Match(call, {"X": ctx.code(call.args[0].value), "CONVERSION": ctx.code(call.func)})
         kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
                 # One branch reads one value, so it is reported once.
                 for operand in _truth_operands(branch.test):
-                    if self._device_value(operand, ctx) and not in_cold_code(operand, ctx):
+                    if self._device_value(operand, ctx):
                         yield Match(operand, {"X": ctx.code(operand), "CONVERSION": "a branch condition"})
                         break
 
@@ -80,17 +83,21 @@ class TensorToHostConversion:
     def _device_value(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
         if not isinstance(expr, cst.Call):
             return False
-        if isinstance(expr.func, cst.Attribute) and expr.func.attr.value in self.reductions:
-            receiver = expr.func.value
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value in self.reductions and ctx.qualified_name(func.value) != "torch":
+            receiver = func.value
             if dotted_name(receiver) in ("np", "numpy", "math", "builtins"):
                 return False
-            return (
-                ctx.qualified_name(receiver) not in ("numpy",)
-                and not self.host.search(ctx.code(receiver))
-                and not on_host(receiver, ctx)
-            )
+            return ctx.qualified_name(receiver) not in ("numpy",) and not self._on_host(receiver, ctx)
         name = ctx.qualified_name(expr.func)
-        return name in self.host_returning or (name is not None and name.startswith("torch.") and name.rpartition(".")[2] in self.reductions)
+        reads = name in self.host_returning or (
+            name is not None and name.startswith("torch.") and name.rpartition(".")[2] in self.reductions
+        )
+        # ``torch.sum(t)``, ``torch.equal(a, b)``: host inputs give a host result.
+        return reads and not any(self._on_host(arg.value, ctx) for arg in expr.args if arg.keyword is None)
+
+    def _on_host(self, expr: cst.BaseExpression, ctx: FileContext) -> bool:
+        return bool(self.host.search(ctx.code(expr))) or on_host(expr, ctx)
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -142,9 +149,7 @@ class ZeroFilledKernelOutput:
                 used = _names_in(statement) & pending.keys()
                 if used:
                     for name in self._overwritten(statement, used, ctx):
-                        call = pending[name]
-                        if not in_cold_code(call, ctx):
-                            yield Match(call, {"X": name})
+                        yield Match(pending[name], {"X": name})
                     for name in used:
                         del pending[name]
                 target, zeros = _zeros_assignment(statement, ctx)
@@ -209,14 +214,14 @@ class PerStepHostStaging:
                         isinstance(value, cst.Call)
                         and ctx.qualified_name(value.func) in _HOST_FACTORIES
                         and on_host(value, ctx)
-                        and not any(a.keyword and a.keyword.value == "pin_memory" for a in value.args)
+                        and not is_pinned(value, ctx)
                     ):
                         allocations[node.targets[0].target.value] = value
             if not allocations:
                 continue
             filled = _filled_in_loops(function.body, allocations.keys())
             for name, call in allocations.items():
-                if name in filled and not in_cold_code(call, ctx):
+                if name in filled:
                     yield Match(call, {"X": name})
 
 

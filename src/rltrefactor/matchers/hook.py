@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ..prefilter import Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 
 # A NUL character never occurs in Python source, so the engine's text prefilter skips
 # this matcher for every file without parsing it.

@@ -8,7 +8,8 @@ from typing import Any, Iterator, TypeGuard
 import libcst as cst
 
 from ..prefilter import GuardedRegex, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .imports import dotted_name
 from .options import Option
 

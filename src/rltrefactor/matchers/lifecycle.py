@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Iterator, Sequence
 import libcst as cst
 
 from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .companions import guarded_names
 from .context import is_setup_name, subtree
 from .imports import dotted_name

@@ -12,10 +12,12 @@ A pattern block has exactly one positive part and optional refinements::
 
 Contexts: ``loop: true``, ``function: REGEX``, ``class: REGEX``, ``with: PATTERN``,
 ``if: PATTERN`` (in the body of such an ``if``), ``pattern: PATTERN`` (any enclosing
-node), ``test-file: true``, ``cold-code: true`` (see ``context``), ``per-step: true``
+node), ``test-file: true``, ``per-step: true``
 (the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
 or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
-values not known to live in host memory (see ``residency``). Nothing is ever evaluated.
+values not known to live in host memory, ``pinned: false`` only values not known to be
+pinned (see ``residency``), ``host-named: false`` only code that names no host data (the
+``host-names`` list of ``rules/names.yaml``). Nothing is ever evaluated.
 """
 
 from __future__ import annotations
@@ -27,19 +29,21 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 import libcst as cst
 
 from ..prefilter import AllOf, Prefilter, Token
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
-from .context import enclosing_functions, guarded_by, in_cold_code, in_per_step_function, is_target
+from .context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from .companions import residency_companions
-from .residency import on_host
+from .residency import is_pinned, on_host
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
-    "loop", "function", "class", "with", "if", "pattern", "test-file", "cold-code", "per-step", "target", "any",
+    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "any",
 )
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host")
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
+RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),
@@ -70,8 +74,7 @@ class PatternMatcher:
         self.rule_id = rule_id
         self.block = block
         self.prefilter: Prefilter = block.tokens
-        # ``on-host`` constraints read how the receivers were assigned; ``not-inside:
-        # cold-code`` never reports in set-up methods, so tokens there select nothing.
+        # ``on-host`` constraints read how the receivers were assigned.
         self.reach = MatcherReach(
             reads="header" if block.header_only else "function",
             never_in_setup=never_in_setup,
@@ -88,11 +91,8 @@ class PatternMatcher:
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
-    skips_cold = isinstance(block, dict) and any(
-        isinstance(item, dict) and item.get("cold-code") is True for item in block.get("not-inside") or ()
-    )
     return PatternMatcher(
-        rule_id, compile_block(block, line), reads_residency=_mentions(block, "on-host"), never_in_setup=skips_cold
+        rule_id, compile_block(block, line), reads_residency=any(_mentions(block, key) for key in RESIDENCY_FACTS)
     )
 
 
@@ -298,9 +298,11 @@ def _context(item: Any, line: int | None, key: str) -> Context:
     if not isinstance(item, dict) or len(item) != 1:
         raise MatcherSpecError(f"{key}: each context is a mapping with one key ({', '.join(CONTEXT_KEYS)}); fix the item", line)
     kind, value = next(iter(item.items()))
+    if kind == "cold-code":
+        raise MatcherSpecError(f"{key}: context 'cold-code' is gone: declare `applies-to: {{runs: per-step}}` on the rule, and the engine leaves out code that runs once or offline", line)
     if kind not in CONTEXT_KEYS:
         raise MatcherSpecError(f"{key}: unknown context {kind!r}{suggest(kind, CONTEXT_KEYS)}; use one of {', '.join(CONTEXT_KEYS)}", line)
-    if kind in ("loop", "test-file", "cold-code", "per-step", "target"):
+    if kind in ("loop", "test-file", "per-step", "target"):
         if value is not True:
             raise MatcherSpecError(f"{key}: context {kind!r} takes `true` (got {value!r}); use not-inside to negate it", line)
         return _FLAGS[kind]
@@ -316,7 +318,6 @@ def _context(item: Any, line: int | None, key: str) -> Context:
 _FLAGS: Mapping[str, Context] = {
     "loop": lambda node, ctx: ctx.in_loop(node),
     "test-file": lambda node, ctx: ctx.is_test,
-    "cold-code": in_cold_code,
     "per-step": in_per_step_function,
     "target": is_target,
 }
@@ -391,10 +392,15 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
             raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
         types = KINDS[value]
         return lambda ctx, b: name not in b or isinstance(b[name], types)
-    if key == "on-host":
+    if key in RESIDENCY_FACTS:
         if not isinstance(value, bool):
-            raise MatcherSpecError(f"where: ${name}: on-host: expected true or false (got {value!r}); fix it", line)
-        return lambda ctx, b: name not in b or on_host(b[name], ctx) == value
+            raise MatcherSpecError(f"where: ${name}: {key}: expected true or false (got {value!r}); fix it", line)
+        fact = RESIDENCY_FACTS[key]
+        return lambda ctx, b: name not in b or fact(b[name], ctx) == value
+    if key == "host-named":
+        if not isinstance(value, bool):
+            raise MatcherSpecError(f"where: ${name}: host-named: expected true or false (got {value!r}); fix it", line)
+        return lambda ctx, b: name not in b or (ctx.names.regex("host-names").search(ctx.code(b[name])) is not None) == value
     raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
 
 

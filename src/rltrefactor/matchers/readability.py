@@ -8,8 +8,9 @@ from typing import Any, Iterator
 import libcst as cst
 
 from ..prefilter import AllOf, GuardedRegex, Prefilter
-from .base import FileContext, Match, MatcherReach
-from .context import in_cold_code, subtree, unpacked
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
+from .context import subtree, unpacked
 from .imports import dotted_name
 from .options import Option
 
@@ -123,7 +124,7 @@ class UnexplainedNumberInBranch:
         kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
-                if ctx.enclosing_function(branch) is None or in_cold_code(branch.test, ctx):
+                if ctx.enclosing_function(branch) is None:
                     continue
                 for node in subtree(branch.test):
                     if isinstance(node, cst.Comparison):

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, device, interfaces, lifecycle, readability, resources, state, teardown
+from . import async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -51,7 +51,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "per-step-host-staging": _factory(device.PerStepHostStaging),
     "compared-probe": _factory(capability.ComparedProbe),
     "accelerator-probe": _factory(capability.AcceleratorProbe),
-    "silent-import-fallback": _factory(capability.SilentImportFallback),
+    "silent-import-fallback": _factory(fallbacks.SilentImportFallback),
     "foreign-private-attribute": _factory(state.ForeignPrivateAttribute),
     "collaborator-container-mutation": _factory(state.CollaboratorContainerMutation),
     "per-call-temporary-on-self": _factory(state.PerCallTemporaryOnSelf),
@@ -74,6 +74,10 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "wide-tuple-return": _factory(interfaces.WideTupleReturn),
     "abbreviated-new-name": _factory(readability.AbbreviatedNewName),
     "unexplained-number-in-branch": _factory(readability.UnexplainedNumberInBranch),
+    "environment-read": _factory(environment.EnvironmentRead),
+    "device-tensor-truth-test": _factory(implicit_sync.DeviceTensorTruthTest),
+    "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
+    "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
 }
 
 

@@ -1,12 +1,21 @@
 """Where a tensor lives, as far as one function shows it: on the host, or unknown.
 
 A value is known to be on the host when it is, or is a view of, or was assigned from:
-``.cpu()``, ``.numpy()``, ``.tolist()``, a join (``torch.cat``) of host values, a ``torch`` factory called without a device or
-with ``device="cpu"`` (or ``pin_memory=True``), ``torch.from_numpy(...)``, a numpy call,
-a name that says so (``x_cpu``, ``host_x``, ``x_np``), a call to a function the call
-index shows returns host tensors only (``execution.host_calls``), or a value guarded by
-``if x.is_cpu:``. Every assignment of a name in the function must agree; anything else
-is unknown. Host-sync rules never fire on known-host values.
+``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) of
+host values, a ``torch`` factory called without a device or with a host device (or
+``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy
+call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations of host values, or a value
+guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
+a host value, or a name last assigned one of those. The last assignment of a name before
+its use decides; anything else is unknown. A call to a function the call index shows
+returns host tensors only (``execution.host_calls``) is a host value. Every device-residency rule asks these
+questions (``on_host``, ``is_pinned``) and never reports known-host values.
+
+A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
+overlap) when it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so
+(``pinned``), is a persistent buffer (an attribute of ``self``: staging buffers are
+allocated pinned once), or is a basic view or slice of a pinned value. Advanced indexing
+(``buf[idx]``) makes a new, pageable tensor.
 """
 
 from __future__ import annotations
@@ -19,14 +28,13 @@ from .base import FileContext
 from .context import guarded_by, subtree
 from .imports import dotted_name
 
-HOST_NAMES = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])|\.tolist\(\)")
 # Methods whose result lives where their receiver lives.
 _SAME_PLACE = frozenset(
     "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
     "permute transpose t expand narrow select split chunk to_dense type_as "
     "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round".split()
 )
-_HOST_METHODS = frozenset({"cpu", "numpy", "tolist"})
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm "
     "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
@@ -34,19 +42,31 @@ _FACTORIES = frozenset(
 )
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
-_DEPTH = 4
+_DEPTH = 6  # assignments and views followed; device names add two steps
+_PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
+# Methods whose result shares its receiver's memory.
+_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze detach permute transpose t expand".split())
 
 
 def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     """Whether ``expr`` is known to live in host memory."""
     if depth > _DEPTH:
         return False
-    if isinstance(expr, (cst.Name, cst.Attribute)) and HOST_NAMES.search(ctx.code(expr)):
+    if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
         return True
     if isinstance(expr, cst.Subscript):
         return on_host(expr.value, ctx, depth + 1)
     if isinstance(expr, cst.BinaryOperation):  # a host tensor only combines with host values
         return on_host(expr.left, ctx, depth + 1) or on_host(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(target.comparator for target in expr.comparisons)]
+        return any(on_host(operand, ctx, depth + 1) for operand in operands)
+    if isinstance(expr, cst.UnaryOperation):
+        return on_host(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "device":  # the device of a host value
+        return on_host(expr.value, ctx, depth + 1)
+    if _names_cpu(expr, ctx):
+        return True
     if isinstance(expr, cst.ListComp):
         return on_host(expr.elt, ctx, depth + 1)
     if isinstance(expr, (cst.List, cst.Tuple)):
@@ -65,7 +85,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
         if method in _HOST_METHODS:
             return True
         if method == "to":
-            return _targets_host(call, ctx)
+            return _targets_host(call, ctx, depth)
         if method in _SAME_PLACE:
             return on_host(func.value, ctx, depth + 1)
     if dotted_name(func) in ctx.execution.host_calls:
@@ -79,23 +99,60 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     if root == "torch" and leaf in _FACTORIES:
         device = _keyword(call, "device")
         if device is not None:
-            return _is_cpu(device, ctx)
+            return on_host(device, ctx, depth + 1)
         if leaf in _LIKE and call.args:
             return on_host(call.args[0].value, ctx, depth + 1)
         return True  # torch factories allocate on the CPU unless told otherwise
     return False
 
 
-def _targets_host(call: cst.Call, ctx: FileContext) -> bool:
+def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
+    """``.to("cpu")``, ``.to(device=host_dev)`` or ``.to(x_cpu)`` (the device of a host tensor)."""
     device = _keyword(call, "device")
     if device is None and call.args and call.args[0].keyword is None:
         device = call.args[0].value
-    return device is not None and _is_cpu(device, ctx)
+    return device is not None and on_host(device, ctx, depth + 1)
 
 
-def _is_cpu(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+def _names_cpu(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """A device literal that names the host: ``"cpu"``, ``torch.device("cpu")``."""
+    if not isinstance(expr, (cst.SimpleString, cst.Call)):
+        return False
     text = ctx.code(expr).strip()
-    return bool(re.fullmatch(r"""['"]cpu['"]|torch\.device\(\s*['"]cpu['"]\s*\)""", text))
+    return bool(re.fullmatch(r"""['"]cpu['"]|(torch\.)?device\(\s*['"]cpu['"]\s*\)""", text))
+
+
+def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether ``expr`` is known (or, for a persistent buffer, presumed) to be pinned host memory."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, cst.Attribute) and (dotted_name(expr) or "").startswith("self."):
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)) and _PINNED_NAMES.search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _basic_index(expr) and is_pinned(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory":
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+            return is_pinned(func.value, ctx, depth + 1)
+        pin = _keyword(expr, "pin_memory")
+        return pin is not None and ctx.code(pin).strip() == "True"
+    if isinstance(expr, cst.Name):
+        value = _last_value(expr, ctx)
+        return value is not None and is_pinned(value, ctx, depth + 1)
+    return False
+
+
+def _basic_index(subscript: cst.Subscript) -> bool:
+    """Indexed by slices and integer literals only: a view, not a gathered copy."""
+    return all(
+        isinstance(element.slice, cst.Slice)
+        or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Integer))
+        for element in subscript.slice
+    )
 
 
 def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
@@ -116,16 +173,22 @@ def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     """The last assignment of ``name`` before this use, in source order, puts it on the host."""
+    value = _last_value(name, ctx)
+    return value is not None and on_host(value, ctx, depth + 1)
+
+
+def _last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last assignment of ``name`` before this use, in source order."""
     function = ctx.enclosing_function(name)
     if function is None:
-        return False
+        return None
     value = None
     for node in _events(function, ctx).get(name.value, ()):
         if node is name:
             break
         if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
             value = node.value
-    return value is not None and on_host(value, ctx, depth + 1)
+    return value
 
 
 def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.CSTNode]]:

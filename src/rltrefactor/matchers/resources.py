@@ -12,7 +12,8 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .context import subtree
 from .options import Option
 from .teardown import del_targets, is_name

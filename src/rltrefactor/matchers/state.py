@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Iterator
 import libcst as cst
 
 from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .companions import SELF_NAMES, SELF_PRIVATE_WRITE, foreign_receivers, written_self_names
 from .context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from .imports import dotted_name

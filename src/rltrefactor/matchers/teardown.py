@@ -14,7 +14,8 @@ from typing import Any, ClassVar, Iterable, Iterator
 import libcst as cst
 
 from ..prefilter import Prefilter, GuardedRegex
-from .base import FileContext, Match, MatcherReach
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option

@@ -1,4 +1,4 @@
-"""Perf deltas -> findings, and static findings confirmed by a measured delta.
+"""Perf deltas -> findings, and static findings confirmed by a measured addition.
 
 Only additions become findings (``perf-added-sync|copy|alloc``); removals stay in
 ``PerfSummary.deltas`` as improvements. Rule texts come from the rule library (the
@@ -8,26 +8,18 @@ caller's, else the bundled one: the YAML entries of these ids); they may use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import lru_cache
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ..types import ChangeSet, Finding, PerfDelta, PerfEvidence, PerfSummary, Severity, Span
+from ..severity import Severity
+from ..types import ChangeSet, Drop, Finding, PerfEvidence, Span
+from .records import PerfDelta, PerfSummary
 from .attribution import normalize_source
 from .deltas import detail, site_label
 
 if TYPE_CHECKING:
-    from ..library.model import Library
-
-AREA = "device-residency"
-
-
-@dataclass(frozen=True)
-class RuleText:
-    title: str
-    severity: Severity
-    impact: str
-    fix: str
+    from ..library.model import Library, Rule
 
 
 @lru_cache(maxsize=1)
@@ -38,12 +30,12 @@ def _bundled() -> "Library":
     return load_library(check_rule=check_matcher)
 
 
-def _texts(rule_id: str, library: "Library | None") -> RuleText:
-    """The rule's texts from the caller's library, else from the bundled one: one source."""
+def _rule(rule_id: str, library: "Library | None") -> "Rule":
+    """The rule from the caller's library, else from the bundled one: one source."""
     for candidate in (library, _bundled()):
         for rule in candidate.rules if candidate is not None else ():
             if rule.id == rule_id:
-                return RuleText(rule.title, rule.severity, rule.impact, rule.fix)
+                return rule
     raise KeyError(f"{rule_id}: not in the rule library")  # the bundled library defines every perf rule
 
 
@@ -101,52 +93,64 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
 def _finding(
     group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
 ) -> Finding:
-    from ..rule_findings import fill_template, fingerprint
+    from ..rule_findings import fill_template, rule_finding
 
     delta, also = group[0], group[1:]
-    rule_id = f"perf-added-{delta.category}"
-    text = _texts(rule_id, library)
+    rule = _rule(f"perf-added-{delta.category}", library)
     bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
     definition, row = _head_line(change, delta.path, delta.line)
     # Where the head line is known, the finding spans its code as a static finding would.
     snippet = row if row.strip() and normalize_source(row) == normalize_source(delta.source) else delta.source
     column = len(snippet) - len(snippet.lstrip()) + 1
-    impact = fill_template(text.impact, bindings)
+    impact = fill_template(rule.impact, bindings)
     if also:
         impact += " Also on this line: " + ", ".join(
             f"{d.head_count - d.base_count:+d} {d.category}" for d in also) + "."
-    return Finding(
-        rule_id=rule_id,
-        area=AREA,
-        title=text.title,
-        severity=text.severity,
-        path=delta.path,
-        span=Span(delta.line, column, delta.line, len(snippet) + 1),
-        impact=impact,
-        fix=fill_template(text.fix, bindings),
-        fingerprint=fingerprint(rule_id, definition, f"{delta.check} {delta.source}"),
-        definition=definition,
-        snippet=snippet,
-        perf=_evidence(delta),
+    found = rule_finding(
+        rule, delta.path, Span(delta.line, column, delta.line, len(snippet) + 1), impact=impact,
+        fix=fill_template(rule.fix, bindings), definition=definition,
+        matched_text=f"{delta.check} {delta.source}", snippet=snippet,
     )
+    return replace(found, perf=_evidence(delta))
 
 
 def _evidence(delta: PerfDelta) -> PerfEvidence:
     return PerfEvidence(delta.check, delta.category, delta.base_count, delta.head_count, delta.device, detail(delta))
 
 
-def confirm(findings: tuple[Finding, ...], summary: PerfSummary) -> tuple[Finding, ...]:
-    """Mark static findings on a line where a measured addition landed (head lines)."""
-    added: dict[tuple[str, int], PerfDelta] = {}
-    for delta in summary.deltas:
-        if delta.added and delta.path:
-            added.setdefault((delta.path, delta.line), delta)
-    out = []
-    for finding in findings:
-        hit = next(
-            (added[(finding.path, line)] for line in range(finding.span.line, finding.span.end_line + 1)
-             if (finding.path, line) in added),
-            None,
-        )
-        out.append(replace(finding, confirmed=True, perf=_evidence(hit)) if hit and finding.perf is None else finding)
-    return tuple(out)
+def confirm(findings: Iterable[Finding]) -> tuple[list[Finding], list[Drop]]:
+    """One finding per problem: a measured addition (a finding with ``perf`` evidence) on
+    a line of a new static finding of its area (the device-residency rules) marks that
+    finding confirmed, with the measurement, and goes to ``drops`` instead of standing
+    beside it as a second record. Other measured additions stay findings of their own.
+    """
+    found = list(findings)
+    on_line: dict[tuple[str, int], list[int]] = {}
+    for index, finding in enumerate(found):
+        if finding.perf is None and finding.status == "new":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            for line in range(finding.span.line, finding.span.end_line + 1):
+                on_line.setdefault((finding.path, line), []).append(index)
+    absorbed: set[int] = set()
+    drops: list[Drop] = []
+    for index, measured in enumerate(found):
+        if measured.perf is None:
+            continue
+        same = [i for i in on_line.get((measured.path, measured.span.line), ()) if found[i].area == measured.area]
+        for i in same:
+            if not found[i].confirmed:
+                found[i] = replace(found[i], confirmed=True, perf=measured.perf,
+                                   impact=f"{found[i].impact} {_measurement(measured)}")
+        if same:
+            absorbed.add(index)
+            drops.append(Drop(measured, "confirms-finding"))
+    return [f for i, f in enumerate(found) if i not in absorbed], drops
+
+
+def _measurement(measured: Finding) -> str:
+    evidence = measured.perf
+    assert evidence is not None  # only measured findings are passed
+    change = evidence.head_count - evidence.base_count
+    also = measured.impact.partition(" Also on this line: ")[2]
+    text = (f"Measured by the perf hook: {change:+d} {evidence.category} per call of `{evidence.check}` "
+            f"(base {evidence.base_count}, head {evidence.head_count}, on {evidence.device}).")
+    return f"{text} Also on this line: {also}" if also else text

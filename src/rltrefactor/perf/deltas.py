@@ -1,193 +1,203 @@
 """Base vs head counts -> per-site deltas.
 
-Sites are matched by (category, path, normalized source text), never by line number:
-the base side reports base line numbers, and code that only moved is not a delta. What
-is left unmatched then pairs up in two more passes, both within one function:
+Each measured op is a unit: (category, op, direction) at a line of a function. Base
+units are paired with head units of the same (category, op, direction) in four passes,
+each only over what the previous ones left:
 
-- an edited line: unmatched base and head sites with the same (category, path, ops)
-  and similar text (a renamed variable on the line that does the op);
-- a rewritten statement: a run of unmatched base lines and a run of unmatched head lines
-  (consecutive among the unmatched lines of that function) doing exactly the same ops,
-  all categories together, whose joined texts are similar (one statement reflowed across
-  three lines, or three joined into one).
+1. the same source text in the same function (code that stayed, moved or was
+   re-indented: line numbers are never compared, the base reports base lines);
+2. the same source text in another function of the file (a statement moved into a new
+   helper);
+3. anywhere in the same function, as multisets (a statement split in two, two merged
+   into one, reordered, rewrapped or edited): where one side does more of an op, its
+   units most similar in text to the other side's are paired first, so the surplus
+   stays on the lines that are new;
+4. a similar source text in another function of the file (a statement edited as it
+   moved into a helper: ``tokens = logits.argmax(-1)`` -> ``return logits.argmax(-1)``).
 
-Only what is left after that is a delta, at its own line. A base path renamed by the
-change is compared under its head path.
+Only what is left is a delta: an unpaired head unit is an addition at its head line,
+an unpaired base unit a removal, shown at the head line of the same text in the same
+function when the statement is still there, else at its base line. Pass 3 runs in every
+function, changed or not: an unchanged function doing the same ops per call costs the
+same. A base path renamed by the change is compared under its head path.
 """
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import defaultdict
+from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Iterable, Mapping
+from typing import Callable, Hashable, Iterable, Mapping
 
-from ..types import PerfDelta
+from .records import PerfDelta
 from .attribution import normalize_source
 from .protocol import CountRow
 
+# Unpaired work in two functions is one edited statement when the texts are this similar;
+# a different statement stays a removal and an addition.
+_EDIT_SIMILARITY = 0.6
+# Pairing candidates in one group past which text similarity is not computed (line
+# distance alone then orders them): a bound on the quadratic pass, never reached by a
+# function of ordinary size.
+_SIMILARITY_PAIRS = 4096
+
 
 @dataclass
-class _Tally:
-    count: int = 0
+class _Unit:
+    """One row of one side; ``left`` counts the events not yet paired with the other side."""
+
+    category: str
+    op: str  # "aten.zeros", or "aten._to_copy d2h" for a copy
+    path: str
+    function: str
+    line: int
+    source: str
+    text: str  # normalized source, compared across revisions
+    count: int
+    bytes: int
+    left: int
+
+    @property
+    def left_bytes(self) -> int:
+        return self.bytes * self.left // self.count if self.count else 0
+
+
+def _units(rows: Iterable[CountRow], renames: Mapping[str, str]) -> list[_Unit]:
+    units = [
+        _Unit(row.category, f"{row.op} {row.direction}".strip(), renames.get(row.path, row.path), row.function,
+              row.line, row.source, normalize_source(row.source), row.count, row.bytes, row.count)
+        for row in rows if row.count > 0
+    ]
+    return sorted(units, key=lambda u: (u.path, u.function, u.line, u.category, u.op))
+
+
+Key = Callable[[_Unit], Hashable]
+Rank = Callable[[_Unit, _Unit], tuple[float, ...]]
+
+
+def _by_line(old: _Unit, new: _Unit) -> tuple[float, ...]:
+    return (abs(old.line - new.line),)
+
+
+def _by_text(old: _Unit, new: _Unit) -> tuple[float, ...]:
+    return (-SequenceMatcher(None, old.text, new.text).ratio(), abs(old.line - new.line))
+
+
+# (group key, candidate order, least text similarity of a pair: None for any pair)
+_PASSES: tuple[tuple[Key, Rank, float | None], ...] = (
+    (lambda u: (u.category, u.op, u.path, u.function, u.text), _by_line, None),
+    (lambda u: (u.category, u.op, u.path, u.text), _by_line, None),
+    (lambda u: (u.category, u.op, u.path, u.function), _by_text, None),
+    (lambda u: (u.category, u.op, u.path), _by_text, _EDIT_SIMILARITY),
+)
+
+
+def _pair(base: list[_Unit], head: list[_Unit]) -> None:
+    """Run the pairing passes, lowering ``left`` on both sides."""
+    for key, rank, least in _PASSES:
+        groups: dict[Hashable, tuple[list[_Unit], list[_Unit]]] = defaultdict(lambda: ([], []))
+        for side, units in enumerate((base, head)):
+            for unit in units:
+                if unit.left:
+                    groups[key(unit)][side].append(unit)
+        for old, new in groups.values():
+            if old and new:
+                _pair_group(old, new, rank, least)
+
+
+def _pair_group(old: list[_Unit], new: list[_Unit], rank: Rank, least: float | None) -> None:
+    if least is None and sum(u.left for u in old) == sum(u.left for u in new):
+        for unit in (*old, *new):
+            unit.left = 0  # the same ops in the same number: which goes with which does not matter
+        return
+    if len(old) * len(new) > _SIMILARITY_PAIRS:
+        if least is not None:
+            return  # too many to compare by text: left as removals and additions
+        rank = _by_line
+    candidates = sorted(((rank(a, b), i, j) for i, a in enumerate(old) for j, b in enumerate(new)))
+    for ranked, i, j in candidates:
+        if least is not None and -ranked[0] < least:
+            break  # ordered by similarity: every later pair is less similar still
+        taken = min(old[i].left, new[j].left)
+        old[i].left -= taken
+        new[j].left -= taken
+
+
+@dataclass
+class _Place:
+    """Where a delta is shown, with the counts of that place's own side."""
+
+    count: int = 0  # all events of the category at this line on the side it belongs to
+    net: int = 0  # unpaired head events minus unpaired base events shown here
     bytes: int = 0
-    lines: set[int] = field(default_factory=set)
     source: str = ""
-    ops: Counter[str] = field(default_factory=Counter)  # "op direction" -> count; sums to count
-    function: str = ""
-
-    def take(self, ops: Counter[str]) -> None:
-        """Remove paired work from this site."""
-        self.ops -= ops
-        self.count -= sum(ops.values())
-
-
-SiteKey = tuple[str, str, str]  # category, path, normalized source
-# Unmatched base and head code doing the same ops is one edited site when their texts
-# are this similar (a renamed variable); a different statement stays a -1 and a +1.
-_EDIT_SIMILARITY = 0.6
-_MAX_RUN = 8  # lines of one statement, at most, on either side of a rewrite
-
-
-def tally(rows: Iterable[CountRow], renames: Mapping[str, str]) -> dict[SiteKey, _Tally]:
-    tallies: dict[SiteKey, _Tally] = defaultdict(_Tally)
-    for row in rows:
-        path = renames.get(row.path, row.path)
-        entry = tallies[(row.category, path, normalize_source(row.source))]
-        entry.count += row.count
-        entry.bytes += row.bytes
-        entry.lines.add(row.line)
-        entry.source = entry.source or row.source
-        entry.function = entry.function or row.function
-        entry.ops[f"{row.op} {row.direction}".strip()] += row.count
-    return tallies
+    at_head: bool = True
+    ops: frozenset[str] = frozenset()
 
 
 def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: Iterable[CountRow],
             renames: Mapping[str, str]) -> tuple[list[PerfDelta], dict[str, str]]:
-    """Deltas for one check, plus the op labels of each delta ("category|path:line")."""
-    base = tally(base_rows, renames)
-    head = tally(head_rows, {})
-    labels_of = {key: sorted(set(base[key].ops if key in base else ()) | set(head[key].ops if key in head else ()))
-                 for key in set(base) | set(head)}
-    _pair_edited_sites(base, head)
-    _pair_rewritten_statements(base, head)
+    """Deltas for one check, plus the op labels of each delta ("check|category|path:line")."""
+    base, head = _units(base_rows, renames), _units(head_rows, {})
+    _pair(base, head)
+    places = _places(base, head)
     deltas: list[PerfDelta] = []
     labels: dict[str, str] = {}
-    for key in sorted(set(base) | set(head)):
-        before, after = base.get(key, _Tally()), head.get(key, _Tally())
-        if before.count == after.count:
-            continue
-        shown = after if after.count else before  # head line numbers whenever the site exists there
-        category, path, _ = key
-        delta = PerfDelta(
-            check=check,
-            category=category,  # type: ignore[arg-type]  # a CountRow category: "sync", "copy" or "alloc"
-            path=path,
-            line=min(shown.lines) if shown.lines else 0,
-            source=shown.source,
-            base_count=before.count,
-            head_count=after.count,
-            device=device,
-            bytes_delta=after.bytes - before.bytes,
-        )
+    for (category, path, line, _), place in sorted(places.items()):
+        if place.net == 0:
+            continue  # all paired, or one statement trading an op for another of its category
+        counts = (place.count - place.net, place.count) if place.at_head else (place.count, place.count + place.net)
+        delta = PerfDelta(check=check, category=category,  # type: ignore[arg-type]  # a CountRow category
+                          path=path, line=line, source=place.source, base_count=counts[0], head_count=counts[1],
+                          device=device, bytes_delta=place.bytes)
         deltas.append(delta)
-        labels[site_label(delta)] = ", ".join(labels_of[key])
+        labels[site_label(delta)] = ", ".join(sorted(place.ops))
     return deltas, labels
 
 
-def _pair_edited_sites(base: dict[SiteKey, _Tally], head: dict[SiteKey, _Tally]) -> None:
-    """Cancel unmatched base counts against unmatched head counts of the same ops."""
-    for key, entry in sorted(head.items()):
-        for other in sorted(k for k in base if k[:2] == key[:2] and k != key):
-            spare, surplus = _surplus(base[other], head.get(other)), _surplus(entry, base.get(key))
-            if not spare or not surplus or set(spare) != set(surplus):
-                continue
-            if _similarity(other[2], key[2]) < _EDIT_SIMILARITY:
-                continue
-            paired = spare & surplus
-            base[other].take(paired)
-            entry.take(paired)
+PlaceKey = tuple[str, str, int, bool]  # category, path, line, whether a head line
 
 
-def _surplus(entry: _Tally, other: _Tally | None) -> Counter[str]:
-    """The ops a site does beyond its namesake on the other side; empty when counts do not
-    say so consistently (same count, different ops: no delta is reported there)."""
-    extra = entry.ops - other.ops if other is not None else +entry.ops
-    wanted = entry.count - (other.count if other is not None else 0)
-    return extra if wanted > 0 and sum(extra.values()) == wanted else Counter()
-
-
-@dataclass
-class _Line:
-    """The unmatched work of one line of one side: (category, site, ops) per site."""
-
-    number: int
-    text: str
-    sites: list[tuple[str, _Tally, Counter[str]]]
-
-
-def _pair_rewritten_statements(base: dict[SiteKey, _Tally], head: dict[SiteKey, _Tally]) -> None:
-    """Cancel runs of unmatched lines doing the same ops in the same function (see above)."""
-    before, after = _unmatched_lines(base, head), _unmatched_lines(head, base)
-    for scope in sorted(set(before) & set(after)):
-        old, new = before[scope], after[scope]
-        candidates: dict[frozenset[tuple[tuple[str, str], int]], list[tuple[int, int]]] = defaultdict(list)
-        for start, stop in _runs(old):
-            candidates[_signature(old[start:stop])].append((start, stop))
-        used_old: set[int] = set()
-        used_new: set[int] = set()
-        for start, stop in sorted(_runs(new), key=lambda run: (run[1] - run[0], run[0])):
-            if used_new.intersection(range(start, stop)):
-                continue
-            match = next((run for run in candidates.get(_signature(new[start:stop]), ())
-                          if not used_old.intersection(range(*run))
-                          and _similarity(_joined(old[slice(*run)]), _joined(new[start:stop])) >= _EDIT_SIMILARITY), None)
-            if match is None:
-                continue
-            used_old.update(range(*match))
-            used_new.update(range(start, stop))
-            for line in old[slice(*match)] + new[start:stop]:
-                for _, entry, ops in line.sites:
-                    entry.take(ops)
-
-
-def _unmatched_lines(side: dict[SiteKey, _Tally], other: dict[SiteKey, _Tally]) -> dict[tuple[str, str], list[_Line]]:
-    """(path, function) -> the lines of ``side`` with work unmatched on ``other``, in order."""
-    lines: dict[tuple[str, str, int], _Line] = {}
-    for key, entry in side.items():
-        extra = _surplus(entry, other.get(key))
-        if not extra or not entry.lines:
+def _places(base: list[_Unit], head: list[_Unit]) -> dict[PlaceKey, _Place]:
+    places: dict[PlaceKey, _Place] = defaultdict(_Place)
+    for unit in head:
+        place = places[(unit.category, unit.path, unit.line, True)]
+        place.count += unit.count
+        place.source = place.source or unit.source
+    for unit in head:
+        if unit.left:
+            _show(places[(unit.category, unit.path, unit.line, True)], unit, unit.left)
+    still_there = _head_lines_by_text(head)
+    base_counts: dict[tuple[str, str, int], int] = defaultdict(int)
+    for unit in base:
+        base_counts[(unit.category, unit.path, unit.line)] += unit.count
+    for unit in base:
+        if not unit.left:
             continue
-        number = min(entry.lines)
-        line = lines.setdefault((key[1], entry.function, number), _Line(number, key[2], []))
-        line.sites.append((key[0], entry, extra))
-    grouped: dict[tuple[str, str], list[_Line]] = defaultdict(list)
-    for (path, function, _), line in sorted(lines.items()):
-        grouped[(path, function)].append(line)
-    return grouped
+        line = still_there.get((unit.category, unit.path, unit.function, unit.text))
+        if line is None:
+            place = places[(unit.category, unit.path, unit.line, False)]
+            place.at_head, place.source = False, unit.source
+            place.count = base_counts[(unit.category, unit.path, unit.line)]
+        else:
+            place = places[(unit.category, unit.path, line, True)]
+        _show(place, unit, -unit.left)
+    return places
 
 
-def _runs(lines: list[_Line]) -> list[tuple[int, int]]:
-    return [(start, stop) for start in range(len(lines))
-            for stop in range(start + 1, min(start + _MAX_RUN, len(lines)) + 1)]
+def _show(place: _Place, unit: _Unit, net: int) -> None:
+    place.net += net
+    place.bytes += unit.left_bytes if net > 0 else -unit.left_bytes
+    place.ops |= {unit.op}
 
 
-def _signature(lines: list[_Line]) -> frozenset[tuple[tuple[str, str], int]]:
-    """The ops of a run of lines, all categories together, as a hashable multiset."""
-    total: Counter[tuple[str, str]] = Counter()
-    for line in lines:
-        for category, _, ops in line.sites:
-            total.update({(category, op): n for op, n in ops.items()})
-    return frozenset(total.items())
-
-
-def _joined(lines: list[_Line]) -> str:
-    return "".join(line.text for line in lines).replace(" ", "")
-
-
-def _similarity(a: str, b: str) -> float:
-    return SequenceMatcher(None, a, b).ratio()
+def _head_lines_by_text(head: list[_Unit]) -> dict[tuple[str, str, str, str], int]:
+    """(category, path, function, text) -> the first head line of that text there."""
+    lines: dict[tuple[str, str, str, str], int] = {}
+    for unit in head:
+        key = (unit.category, unit.path, unit.function, unit.text)
+        lines[key] = min(lines.get(key, unit.line), unit.line)
+    return lines
 
 
 def site_label(delta: PerfDelta) -> str:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import torch
 
-from ..types import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings
+from .records import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings
 from .attribution import RepoFrames
 
 _RUNTIME_PREFIXES = (

@@ -18,7 +18,8 @@ from typing import Literal
 
 from .. import gitio
 from ..errors import ChangeInputError, ConfigError
-from ..types import ChangeSet, FileError, PerfSummary
+from ..types import ChangeSet
+from .records import PerfSummary
 from .coverage import touched_definitions
 from .loading import hook_files
 from .sides import DEFAULT_MEMORY_MB, SideRun, run_side
@@ -26,6 +27,8 @@ from .summary import select, summarize
 from .worktree import copy_hooks, detached_worktree
 
 Profile = Literal["ops-only", "full", "both"]
+# The micro-check template, installed with the package: what the no-checks error points at.
+TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template_check.py")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class PerfPlan:
 
 
 def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
+    """What will run; ``ConfigError`` when there is nothing to run (a gate must not pass)."""
     if change.repo_root is None or change.base is None:
         raise ChangeInputError(
             f"perf: needs a git repository and a base commit (got {change.description or 'no base'}); "
@@ -56,6 +60,12 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
         files = hook_files(change.repo_root, hooks_dir)
         if change.head.kind == "index":
             note = "staged changes are measured from the working tree, which may hold unstaged edits"
+    if not files:
+        raise ConfigError(
+            f"{hooks_dir}/: perf hook: no micro-checks found (got no {hooks_dir}/*.py at {head[:12]}); "
+            f"copy the template shipped with rltrefactor, {TEMPLATE}, into {hooks_dir}/ and make its "
+            "bodies call your code, or set perf-hooks under [tool.rltrefactor] to where your checks are"
+        )
     return PerfPlan(change.repo_root, change.base, head, hooks_dir, tuple(sorted(files)), note)
 
 
@@ -71,10 +81,6 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
     the_plan = plan(change, hooks_dir=hooks_dir)
     if profile is not None:
         out_dir = _checked_out_dir(out_dir, the_plan.repo_root)
-    if not the_plan.files:
-        error = FileError(hooks_dir, f"{hooks_dir}: no micro-check files found (got none at {the_plan.head}); "
-                          "copy perf_hooks/template_check.py from rltrefactor into the repository")
-        return PerfSummary(device="", checks=(), deltas=(), errors=(error,), wall_seconds=time.perf_counter() - started)
     extra = ["--device", device, "--repeats", str(repeats)]
     with ExitStack() as stack:
         head_root = the_plan.repo_root

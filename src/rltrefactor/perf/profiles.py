@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping
 
-from ..types import FileError, PerfProfileRow, PerfSummary
+from ..types import FileError
+from .records import PerfProfileRow, PerfSummary
 from .sides import SideRun, run_side
 
 PROFILED_LABEL = "profiled (not a performance result)"

@@ -13,7 +13,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any, Callable, Union
 
-from ..types import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings, PerfTotals
+from .records import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings, PerfTotals
 
 
 @dataclass(frozen=True)

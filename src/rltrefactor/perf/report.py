@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..types import Finding, PerfSummary, PerfTotals
+from ..types import Finding
+from .records import PerfSummary, PerfTotals
 from .deltas import detail
-from .hook import PerfPlan
+from .summary import change_text, changes_by_check, changes_to_list
+
+if TYPE_CHECKING:
+    from .hook import PerfPlan
 
 _TABLE_ROWS = 15
 
@@ -36,10 +40,13 @@ def render_perf_text(summary: PerfSummary) -> str:
     else:
         out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
                f"({summary.wall_seconds:.1f} s)"]
+    changes = {change.check: change for change in changes_by_check(summary)}
     for check in summary.checks:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")
         if check in totals:
             out.append(f"    per call: base {_totals(totals[check].base)} -> head {_totals(totals[check].head)}")
+        if check in changes:
+            out.append(f"    {change_text(changes[check])}")
     for check in summary.head_only:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))} (new code: measured at head only)")
         if check in totals:
@@ -70,9 +77,11 @@ def _totals(totals: PerfTotals | None) -> str:
 
 
 def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
-    """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail."""
+    """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail,
+    and per check the counts added and removed (improvements)."""
     data = asdict(summary)
     data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
+    data["per_check"] = changes_to_list(summary)
     return data
 
 

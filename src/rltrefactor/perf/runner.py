@@ -15,7 +15,7 @@ import traceback
 import warnings
 from typing import TYPE_CHECKING
 
-from ..types import PerfTotals
+from .records import PerfTotals
 from .attribution import RepoFrames
 from .loading import LoadedCheck, load_checks
 from .protocol import (Captured, CheckInfo, CountRow, Done, Event, Failed, Loaded, LoadFailure, Measured,

@@ -1,4 +1,5 @@
-"""Both sides' runs -> a PerfSummary: which checks cover the change, what they add.
+"""Both sides' runs -> a PerfSummary: which checks cover the change, what they add; and,
+per check, the counts added and removed (improvements) that every report shows.
 
 A check is compared when it covers the change and ran on both sides with the same counts
 in every repeat. A check that fails at base while everything it covers is new in the
@@ -8,9 +9,13 @@ does not matter.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
 from .. import contents, syntax
-from ..types import (ChangeSet, FileError, PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence,
-                     PerfSummary, PerfTotals)
+from ..types import ChangeSet, FileError
+from .records import PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTotals
 from .coverage import Touched, covered_by_declaration, covered_by_trace
 from .deltas import compare
 from .protocol import Measurement
@@ -110,3 +115,50 @@ def _unstable(head: SideRun, name: str, sides: dict[str, Measurement]) -> FileEr
 
 def _totals(totals: PerfTotals) -> str:
     return f"sync {totals.sync} copy {totals.copy} alloc {totals.alloc}"
+
+
+@dataclass(frozen=True)
+class CheckChange:
+    """What one check's deltas add and remove per call, by category (both as counts >= 0)."""
+
+    check: str
+    added: PerfTotals
+    removed: PerfTotals
+
+
+def changes_by_check(summary: PerfSummary) -> tuple[CheckChange, ...]:
+    """Per compared check with a delta, in the summary's check order."""
+    added: dict[str, Counter[str]] = {}
+    removed: dict[str, Counter[str]] = {}
+    for delta in summary.deltas:
+        change = delta.head_count - delta.base_count
+        side = added if change > 0 else removed
+        side.setdefault(delta.check, Counter())[delta.category] += abs(change)
+    order = [*summary.checks, *sorted({d.check for d in summary.deltas} - set(summary.checks))]
+    return tuple(CheckChange(name, _counted(added.get(name)), _counted(removed.get(name)))
+                 for name in order if name in added or name in removed)
+
+
+def _counted(counts: Counter[str] | None) -> PerfTotals:
+    counts = counts or Counter()
+    return PerfTotals(sync=counts["sync"], copy=counts["copy"], alloc=counts["alloc"])
+
+
+def improvements(summary: PerfSummary) -> tuple[PerfDelta, ...]:
+    """The removed syncs, copies and allocations: no findings, shown beside the additions."""
+    return tuple(d for d in summary.deltas if not d.added)
+
+
+def change_text(change: CheckChange) -> str:
+    """``added +2 sync, +1 alloc · improvements -47 sync`` (a side with nothing is left out)."""
+    parts = []
+    for label, totals, sign in (("added", change.added, "+"), ("improvements", change.removed, "-")):
+        counts = [f"{sign}{n} {category}" for category, n in asdict(totals).items() if n]
+        if counts:
+            parts.append(f"{label} {', '.join(counts)}")
+    return " · ".join(parts)
+
+
+def changes_to_list(summary: PerfSummary) -> list[dict[str, Any]]:
+    """JSON-ready per-check changes: ``{"check", "added": {...}, "removed": {...}}``."""
+    return [asdict(change) for change in changes_by_check(summary)]

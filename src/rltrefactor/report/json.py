@@ -11,7 +11,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..types import Finding, ReviewResult
+from ..result import ReviewResult
+from ..types import Finding
 
 if TYPE_CHECKING:
     from ..baseline import BaselineReport
@@ -85,11 +86,14 @@ def render_json(
     if baseline is not None:
         document["baseline"] = baseline.to_dict()
     if result.perf is not None:
+        from ..perf.summary import changes_to_list
+
         perf = result.perf
         document["perf"] = {
             "device": perf.device,
             "checks": list(perf.checks),
-            "deltas": [asdict(d) for d in perf.deltas],
+            "deltas": [{**asdict(d), "added": d.added} for d in perf.deltas],  # removals are improvements
+            "per_check": changes_to_list(perf),  # counts added and removed (improvements) per check
             "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in perf.errors],
             "wall_seconds": round(perf.wall_seconds, 3),
             "artifacts_dir": perf.artifacts_dir,

@@ -1,7 +1,9 @@
 """Where a report points: the rules reference, permalinks to code, the tool's version.
 
 Every outward link a report makes is built here, so the docs location and the
-forge URL forms live in one place.
+forge URL forms live in one place. The rules reference has no address of its own: a
+repository names one (``docs-url``, ``--docs-url``); without it reports link no rule
+and carry the rule texts themselves, never a link that may lead nowhere.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from urllib.parse import quote, urlsplit
 from ..errors import GitError
 from ..gitio import git
 
-DEFAULT_DOCS_URL = "https://github.com/rltrefactor/rltrefactor/blob/main/docs/rules.md"
 TOOL_NAME = "rltrefactor"
 
 Forge = Literal["github", "gitlab", "other"]
@@ -30,8 +31,9 @@ def tool_version() -> str:
     return __version__
 
 
-def rule_url(anchor: str, docs_url: str = DEFAULT_DOCS_URL) -> str:
-    return f"{docs_url}#{anchor}"
+def rule_url(anchor: str, docs_url: str | None) -> str | None:
+    """The rule's place in the rules reference at ``docs_url``; None without one."""
+    return f"{docs_url.split('#', 1)[0]}#{anchor}" if docs_url else None
 
 
 @dataclass(frozen=True)

@@ -4,29 +4,23 @@ A pure function of the result and the link context: the caller looks up the remo
 (``links.remote_url``) and passes it in, so the same result always renders the same
 text. Sections are fixed and always in this order: header, findings, pre-existing
 findings (on request), dispositions, perf, manual checklist, files not reviewed; a
-section with nothing to say is left out, except findings, which then says so.
+section with nothing to say is left out, except findings, which then says so. Without a
+rules reference to link to, a last section gives the texts of the rules named above.
 """
 
 from __future__ import annotations
 
-import re
+import html
 from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
-from ..types import Finding, PerfDelta, PerfProfileRow, PerfSummary, ReviewResult
-from .links import DEFAULT_DOCS_URL, WebRepo, permalink, rule_url, tool_version, web_repo
+from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary
+from ..result import ReviewResult
+from ..types import Finding
+from .links import WebRepo, permalink, rule_url, tool_version, web_repo
 
 NOTHING_FOUND = "No applicable issue was found."
-# Manual rules of this area apply to a change of a looped (recurrent-depth) engine even
-# without a finding: no matcher can see whether a loop's exit condition changed meaning.
-LOOPED_ENGINE_AREA = "loop-semantics"
-# Identifier parts that say "one block runs several times per token" (num_loops,
-# exit_depth, recurrent_steps); a plain ``loop`` counts only beside a counting word, so
-# an asyncio ``event_loop`` is no evidence.
-_LOOP_PARTS = frozenset({"depth", "depths", "loops", "recurrent", "recurrence"})
-_LOOP_COUNTERS = frozenset({"idx", "index", "id", "count", "step", "steps", "num", "n", "max", "iter"})
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -34,7 +28,7 @@ class _Links:
     repo: WebRepo | None
     head_sha: str | None
     base_sha: str | None
-    docs_url: str
+    docs_url: str | None  # None: rule ids are not linked; ``_rule_texts`` carries them
     anchors: Mapping[str, str]  # rule id -> anchor in the rules reference
 
     def location(self, path: str, line: int, end_line: int | None = None, *, base: bool = False) -> str:
@@ -43,8 +37,8 @@ class _Links:
         return f"[`{label}`]({url})" if url else f"`{label}`"
 
     def rule(self, rule_id: str) -> str:
-        anchor = self.anchors.get(rule_id, rule_id)
-        return f"[`{rule_id}`]({rule_url(anchor, self.docs_url)})"
+        url = rule_url(self.anchors.get(rule_id, rule_id), self.docs_url)
+        return f"[`{rule_id}`]({url})" if url else f"`{rule_id}`"
 
 
 def render_markdown(
@@ -52,61 +46,44 @@ def render_markdown(
     *,
     remote_url: str | None = None,
     head_sha: str | None = None,
-    docs_url: str = DEFAULT_DOCS_URL,
+    docs_url: str | None = None,
     show_preexisting: bool = False,
-    looped: bool = False,
     all_manual: bool = False,
 ) -> str:
     """The summary as GitHub-flavoured Markdown.
 
     ``head_sha`` overrides the head commit permalinks point at (default: the reviewed
     head commit; staged and working-tree reviews get plain ``path:line`` locations).
+    Rule ids link into ``docs_url``; without one, the summary ends with the texts of the
+    rules it names, folded.
     Pre-existing findings (not introduced by the change) get their own section only
-    with ``show_preexisting``. ``looped`` (see ``looks_looped``) and ``all_manual``
-    choose the manual checklist's areas (``manual_checklist``).
+    with ``show_preexisting``. The manual checklist is the result's (the areas the change
+    touched), or every manual rule with ``all_manual``.
     """
     change = result.change
     sha = head_sha or (change.head.ref if change.head.kind == "git" else None)
     anchors = {r.id: r.anchor for r in result.rules_run}
     links = _Links(web_repo(remote_url), sha, change.base, docs_url, anchors)
     shown = [f for f in result.findings if not f.suppressed]
+    new = [f for f in shown if f.status == "new"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    preexisting = [f for f in shown if show_preexisting and f.status == "pre-existing"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    suppressed = [f for f in result.findings if f.suppressed]
+    checklist = _manual_rules(result, all_manual)
     blocks = [
         _header(result, links),
-        _findings("Findings", [f for f in shown if f.status == "new"], links, empty=NOTHING_FOUND),  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-        _findings(
-            "Pre-existing findings",
-            [f for f in shown if show_preexisting and f.status == "pre-existing"],  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-            links,
-        ),
-        _dispositions([f for f in result.findings if f.suppressed], links),
+        _findings("Findings", new, links, empty=NOTHING_FOUND),
+        _findings("Pre-existing findings", preexisting, links),
+        _dispositions(suppressed, links),
         _perf(result.perf, links),
-        _checklist(manual_checklist(result, looped=looped, all_manual=all_manual), links, all_manual),
+        _checklist(checklist, links, all_manual),
         _file_errors(result),
+        "" if docs_url else _rule_texts(result, [f.rule_id for f in (*new, *preexisting, *suppressed)], checklist),
     ]
     return "\n\n".join(block for block in blocks if block) + "\n"
 
 
-def manual_checklist(result: ReviewResult, *, looped: bool = False, all_manual: bool = False) -> tuple[Rule, ...]:
-    """Manual rules (no matcher) of the areas the change touched, in library order.
-
-    Touched areas: those of the rules that produced findings (suppressed ones
-    included), plus ``LOOPED_ENGINE_AREA`` when a Python file changed and the changed
-    code looks like a looped engine. ``all_manual`` lists every manual rule.
-    """
-    areas = {f.area for f in result.findings}
-    if looped and any(f.is_python for f in result.change.files):
-        areas.add(LOOPED_ENGINE_AREA)
-    return tuple(r for r in result.rules_run if not r.automated and (all_manual or r.area in areas))
-
-
-def looks_looped(texts: Iterable[str]) -> bool:
-    """Whether code names loop depths or loop counts (``num_loops``, ``exit_depth``)."""
-    for text in texts:
-        for name in set(_IDENTIFIER.findall(text)):
-            parts = set(name.lower().split("_"))
-            if parts & _LOOP_PARTS or ("loop" in parts and parts & _LOOP_COUNTERS):
-                return True
-    return False
+def _manual_rules(result: ReviewResult, all_manual: bool) -> tuple[Rule, ...]:
+    return tuple(r for r in result.rules_run if not r.automated) if all_manual else result.checklist
 
 
 def _header(result: ReviewResult, links: _Links) -> str:
@@ -116,9 +93,12 @@ def _header(result: ReviewResult, links: _Links) -> str:
     if change.base:
         parts.append(f"base `{change.base[:12]}`")
     parts.append(f"head {_head_label(result, links)}")
-    parts.append(f"rule library {result.library_version}")
+    parts.append(f"rule library {result.library_versions or result.library_version}")
     parts.append(f"rltrefactor {tool_version()}")
-    counts = f"{_plural(len(result.rules_run), 'rule')} run on {_plural(len(result.files_reviewed), 'file')}"
+    run = len(result.rules_run)
+    # Counted as `rltrefactor rules list` counts the library, whatever the run selected.
+    ran = f"{run} of {_plural(result.library_rules, 'rule')} run" if result.library_rules > run else f"{_plural(run, 'rule')} run"
+    counts = f"{ran} on {_plural(len(result.files_reviewed), 'file')}"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 
@@ -161,6 +141,7 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
     ran = f"{_plural(len(perf.checks), 'micro-check')} ran at base and head on `{perf.device}`"
     parts = ["### Perf", f"{ran} ({perf.wall_seconds:.1f} s)."]
     if perf.deltas:
+        parts.append(_perf_changes(perf))
         parts.append(_perf_table(perf.deltas, links))
     else:
         parts.append("No device synchronization, copy or allocation was added or removed.")
@@ -172,6 +153,13 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
         failed = [f"- `{e.path}`: {_inline(e.message)}" for e in perf.errors]
         parts.append("Micro-checks that did not complete:\n\n" + "\n".join(failed))
     return "\n\n".join(parts)
+
+
+def _perf_changes(perf: PerfSummary) -> str:
+    """Per check, what it adds and what it removes: removals are improvements, shown beside."""
+    from ..perf.summary import change_text, changes_by_check
+
+    return "\n".join(f"- `{_cell(change.check)}`: {change_text(change)}" for change in changes_by_check(perf))
 
 
 def _perf_table(deltas: Iterable[PerfDelta], links: _Links) -> str:
@@ -219,6 +207,25 @@ def _checklist(rules: Sequence[Rule], links: _Links, all_manual: bool) -> str:
     else:
         intro = "_Rules a reviewer checks by hand, for the areas this change touched (`--checklist all` lists every area)._"
     return "### Manual checklist\n\n" + intro + "\n\n" + "\n".join(items)
+
+
+def _rule_texts(result: ReviewResult, named: Sequence[str], checklist: Sequence[Rule]) -> str:
+    """The rules the summary names, each folded under its id: what a rules reference
+    would say, for a summary that has none to link to."""
+    by_id = {r.id: r for r in result.rules_run}
+    rules = [by_id[rule_id] for rule_id in dict.fromkeys(named) if rule_id in by_id]
+    rules += [r for r in checklist if r not in rules]
+    if not rules:
+        return ""
+    items = []
+    for r in rules:
+        body = [f"**Problem.** {_inline(r.problem)}", f"**Preferred approach.** {_inline(r.preferred)}",
+                f"**Reasonable exceptions.** {_inline(r.exceptions)}"]
+        if r.references:
+            body.append("**References.** " + ", ".join(_inline(ref) for ref in r.references))
+        summary = f"<code>{html.escape(r.id)}</code> {html.escape(_inline(r.title))}"
+        items.append(f"<details><summary>{summary}</summary>\n\n" + "\n\n".join(body) + "\n\n</details>")
+    return "### Rules\n\n" + "\n\n".join(items)
 
 
 def _file_errors(result: ReviewResult) -> str:

@@ -39,14 +39,17 @@ def update_pr_body(path: str, summary: str) -> None:
 
 
 def splice(body: str, summary: str, *, path: str = "<PR body>") -> str:
-    """``body`` with the marked section set to ``summary``."""
-    section = f"{START}\n{summary.strip(chr(10))}\n{END}"
+    """``body`` with the marked section set to ``summary``, in the body's line endings
+    (CRLF when its first line ends so, as a description edited on the web does)."""
+    newline = "\r\n" if "\r\n" in body.split("\n", 1)[0] + "\n" else "\n"
+    lines = summary.replace("\r\n", "\n").strip("\n").split("\n")
+    section = newline.join([START, *lines, END])
     starts, ends = body.count(START), body.count(END)
     if starts == 0 and ends == 0:
         if not body:
-            return section + "\n"
-        separator = "\n" if body.endswith("\n") else "\n\n"
-        return body + separator + section + "\n"
+            return section + newline
+        separator = newline if body.endswith("\n") else newline * 2
+        return body + separator + section + newline
     first_start, first_end = body.find(START), body.find(END)
     if starts != 1 or ends != 1 or first_end < first_start:
         where = min(i for i in (first_start, first_end) if i >= 0)

@@ -14,8 +14,9 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from ..library.model import Rule
-from ..types import FileError, Finding, ReviewResult
-from .links import DEFAULT_DOCS_URL, TOOL_NAME, rule_url, tool_version, web_repo
+from ..result import ReviewResult
+from ..types import FileError, Finding
+from .links import TOOL_NAME, rule_url, tool_version, web_repo
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -28,9 +29,10 @@ _SRCROOT = "SRCROOT"
 
 
 def render_sarif(
-    result: ReviewResult, *, docs_url: str = DEFAULT_DOCS_URL, remote_url: str | None = None
+    result: ReviewResult, *, docs_url: str | None = None, remote_url: str | None = None
 ) -> str:
-    """The review as a SARIF 2.1.0 log (one run), as indented JSON text."""
+    """The review as a SARIF 2.1.0 log (one run), as indented JSON text; rules link into
+    ``docs_url`` only when it is given (their help text is always there)."""
     rules = _descriptor_rules(result)
     index = {rule_id: i for i, (rule_id, _) in enumerate(rules)}
     run: dict[str, Any] = {
@@ -69,31 +71,31 @@ def _descriptor_rules(result: ReviewResult) -> list[tuple[str, Rule | Finding]]:
     return rules
 
 
-def _driver(rules: Sequence[tuple[str, Rule | Finding]], docs_url: str) -> dict[str, Any]:
+def _driver(rules: Sequence[tuple[str, Rule | Finding]], docs_url: str | None) -> dict[str, Any]:
     version = tool_version()
-    return {
-        "name": TOOL_NAME,
-        "version": version,
-        "semanticVersion": version,
-        "informationUri": docs_url,
-        "rules": [
-            _descriptor(r, docs_url) if isinstance(r, Rule) else _descriptor_from_finding(r, docs_url)
-            for _, r in rules
-        ],
-    }
+    driver: dict[str, Any] = {"name": TOOL_NAME, "version": version, "semanticVersion": version}
+    if docs_url:
+        driver["informationUri"] = docs_url
+    driver["rules"] = [
+        _descriptor(r, docs_url) if isinstance(r, Rule) else _descriptor_from_finding(r, docs_url) for _, r in rules
+    ]
+    return driver
 
 
-def _descriptor(rule: Rule, docs_url: str) -> dict[str, Any]:
+def _with_help_uri(descriptor: dict[str, Any], url: str | None) -> dict[str, Any]:
+    return {**descriptor, "helpUri": url} if url else descriptor
+
+
+def _descriptor(rule: Rule, docs_url: str | None) -> dict[str, Any]:
     tags = [rule.area] + ([] if rule.automated else ["manual"])
     if rule.status != "active":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
         tags.append(rule.status)
-    return {
+    return _with_help_uri({
         "id": rule.id,
         "name": rule.id,
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.problem.strip()},
         "help": {"text": _help(rule, markdown=False), "markdown": _help(rule, markdown=True)},
-        "helpUri": rule_url(rule.anchor, docs_url),
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {
             "area": rule.area,
@@ -104,18 +106,17 @@ def _descriptor(rule: Rule, docs_url: str) -> dict[str, Any]:
             "precision": rule.confidence,
             "problem.severity": _GITHUB_SEVERITY[rule.severity],
         },
-    }
+    }, rule_url(rule.anchor, docs_url))
 
 
-def _descriptor_from_finding(finding: Finding, docs_url: str) -> dict[str, Any]:
-    return {
+def _descriptor_from_finding(finding: Finding, docs_url: str | None) -> dict[str, Any]:
+    return _with_help_uri({
         "id": finding.rule_id,
         "name": finding.rule_id,
         "shortDescription": {"text": finding.title},
-        "helpUri": rule_url(finding.rule_id, docs_url),
         "defaultConfiguration": {"level": LEVELS[finding.severity]},
         "properties": {"area": finding.area, "severity": finding.severity, "tags": [finding.area]},
-    }
+    }, rule_url(finding.rule_id, docs_url))
 
 
 def _help(rule: Rule, *, markdown: bool) -> str:

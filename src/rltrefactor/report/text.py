@@ -9,7 +9,8 @@ from itertools import groupby
 from rich.console import Console
 from rich.text import Text
 
-from ..types import Finding, ReviewResult
+from ..result import ReviewResult
+from ..types import Finding
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -40,6 +41,7 @@ def render_text(
             where = f"{error.path}:{error.line}" if error.line else error.path
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
         _print_unchecked(console, result)
+        _print_perf_changes(console, result)
     if statistics:
         _print_statistics(console, shown)
     console.print(_summary(result, shown, show_preexisting))
@@ -94,14 +96,34 @@ def _print_unchecked(console: Console, result: ReviewResult) -> None:
             console.print(f"  {function.path}  {function.qualname}  {function.execution}: {function.evidence}")
         if len(skipped) > _UNCHECKED_SHOWN:
             console.print(f"  ... and {len(skipped) - _UNCHECKED_SHOWN} more (--format json lists them all)")
+        console.print("  One that runs per step after all: name it in `hot-functions` under [tool.rltrefactor].")
     if not checked:
         console.print(
             "No changed code runs per step, or might: device-residency rules had nothing to check. "
             "If some of it does, name it with `hot-functions` (function-name patterns) or `hot-paths` "
-            "(file globs) under [tool.rltrefactor] in pyproject.toml."
+            "(file globs) under [tool.rltrefactor] in pyproject.toml; they beat what names suggest."
         )
     if skipped or not checked:
         console.print()
+
+
+def _print_perf_changes(console: Console, result: ReviewResult) -> None:
+    """Per check, what the perf hook measured added and removed; removals are improvements,
+    never findings, so they are listed here by site."""
+    if result.perf is None or not result.perf.deltas:
+        return
+    from ..perf.deltas import detail
+    from ..perf.summary import change_text, changes_by_check, improvements
+
+    console.print(Text("Perf hook, per call (additions are the perf-added-* findings):", style="bold"))
+    for change in changes_by_check(result.perf):
+        console.print(f"  {change.check}  {change_text(change)}")
+    removed = improvements(result.perf)
+    for delta in removed[:_UNCHECKED_SHOWN]:
+        console.print(Text.assemble(("  improvement ", "green"), f"{detail(delta)}  [{delta.check}]"))
+    if len(removed) > _UNCHECKED_SHOWN:
+        console.print(f"  ... and {len(removed) - _UNCHECKED_SHOWN} more improvements (--format json lists them all)")
+    console.print()
 
 
 def _print_statistics(console: Console, shown: list[Finding]) -> None:
@@ -134,7 +156,7 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
     if other_errors:
         parts.append(f"{other_errors} other error{'s' if other_errors != 1 else ''}")
-    parts.append(f"library {result.library_version}")
+    parts.append(f"library {result.library_versions or result.library_version}")
     parts.append(f"{result.timings.get('total', 0.0):.2f} s")
     style = "bold red" if result.gate_failed else "bold green"
     return Text(" · ".join(parts), style=style)

@@ -1,0 +1,116 @@
+"""The perf hook's records: deltas per site, totals, device evidence, the summary.
+
+Plain frozen records, no torch: reports read them without running the hook.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Mapping
+
+from ..types import FileError
+
+
+@dataclass(frozen=True)
+class PerfDelta:
+    """One site whose per-call count of a category differs between base and head."""
+
+    check: str
+    category: Literal["sync", "copy", "alloc"]
+    path: str  # repo-relative; "" when the op could not be attributed to repo code
+    line: int
+    source: str  # the source text of that line at its side's revision
+    base_count: int
+    head_count: int
+    device: str
+    bytes_delta: int = 0  # allocations: head bytes minus base bytes
+
+    @property
+    def added(self) -> bool:
+        return self.head_count > self.base_count
+
+
+@dataclass(frozen=True)
+class PerfTotals:
+    """Events of one measured call, per category."""
+
+    sync: int = 0
+    copy: int = 0
+    alloc: int = 0
+
+
+@dataclass(frozen=True)
+class PerfCheckTotals:
+    base: PerfTotals | None  # None: the check covers only code new in the change
+    head: PerfTotals
+
+
+@dataclass(frozen=True)
+class PerfSyncWarnings:
+    count: int
+    sites: Mapping[str, int]  # "path:line" -> warnings there
+
+
+@dataclass(frozen=True)
+class PerfAllocatorDelta:
+    requests: int  # caching-allocator requests during one call
+    bytes: int
+    segments: int  # cudaMalloc calls the cache could not serve
+
+
+@dataclass(frozen=True)
+class PerfCudaEvidence:
+    """Real-device evidence of one call on CUDA, beside the counts."""
+
+    sync_debug_warnings: PerfSyncWarnings
+    allocator: PerfAllocatorDelta
+    runtime_events: Mapping[str, int]  # CUDA runtime synchronize/memcpy calls by name
+
+
+@dataclass(frozen=True)
+class PerfCudaComparison:
+    base: PerfCudaEvidence | None
+    head: PerfCudaEvidence | None
+
+
+@dataclass(frozen=True)
+class PerfDeviceEvidence:
+    """What the hook saw beside the deltas, per micro-check name."""
+
+    ops: Mapping[str, str] = field(default_factory=dict)  # delta site label -> op names
+    coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> touched "path::qualname"
+    skipped: Mapping[str, str] = field(default_factory=dict)  # -> reason
+    totals: Mapping[str, PerfCheckTotals] = field(default_factory=dict)
+    cuda: Mapping[str, PerfCudaComparison] = field(default_factory=dict)
+    torch: str = ""
+
+
+@dataclass(frozen=True)
+class PerfProfileRow:
+    """One operator of the profiled base-vs-head table (profiled numbers, not results)."""
+
+    check: str
+    operator: str
+    label: str
+    base_count: int
+    head_count: int
+    base_self_cpu_us: float
+    head_self_cpu_us: float
+    base_self_device_us: float
+    head_self_device_us: float
+
+
+@dataclass(frozen=True)
+class PerfSummary:
+    device: str
+    checks: tuple[str, ...]  # micro-checks that ran on both sides
+    deltas: tuple[PerfDelta, ...]  # additions and removals; unchanged sites omitted
+    errors: tuple[FileError, ...] = ()  # failed/hung/crashed micro-checks, per side
+    wall_seconds: float = 0.0
+    artifacts_dir: str | None = None  # profile artifacts, when captured
+    profile_rows: tuple[PerfProfileRow, ...] = ()
+    device_evidence: PerfDeviceEvidence = field(default_factory=PerfDeviceEvidence)
+    # Checks covering only code that is new in the change: measured at head, not compared.
+    head_only: tuple[str, ...] = ()
+    # Micro-checks were there to run, and every one that mattered failed: nothing compared.
+    all_failed: bool = False
