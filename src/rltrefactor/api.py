@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
+from .callindex import CallIndex, build_index
 from .changes import collect_changes
 from .config import Config, check_names, declared_for, default_cache_dir, load_config
 from .engine import Engine, select_rules, skipped_experimental
@@ -171,7 +172,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
         docs_url=config.docs_url,
         library_versions=library.versions,
         library_rules=len(library.rules),
-        changed_functions=_changed_functions(change, targets, sources, rules, config),
+        changed_functions=_changed_functions(change, targets, sources, rules, config, engine.call_index),
     )
     return Matched(change, by_path, tuple(outcomes), sources, request.scope, engine, rules), result, loaded
 
@@ -190,12 +191,22 @@ def _with_perf(
     return replace(matched, measured=measured), result
 
 
+def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, request: ReviewRequest) -> CallIndex | None:
+    """The repository's call index, built only when a rule that depends on where code
+    runs may hit in a reviewed file and the configuration turns it on (``call-index``):
+    most small changes never pay for it."""
+    if not engine.config.call_index or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
+        return None
+    return build_index(change, engine.config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
+
+
 def _changed_functions(
     change: ChangeSet,
     targets: list[ChangedFile],
     sources: Mapping[str, str | FileError],
     rules: tuple[Rule, ...],
     config: Config,
+    call_index: CallIndex | None = None,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
     if change.full_scan or not any(rule.applicability.per_step for rule in rules):
@@ -205,7 +216,10 @@ def _changed_functions(
         text = sources.get(target.path)
         if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
             continue
-        where = execution_map(parse_tree(text), declared_for(config, target.path))
+        where = execution_map(
+            parse_tree(text), declared_for(config, target.path),
+            call_index.for_file(target.path) if call_index is not None else None,
+        )
         for line in sorted(target.added_lines):
             function = where.at(line)
             if function is None:
@@ -224,6 +238,7 @@ def _review_targets(
     sources = read_sources(change, [f.path for f in targets])
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
+    engine.call_index = _call_index(change, texts, engine, request)
     # Outside the changed statements no finding can be kept, so they are not matched.
     limits = None
     if not change.full_scan and request.scope != "files":

@@ -40,20 +40,21 @@ class ResultCache:
         self.directory = Path(directory) / f"v{_FORMAT}"
         self._context = hashlib.sha256(f"{code_stamp()}\0{context}".encode()).hexdigest()
 
-    def _entry(self, path: str, text: str) -> Path:
-        key = hashlib.sha256(f"{self._context}\0{path}\0".encode() + text.encode("utf-8", "surrogatepass"))
+    def _entry(self, path: str, text: str, salt: str) -> Path:
+        """``salt``: what else the outcome depends on (what the call index tells the file)."""
+        key = hashlib.sha256(f"{self._context}\0{path}\0{salt}\0".encode() + text.encode("utf-8", "surrogatepass"))
         digest = key.hexdigest()
         return self.directory / digest[:2] / f"{digest}.json"
 
-    def get(self, path: str, text: str) -> FileOutcome | None:
+    def get(self, path: str, text: str, salt: str = "") -> FileOutcome | None:
         try:
-            with open(self._entry(path, text), encoding="utf-8") as handle:
+            with open(self._entry(path, text, salt), encoding="utf-8") as handle:
                 return _decode(json.load(handle))
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or unreadable: recompute
 
-    def put(self, path: str, text: str, outcome: FileOutcome) -> None:
-        entry = self._entry(path, text)
+    def put(self, path: str, text: str, outcome: FileOutcome, salt: str = "") -> None:
+        entry = self._entry(path, text, salt)
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")

@@ -30,6 +30,7 @@ from .types import Definition, FileError, FileOutcome, Finding, Hit, Span
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
+    from .callindex import CallIndex
     from .matchers.base import FileContext, Matcher
 
 
@@ -71,10 +72,13 @@ class Engine:
         known_ids: frozenset[str],
         matcher_factory: Callable[[Rule], Matcher] = build_matcher,
         matchers: Mapping[str, Matcher] | None = None,
+        call_index: CallIndex | None = None,
     ) -> None:
         """``matchers``: ready (or deferred, see ``rule_index``) matchers by rule id, used
-        for rules the configuration gives no options; the others are built here."""
+        for rules the configuration gives no options; the others are built here.
+        ``call_index``: where functions run, read across the repository (``callindex``)."""
         self.config = config
+        self.call_index = call_index
         self.rules = rules
         self.known_ids = known_ids
         ready = matchers or {}
@@ -91,6 +95,10 @@ class Engine:
         """Fold in matcher times measured elsewhere (a worker process)."""
         for rule_id, spent in seconds.items():
             self.rule_seconds[rule_id] = self.rule_seconds.get(rule_id, 0.0) + spent
+
+    def may_need_execution(self, path: str, text: str) -> bool:
+        """Whether a rule that depends on where code runs may hit in the file."""
+        return any(rule.applicability.per_step and may_match(matcher.prefilter, text) for rule, matcher in self.applicable(path))
 
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_offline = matches(path, self.config.cold_paths)
@@ -180,7 +188,15 @@ class Engine:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
         if not any(rule.applicability.per_step for rule, _ in candidates):
             return EMPTY
-        return execution_map(tree, declared_for(self.config, path))
+        return execution_map(
+            tree, declared_for(self.config, path),
+            self.call_index.for_file(path) if self.call_index is not None else None,
+        )
+
+    def context_digest(self, path: str) -> str:
+        """What the call index tells ``path``, as a result-cache key part ("" without an index)."""
+        told = self.call_index.for_file(path) if self.call_index is not None else None
+        return told.digest if told is not None else ""
 
     def _context(
         self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]

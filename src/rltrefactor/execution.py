@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Literal
+from typing import TYPE_CHECKING, Iterator, Literal, Protocol
 
 from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DEFINITION_HOLDERS
@@ -58,6 +58,7 @@ class FunctionExecution:
 @dataclass(frozen=True)
 class ExecutionMap:
     functions: tuple[FunctionExecution, ...]  # sorted by start line, outer before inner
+    host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level."""
@@ -92,6 +93,7 @@ class _Function:
     node: Node | None = None  # the function_definition
     kind: ExecutionKind = "unknown"
     evidence: str = ""
+    declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
 @dataclass(frozen=True)
@@ -117,19 +119,33 @@ def names_for(changes: tuple[NameChange, ...]) -> Names:
     return bundled_names().overridden(changes)
 
 
-def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED) -> ExecutionMap:
+class RepositoryContexts(Protocol):
+    """What the repository's call index tells one file (``callindex.FileContexts``)."""
+
+    @property
+    def host_calls(self) -> frozenset[str]: ...  # callees, as written, that return host tensors only
+
+    def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
+
+    def __hash__(self) -> int: ...  # a key of the per-tree cache
+
+
+def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
+                  repository: RepositoryContexts | None = None) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
     Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
     is per-step unless its code shows otherwise (construction dunders, cached functions,
     helpers only those call): a name word is never evidence enough there. A function
     named by ``cold-functions`` or ``hot-functions`` is what the configuration says.
+    ``repository``: the call index's verdicts for this file; a context it proves by a
+    call chain replaces what the file alone says, never what the configuration declares.
     """
-    return _classified(tree, declared)
+    return _classified(tree, declared, repository)
 
 
 @functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
-def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
+def _classified(tree: Tree, declared: Declared, repository: RepositoryContexts | None = None) -> ExecutionMap:
     functions = list(_functions(tree.root_node))
     if not functions:
         return EMPTY
@@ -137,11 +153,13 @@ def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     for function in functions:
-        function.kind, function.evidence = _declared_verdict(function.name, declared) or _own_verdict(
-            function, names, declared.hot_file
-        )
+        declared_verdict = _declared_verdict(function.name, declared)
+        function.declared = declared_verdict is not None
+        function.kind, function.evidence = declared_verdict or _own_verdict(function, names, declared.hot_file)
         if function.kind == "unknown" and _times_itself(function, names):
             function.kind, function.evidence = "offline", f"`{function.name}` times itself (a device wait and a clock read)"
+    if repository is not None:
+        _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
     _one_time_helpers(functions, by_key)
@@ -153,7 +171,20 @@ def _classified(tree: Tree, declared: Declared) -> ExecutionMap:
     return ExecutionMap(tuple(
         FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line)
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
-    ))
+    ), repository.host_calls if repository is not None else frozenset())
+
+
+def _proven_by_calls(functions: list[_Function], repository: RepositoryContexts) -> None:
+    """The call index's verdict, read across the repository, outranks the file's own
+    heuristics but never a verdict the configuration declares."""
+    for function in functions:
+        if function.declared:
+            continue
+        proven = repository.verdict(function.qualname)
+        if proven is not None:
+            kind, evidence = proven
+            function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
+            function.evidence = evidence
 
 
 def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:

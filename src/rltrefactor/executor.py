@@ -37,7 +37,7 @@ def review_files(
     outcomes: dict[str, FileOutcome] = {}
     todo: list[str] = []
     for path, text in texts.items():
-        cached = cache.get(path, text) if cache is not None else None
+        cached = cache.get(path, text, salt=engine.context_digest(path)) if cache is not None else None
         if cached is not None:
             outcomes[path] = cached
         else:
@@ -53,7 +53,7 @@ def review_files(
             report(done, len(todo))
     for path, outcome in fresh.items():
         if cache is not None and path not in limits and not outcome.errors:
-            cache.put(path, texts[path], outcome)
+            cache.put(path, texts[path], outcome, salt=engine.context_digest(path))
         outcomes[path] = outcome
     return outcomes
 

@@ -42,6 +42,7 @@ def test_unknown_key_names_key_line_and_suggestion(tmp_path):
         ('fail-on = "fatal"\n', "fail-on: expected one of error, warning, info (got 'fatal')"),
         ('hot-paths = ["/abs/**"]\n', "invalid glob '/abs/**'"),
         ('hot-paths = ["a/[b"]\n', "unclosed '['"),
+        ('call-index = "yes"\n', "call-index: expected true or false (got 'yes')"),
     ],
 )
 def test_bad_values(tmp_path, body, fragment):
@@ -49,6 +50,12 @@ def test_bad_values(tmp_path, body, fragment):
     with pytest.raises(ConfigError, match=None) as info:
         load_config(str(tmp_path))
     assert fragment in str(info.value)
+
+
+def test_the_call_index_is_off_unless_the_configuration_turns_it_on(tmp_path):
+    assert load_config(str(tmp_path)).call_index is False
+    _write(tmp_path, "call-index = true\n")
+    assert load_config(str(tmp_path)).call_index is True
 
 
 def test_invalid_toml(tmp_path):

@@ -7,7 +7,8 @@ host values, a ``torch`` factory called without a device or with a host device (
 call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations of host values, or a value
 guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
 a host value, or a name last assigned one of those. The last assignment of a name before
-its use decides; anything else is unknown. Every device-residency rule asks these
+its use decides; anything else is unknown. A call to a function the call index shows
+returns host tensors only (``execution.host_calls``) is a host value. Every device-residency rule asks these
 questions (``on_host``, ``is_pinned``) and never reports known-host values.
 
 A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
@@ -87,6 +88,8 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return _targets_host(call, ctx, depth)
         if method in _SAME_PLACE:
             return on_host(func.value, ctx, depth + 1)
+    if dotted_name(func) in ctx.execution.host_calls:
+        return True  # the call index: every return of the callee, wherever it is defined, is a host tensor
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
     if root in ("numpy", "np") or name.startswith("numpy."):

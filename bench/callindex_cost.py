@@ -1,0 +1,158 @@
+"""What the call index costs: cold, cached, after a one-file change, and in a small PR review.
+
+Usage:
+    python bench/callindex_cost.py [--quick] [--runs N]
+
+Builds the index (``rltrefactor.callindex.build_index``) over the torch corpus of
+``bench/run.py`` (a git repository of one commit under ``bench/work``) in this process:
+with an empty cache directory (cold), again with the filled one (cached), and with one
+file of the working tree changed (one file re-parsed). Then times the whole process of
+``rltrefactor review --diff HEAD~1..HEAD`` on the one-line change of the demo engine
+with a fresh cache directory each run, with ``call-index = true`` (``--compare-src``:
+the plain CLI of that checkout). Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, HERE)
+
+import corpora  # noqa: E402
+from rltrefactor.callindex import CallIndex, build_index  # noqa: E402
+from rltrefactor.config import Config  # noqa: E402
+from rltrefactor.gitio import git  # noqa: E402
+from rltrefactor.types import ChangeSet, Revision  # noqa: E402
+
+
+def _timed(repo: str, revision: Revision, cache: str) -> tuple[float, CallIndex]:
+    """Wall seconds of one build, and the index; the CPU seconds go to ``_CPU``."""
+    started, cpu = time.perf_counter(), time.process_time()
+    index = build_index(ChangeSet(repo, revision, ()), Config(), cache)
+    _CPU.append(time.process_time() - cpu)
+    return time.perf_counter() - started, index
+
+
+_CPU: list[float] = []
+
+
+def _index_rows(repo: str, runs: int) -> list[tuple[str, float, str]]:
+    head = Revision("git", git(repo, "rev-parse", "HEAD").strip())
+    colds, cacheds, changeds = [], [], []
+    detail = {}
+    for _ in range(runs):
+        cache = tempfile.mkdtemp(prefix="callindex-bench-")
+        try:
+            seconds, index = _timed(repo, head, cache)
+            colds.append(seconds)
+            detail["cold"] = f"{index.indexed} files, {index.parsed} parsed; CPU {_CPU[-1]:.2f} s"
+            seconds, index = _timed(repo, head, cache)
+            cacheds.append(seconds)
+            detail["cached"] = f"{index.indexed} files, {index.parsed} parsed (same revision: the index read whole); CPU {_CPU[-1]:.2f} s"
+            target = os.path.join(repo, git(repo, "ls-files", "*.py").split("\n")[0])
+            original = open(target, encoding="utf-8").read()
+            try:
+                with open(target, "a", encoding="utf-8") as handle:
+                    handle.write("\n\ndef _bench_added(x):\n    return x\n")
+                seconds, index = _timed(repo, Revision("worktree"), cache)
+            finally:
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(original)
+            changeds.append(seconds)
+            detail["changed"] = f"{index.indexed} files, {index.parsed} parsed (working tree, one file changed); CPU {_CPU[-1]:.2f} s"
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return [
+        ("index cold", statistics.median(colds), detail["cold"]),
+        ("index cached", statistics.median(cacheds), detail["cached"]),
+        ("index, one file changed", statistics.median(changeds), detail["changed"]),
+    ]
+
+
+# The review the CLI runs, with ``call-index = true`` (off by default) given as an override.
+_REVIEW_WITH_INDEX = (
+    "import sys\n"
+    "from rltrefactor.api import ReviewRequest, review\n"
+    "review(ReviewRequest(repo=sys.argv[1], diff=sys.argv[2], overrides={'call_index': True}))\n"
+)
+
+
+def _review_row(runs: int, source: str, label: str, with_index: bool = True) -> tuple[str, float, str] | None:
+    pr = corpora.one_line_change()
+    if pr is None:
+        return None
+    walls, cpus = [], []
+    for _ in range(runs):
+        cache = tempfile.mkdtemp(prefix="callindex-bench-")
+        try:
+            env = {**os.environ, "PYTHONPATH": source, "RLTREFACTOR_CACHE_DIR": cache}
+            started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+            command = ["-c", _REVIEW_WITH_INDEX, pr.repo, pr.span] if with_index else \
+                ["-m", "rltrefactor", "review", "--diff", pr.span, "--repo", pr.repo]
+            subprocess.run([sys.executable, *command], env=env, capture_output=True, check=False)
+            walls.append(time.perf_counter() - started)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return (label, statistics.median(walls),
+            f"{pr.name}, whole process, fresh cache dir each run; CPU {statistics.median(cpus):.2f} s")
+
+
+def _parsed_lines(repo: str) -> tuple[str, float, str]:
+    """Lines a full scan hands LibCST without the index and with it: code the index
+    proves one-time or offline needs no device-residency matching."""
+    from rltrefactor.api import _load
+    from rltrefactor.engine import Engine, select_rules
+
+    loaded = _load(repo)
+    rules = select_rules(loaded.library, loaded.config)
+    paths = git(repo, "ls-files", "*.py").split()
+    texts = {p: open(os.path.join(repo, p), encoding="utf-8").read() for p in paths}
+    index = build_index(ChangeSet(repo, Revision("worktree"), ()), loaded.config, None)
+    counts = []
+    for call_index in (None, index):
+        engine = Engine(rules, loaded.config, frozenset(r.id for r in loaded.library.rules), call_index=call_index)
+        counts.append(sum(engine.review_file(p, t).parsed_lines for p, t in texts.items()))
+    change = (counts[1] - counts[0]) / counts[0] * 100 if counts[0] else 0.0
+    return ("LibCST-parsed lines, full scan", 0.0, f"{counts[0]:,} without the index, {counts[1]:,} with it ({change:+.1f} %)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="the 131-file corpus instead of 1,308 files")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--compare-src", help="also time the review with another checkout's src (before the index)")
+    parser.add_argument("--review-only", action="store_true", help="time the one-line review only")
+    parser.add_argument("--parsed-lines", action="store_true", help="also count the lines a full scan parses with LibCST")
+    args = parser.parse_args()
+    if not os.path.isdir(corpora.SITE):  # a worktree without its own venv: the running interpreter's packages
+        corpora.SITE = sysconfig.get_paths()["purelib"]
+    corpus = corpora.torch_corpus(args.quick)
+    rows = _index_rows(corpus.path, args.runs) if not args.review_only else []
+    rows.append(_review_row(args.runs, os.path.join(ROOT, "src"), "1-line change review") or ("1-line change review", 0.0, "absent"))
+    if args.compare_src:
+        rows.append(_review_row(args.runs, args.compare_src, "1-line change review, other src", with_index=False) or ("", 0.0, ""))
+    if args.parsed_lines:
+        rows.append(_parsed_lines(corpus.path))
+    print(f"corpus: {corpus.source}, {corpus.files} files; median of {args.runs} run(s)\n")
+    print("| measure | seconds | notes |\n|---|---:|---|")
+    for name, seconds, note in rows:
+        print(f"| {name} | {seconds:.2f} | {note} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,393 @@
+"""The call index: contexts proven by call chains across files, cached by blob."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from rltrefactor.api import ReviewRequest, review
+from rltrefactor.callindex import CallIndex, build_index
+from rltrefactor.config import Config
+from rltrefactor.execution import Declared, execution_map
+from rltrefactor.syntax import parse_fresh
+from rltrefactor.types import ChangeSet, Revision
+from tests.gitrepo import GitRepo
+
+
+ON = "[tool.rltrefactor]\ncall-index = true\n"
+
+
+def _repo(tmp_path: Path, files: dict[str, str], pyproject: str = ON) -> tuple[GitRepo, str]:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("pyproject.toml", pyproject)
+    for path, text in files.items():
+        repo.write(path, textwrap.dedent(text))
+    return repo, repo.commit()
+
+
+def _index(tmp_path: Path, files: dict[str, str], cache: str | None = None, config: Config = Config()) -> CallIndex:
+    repo, head = _repo(tmp_path, files)
+    return build_index(ChangeSet(str(repo.path), Revision("git", head), ()), config, cache)
+
+
+def _context(index: CallIndex, path: str, qualname: str) -> tuple[str, str] | None:
+    told = index.for_file(path)
+    return told.verdict(qualname) if told is not None else None
+
+
+MODEL = {
+    "eng/__init__.py": "",
+    "eng/ops.py": """
+        import torch
+        def fused_scale(x):
+            return x * 2
+        def unused_helper(x):
+            return x
+        """,
+    "eng/model.py": """
+        from eng.ops import fused_scale
+        class Model:
+            def forward(self, x):
+                return self._body(x)
+            def _body(self, x):
+                return self._inner(x)
+            def _inner(self, x):
+                return fused_scale(x)
+        """,
+}
+
+
+def test_a_wrapper_in_another_module_called_from_forward_is_per_step_with_the_chain(tmp_path: Path) -> None:
+    index = _index(tmp_path, MODEL)
+    kind, evidence = _context(index, "eng/ops.py", "fused_scale") or ("", "")
+    assert kind == "per-step"
+    assert evidence == "per step: `Model.forward` → `Model._body` → `Model._inner` → `fused_scale`"
+    assert _context(index, "eng/model.py", "Model._body") == ("per-step", "per step: `Model.forward` → `Model._body`")
+    assert _context(index, "eng/ops.py", "unused_helper") is None  # nothing reaches it: no verdict
+
+
+def test_module_aliases_and_imported_modules_resolve(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "eng/__init__.py": "",
+        "eng/ops.py": "def scale(x):\n    return x\ndef shift(x):\n    return x\ndef other(x):\n    return x\n",
+        "eng/model.py": """
+            import eng.ops as O
+            from eng import ops
+            from . import ops as relative
+            class Model:
+                def __call__(self, x):
+                    return O.scale(ops.shift(relative.other(x)))
+            """,
+    })
+    for name in ("scale", "shift", "other"):
+        assert (_context(index, "eng/ops.py", name) or ("",))[0] == "per-step", name
+
+
+def test_receivers_typed_by_assignment_or_annotation(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "runner.py": """
+            class ModelRunner:
+                def gather(self):
+                    pass
+                def scatter(self):
+                    pass
+            class Worker:
+                def collect(self):
+                    pass
+            """,
+        "engine.py": """
+            from runner import ModelRunner, Worker
+            class Engine:
+                def __init__(self):
+                    self.runner: ModelRunner = make_runner()
+                def step(self, other: "ModelRunner"):
+                    self.runner.gather()
+                    other.scatter()
+                    w = Worker()
+                    w.collect()
+            """,
+    })
+    for qualname in ("ModelRunner.gather", "ModelRunner.scatter", "Worker.collect"):
+        assert (_context(index, "runner.py", qualname) or ("",))[0] == "per-step", qualname
+
+
+def test_a_method_name_unique_in_the_repository_resolves_and_shared_or_builtin_names_do_not(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "layers.py": """
+            class Mixer:
+                def mix(self, x):
+                    return x
+                def append(self, x):
+                    return x
+            class Padder:
+                def pad(self, x):
+                    return x
+            class A:
+                def blend(self, x):
+                    return x
+            class B:
+                def blend(self, x):
+                    return x
+            """,
+        "model.py": """
+            import numpy as np
+            class Model:
+                def forward(self, x):
+                    np.pad(x)
+                    self.layers[0].mix(x)
+                    self.layers[1].blend(x)
+                    self.items.append(x)
+            """,
+    })
+    assert (_context(index, "layers.py", "Mixer.mix") or ("",))[0] == "per-step"
+    assert _context(index, "layers.py", "A.blend") is None
+    assert _context(index, "layers.py", "Mixer.append") is None
+    assert _context(index, "layers.py", "Padder.pad") is None  # `np` is an imported module: its `pad` is not ours
+
+
+def test_a_serving_loop_body_is_per_step_and_what_runs_before_it_is_not(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "server.py": """
+            class Server:
+                async def serve(self):
+                    self.open_sockets()
+                    while True:
+                        item = await self.queue.get()
+                        self.handle(item)
+                def open_sockets(self):
+                    pass
+                def handle(self, item):
+                    pass
+            async def drain(queue):
+                while not done:
+                    queue.flush_all()
+            """,
+    })
+    assert _context(index, "server.py", "Server.handle") == ("per-step", "per step: `Server.serve` → `Server.handle`")
+    assert _context(index, "server.py", "Server.open_sockets") is None
+    assert _context(index, "server.py", "drain") is None  # a loop that never waits is not a serving loop
+
+
+def test_a_closure_built_by_a_cached_factory_runs_per_call(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "ops.py": """
+            import functools
+            @functools.cache
+            def make_op(width):
+                def op(x):
+                    return x * width
+                return op
+            @functools.cache
+            def make_table(width):
+                def row(i):
+                    return i
+                return [row(i) for i in range(width)]
+            register("scale", make_op(4))
+            """,
+    })
+    assert (_context(index, "ops.py", "make_op.<locals>.op") or ("",))[0] == "per-step"
+    assert (_context(index, "ops.py", "make_op") or ("",))[0] == "one-time"
+    assert (_context(index, "ops.py", "make_table.<locals>.row") or ("",))[0] != "per-step"
+
+
+def test_a_function_reached_only_from_construction_is_one_time_unless_an_unresolved_call_may_reach_it(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "cache.py": """
+            class KVCache:
+                def __init__(self):
+                    self.build_tables()
+                    self.fill_slots()
+                def build_tables(self):
+                    pass
+                def fill_slots(self):
+                    pass
+            def elsewhere(obj):
+                obj.fill_slots()
+            """,
+    })
+    assert _context(index, "cache.py", "KVCache.build_tables") == (
+        "one-time", "one-time, only called from code that is: `KVCache.__init__` → `KVCache.build_tables`")
+    assert _context(index, "cache.py", "KVCache.fill_slots") is None
+
+
+def test_callees_reached_only_from_tests_are_offline(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "eng/util.py": "def make_fixture():\n    return 1\ndef shared():\n    return 2\n",
+        "eng/model.py": "from eng.util import shared\nclass M:\n    def forward(self):\n        return shared()\n",
+        "tests/test_util.py": "from eng.util import make_fixture, shared\ndef test_it():\n    make_fixture()\n    shared()\n",
+    })
+    assert (_context(index, "eng/util.py", "make_fixture") or ("",))[0] == "offline"
+    assert (_context(index, "eng/util.py", "shared") or ("",))[0] == "per-step"
+    assert (_context(index, "tests/test_util.py", "test_it") or ("",))[0] == "offline"
+
+
+def test_a_call_chain_outranks_a_name_word_and_the_name_word_stays_without_a_caller(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "worker.py": """
+            class Worker:
+                def idle_step(self):
+                    self._make_dummy_batch_meta()
+                def _make_dummy_batch_meta(self):
+                    pass
+                def _make_dummy_weights(self):
+                    pass
+            """,
+        "engine.py": """
+            from worker import Worker
+            class Engine:
+                async def loop(self, worker: Worker):
+                    while True:
+                        await self.queue.get()
+                        worker.idle_step()
+            """,
+    })
+    assert _context(index, "worker.py", "Worker._make_dummy_batch_meta") == (
+        "per-step", "per step: `Engine.loop` → `Worker.idle_step` → `Worker._make_dummy_batch_meta`")
+    assert (_context(index, "worker.py", "Worker._make_dummy_weights") or ("",))[0] == "one-time"
+
+
+def test_functions_that_return_host_tensors_only_make_their_callers_values_host(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "prep.py": """
+            import numpy as np
+            import torch
+            def host_lens(data):
+                lens = torch.from_numpy(np.frombuffer(data, dtype=np.int32))
+                return lens
+            def via(data):
+                return host_lens(data)
+            def either(data, device):
+                if device is None:
+                    return data.cpu()
+                return data.to(device)
+            """,
+        "runner.py": """
+            from prep import host_lens, via, either
+            def step(data):
+                a = host_lens(data)
+                b = via(data)
+                c = either(data, None)
+            """,
+    })
+    told = index.for_file("runner.py")
+    assert told is not None and told.host_calls == frozenset({"host_lens", "via"})
+
+
+def test_the_cache_reparses_only_changed_blobs(tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    repo, head = _repo(tmp_path, MODEL)
+    first = build_index(ChangeSet(str(repo.path), Revision("git", head), ()), Config(), cache)
+    again = build_index(ChangeSet(str(repo.path), Revision("git", head), ()), Config(), cache)
+    assert (first.parsed, again.parsed, again.indexed) == (3, 0, 3)
+    assert again.files == first.files
+    repo.write("eng/ops.py", "def fused_scale(x):\n    return x\n")
+    changed = build_index(ChangeSet(str(repo.path), Revision("worktree"), ()), Config(), cache)
+    assert changed.parsed == 1
+    assert (_context(changed, "eng/ops.py", "fused_scale") or ("",))[0] == "per-step"
+
+
+def test_the_execution_map_takes_the_index_verdict_over_the_files_own() -> None:
+    text = "def fused_scale(x):\n    return x.item()\ndef _warmup_table():\n    pass\n"
+    alone = execution_map(parse_fresh(text))
+    assert [(f.qualname, f.kind) for f in alone.functions] == [("fused_scale", "unknown"), ("_warmup_table", "one-time")]
+    from rltrefactor.callindex import FileContexts
+
+    told = FileContexts("ops.py", (("fused_scale", "per-step", "per step: `M.forward` → `fused_scale`"),
+                                   ("_warmup_table", "per-step", "per step: `M.step` → `_warmup_table`")), frozenset({"f"}))
+    proven = execution_map(parse_fresh(text), repository=told)
+    assert [(f.qualname, f.kind) for f in proven.functions] == [("fused_scale", "per-step"), ("_warmup_table", "per-step")]
+    assert proven.host_calls == frozenset({"f"})
+
+
+def test_the_configuration_outranks_a_call_chain_in_the_execution_map() -> None:
+    text = "def fused_scale(x):\n    return x.item()\ndef _warmup_table():\n    pass\n"
+    from rltrefactor.callindex import FileContexts
+
+    told = FileContexts("ops.py", (("fused_scale", "per-step", "per step: `M.forward` → `fused_scale`"),
+                                   ("_warmup_table", "one-time", "only `M.__init__` calls it")), frozenset())
+    declared = Declared(hot_functions=("_warmup_table",), cold_functions=("fused_scale",))
+    proven = execution_map(parse_fresh(text), declared, told)
+    assert [(f.qualname, f.kind) for f in proven.functions] == [("fused_scale", "one-time"), ("_warmup_table", "per-step")]
+    assert "cold-functions" in proven.functions[0].evidence
+
+
+def test_configured_functions_start_and_stop_call_chains(tmp_path: Path) -> None:
+    files = {**MODEL, "eng/loop.py": "from eng.ops import unused_helper\ndef drive(x):\n    return unused_helper(x)\n"}
+    index = _index(tmp_path, files, config=Config(hot_functions=("drive",), cold_functions=("_body",)))
+    assert _context(index, "eng/ops.py", "unused_helper") == ("per-step", "per step: `drive` → `unused_helper`")
+    assert (_context(index, "eng/model.py", "Model._body") or ("",))[0] == "one-time"
+    assert (_context(index, "eng/ops.py", "fused_scale") or ("",))[0] != "per-step"
+
+
+def test_without_the_key_no_index_is_built_and_the_file_alone_decides(tmp_path: Path) -> None:
+    files = {
+        "eng/__init__.py": "",
+        "eng/ops.py": "def total(x):\n    return x\n",
+        "eng/model.py": "from eng.ops import total\nclass Model:\n    def forward(self, x):\n        return total(x)\n",
+    }
+    repo, base = _repo(tmp_path, files, pyproject="[tool.rltrefactor]\n")
+    repo.write("eng/ops.py", "def total(x):\n    n = x.sum().item()\n    return n\n")
+    head = repo.commit()
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    found = [(f.rule_id, f.span.line, f.execution) for f in result.findings if f.rule_id == "host-sync-in-hot-path"]
+    assert found == [("host-sync-in-hot-path", 2, "unknown")]
+    assert not any((tmp_path / "cache").glob("callindex-v*"))
+
+
+@pytest.mark.parametrize("with_caller", [True, False])
+def test_a_review_reports_per_step_code_in_another_module_with_the_chain(tmp_path: Path, with_caller: bool) -> None:
+    files = {
+        "eng/__init__.py": "",
+        "eng/ops.py": "def total(x):\n    return x\n",
+        "eng/model.py": "from eng.ops import total\nclass Model:\n    def forward(self, x):\n        return total(x)\n",
+    }
+    if not with_caller:
+        files["eng/model.py"] = "class Model:\n    def forward(self, x):\n        return x\n"
+    repo, base = _repo(tmp_path, files)
+    repo.write("eng/ops.py", "def total(x):\n    n = x.sum().item()\n    return n\n")
+    head = repo.commit()
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    found = [f for f in result.findings if f.rule_id == "host-sync-in-hot-path"]
+    assert len(found) == 1
+    if with_caller:
+        assert found[0].execution == "per-step"
+        assert "`Model.forward` → `total`" in found[0].execution_evidence
+    else:
+        assert found[0].execution == "unknown"
+
+
+@pytest.mark.parametrize(("added", "built"), [("    n = x.sum().item()\n", True), ("    n = 1\n", False)])
+def test_the_index_is_built_only_when_a_rule_that_depends_on_where_code_runs_may_hit(
+    tmp_path: Path, added: str, built: bool
+) -> None:
+    repo, base = _repo(tmp_path, {"ops.py": "def total(x):\n    return x\n"})
+    repo.write("ops.py", "def total(x):\n" + added + "    return x\n")
+    head = repo.commit()
+    review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    assert any((tmp_path / "cache").glob("callindex-v*")) is built
+
+
+@pytest.mark.parametrize(("callee", "reported"), [("host_lens", False), ("either", True)])
+def test_a_value_returned_as_a_host_tensor_by_another_module_is_no_device_sync(
+    tmp_path: Path, callee: str, reported: bool
+) -> None:
+    repo, base = _repo(tmp_path, {
+        "prep.py": """
+            import numpy as np
+            import torch
+            def host_lens(data):
+                return torch.from_numpy(np.frombuffer(data, dtype=np.int32))
+            def either(data, device):
+                if device is None:
+                    return data.cpu()
+                return data.to(device)
+            """,
+        "runner.py": "from prep import host_lens, either\nclass Runner:\n    def step(self, data):\n        return 0\n",
+    })
+    repo.write("runner.py", "from prep import host_lens, either\nclass Runner:\n    def step(self, data):\n"
+               f"        lens = {callee}(data)\n        return lens.tolist()\n")
+    head = repo.commit()
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
+    assert any(f.rule_id == "host-sync-in-hot-path" for f in result.findings) is reported
