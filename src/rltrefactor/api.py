@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
-from .callindex import CallIndex, build_index
 from .changes import collect_changes
 from .config import Config, check_names, declared_for, default_cache_dir, load_config
 from .engine import Engine, select_rules, skipped_experimental
@@ -32,9 +31,9 @@ from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, Fil
 
 if TYPE_CHECKING:
     from .baseline import Baseline, BaselineReport
+    from .callindex import CallIndex
     from .matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
-
 
 
 @dataclass(frozen=True)
@@ -197,6 +196,8 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
     most small changes never pay for it."""
     if not engine.config.call_index or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
+    from .callindex import build_index
+
     return build_index(change, engine.config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
 
 

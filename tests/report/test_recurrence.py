@@ -57,6 +57,19 @@ def test_only_changed_lines_inside_the_recurring_definition_count():
     assert changes_recurrence([(LOOPED, None)])  # a full scan: every line
 
 
+def test_a_change_is_read_in_the_members_it_touches_with_the_file_s_imports():
+    """Only the touched members are parsed; what they need of the file (its imports,
+    the class around them) stays, and line numbers hold."""
+    decorated = "import torch\nfrom blocks import core\n\n\n@register\n" + LOOPED.replace(
+        "        return hidden\n", "        return hidden\n\n    def other(self, h, n):\n        for _ in range(n):\n            h = torch.relu(h)\n        return h\n"
+    )
+    assert changes_recurrence([(decorated, frozenset({13}))])  # inside ``execute``
+    assert not changes_recurrence([(decorated, frozenset({7}))])  # ``setup``, beside it
+    assert not changes_recurrence([(decorated, frozenset({19}))])  # ``other`` calls a function of the imported ``torch``
+    assert changes_recurrence([(decorated, frozenset({8, 19}))]) is False
+    assert changes_recurrence([(decorated, frozenset({8, 13}))])  # two members, one of them recurring
+
+
 def test_the_summary_adds_loop_semantics_only_for_a_change_inside_the_recurrence(repo, cli):
     repo.write("engine/runner.py", LOOPED)
     repo.write("engine/config.py", "def build():\n    return dict(depth=16)\n")

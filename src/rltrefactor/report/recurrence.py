@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -43,10 +46,45 @@ def changes_recurrence(files: Iterable[tuple[str, frozenset[int] | None]]) -> bo
     """Whether a changed line of one of ``files`` (text, changed lines; None: every line)
     lies in a definition that iterates a recurrence."""
     for text, lines in files:
-        for first, last in recurrence_spans(text):
+        focus = text if lines is None else _around(text, lines)
+        for first, last in recurrence_spans(focus):
             if lines is None or any(first <= line <= last for line in lines):
                 return True
     return False
+
+
+def _around(text: str, lines: frozenset[int]) -> str:
+    """``text`` with only the imports and the top-level statements (in a class: the
+    members) holding ``lines`` left; every other line is emptied, so line numbers hold.
+    A definition holding no changed line cannot make the change touch a recurrence."""
+    from ..syntax import parse_tree
+
+    keep: set[int] = set()
+    for node in parse_tree(text).root_node.children:
+        first, last = node.start_point[0] + 1, node.end_point[0] + 1
+        if node.type in ("import_statement", "import_from_statement", "future_import_statement"):
+            keep.update(range(first, last + 1))
+        elif any(first <= line <= last for line in lines):
+            keep.update(_kept_rows(node, lines))
+    return "\n".join(line if number in keep else "" for number, line in enumerate(text.split("\n"), 1))
+
+
+def _kept_rows(node: "Node", lines: frozenset[int]) -> range | set[int]:
+    """Rows of a top-level statement to keep: a class's header and its members holding
+    ``lines`` (the whole class when none does), anything else whole."""
+    first, last = node.start_point[0] + 1, node.end_point[0] + 1
+    holder = node.child_by_field_name("definition") if node.type == "decorated_definition" else node
+    body = holder.child_by_field_name("body") if holder is not None and holder.type == "class_definition" else None
+    if body is None:
+        return range(first, last + 1)
+    members = [(m.start_point[0] + 1, m.end_point[0] + 1) for m in body.children]
+    touched = [(a, b) for a, b in members if any(a <= line <= b for line in lines)]
+    if not touched:
+        return range(first, last + 1)
+    kept = set(range(first, body.start_point[0] + 1))  # decorators and the class line
+    for a, b in touched:
+        kept.update(range(a, b + 1))
+    return kept
 
 
 _Holder = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
