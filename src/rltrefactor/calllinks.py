@@ -18,8 +18,8 @@ from collections import Counter
 from typing import Iterable, Iterator, Mapping
 
 from .callfacts import ClassFacts, FileFacts, FunctionFacts, type_name
-from .execution import is_setup_name
-from .names import Names, name_words
+from .execution import verdict_by_name
+from .names import Names
 
 Contexts = dict[str, tuple[str, str]]  # function id -> (kind, evidence)
 
@@ -290,7 +290,7 @@ def _roots(
             hard[function_id] = ("one-time", "a cached function runs once per argument set")
         elif parent is not None and cached.search(parent[1].decorators) and f"name:{name}" in parent[1].returns:
             roots[function_id] = f"returned by the cached factory `{parent[1].qualname}`, runs on every call"
-        elif (cold_name := _cold_by_name(function, names)) is not None:
+        elif (cold_name := verdict_by_name(function.name, function.owner, names)) is not None:
             soft[function_id] = cold_name
         elif name in ("forward", "__call__") and function.owner:
             roots[function_id] = f"{name} of {function.owner} runs per step"
@@ -301,22 +301,6 @@ def _roots(
         elif function.loop_calls:
             roots[function_id] = f"`{function.qualname}` runs a long-running loop"
     return roots, hard, soft
-
-
-def _cold_by_name(function: FunctionFacts, names: Names) -> tuple[str, str] | None:
-    """As the per-file execution map reads a name, so that the two agree where no call decides."""
-    name = function.name
-    owner = function.owner.rpartition(".")[2] if function.owner else None
-    if (
-        names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
-        or (owner and names.regex("offline-classes").search(owner))
-    ):
-        return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
-    if name == "main":
-        return "offline", "a script's `main`"
-    if is_setup_name(name, names):
-        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
-    return None
 
 
 def _spread(repository: Repository, roots: Mapping[str, str], blocked: Iterable[str]) -> dict[str, tuple[str, ...]]:

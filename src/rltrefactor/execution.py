@@ -201,7 +201,7 @@ def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[Exe
     """What the function's own name, class and decorators say. Under ``hot-paths`` a
     name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
-    by_name = None if hot_file else _verdict_by_name(function, names)
+    by_name = None if hot_file else verdict_by_name(function.name, function.owner, names)
     if by_name is not None:
         return by_name
     if name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
@@ -216,10 +216,10 @@ def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[Exe
     return "unknown", ""
 
 
-def _verdict_by_name(function: _Function, names: Names) -> tuple[ExecutionKind, str] | None:
-    """The words of a name: evidence of last resort."""
-    name = function.name
-    owner = function.owner.rpartition(".")[2] if function.owner else None
+def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[ExecutionKind, str] | None:
+    """What the words of a function's name (and its class's, ``owner``) say: evidence of
+    last resort, read the same way by the per-file map and the call index."""
+    owner = owner.rpartition(".")[2] if owner else None
     if (
         names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
         or (owner and names.regex("offline-classes").search(owner))
