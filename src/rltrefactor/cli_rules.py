@@ -224,6 +224,12 @@ def _new(args: argparse.Namespace) -> int:
     if args.output and os.path.isdir(args.output):
         example = os.path.join(args.output, f"{args.area or 'device-residency'}.yaml")
         raise ChangeInputError(f"{args.output}: is a directory; pass a rules/<area>.yaml file, e.g. {example}")
+    stem = os.path.splitext(os.path.basename(args.output or ""))[0]
+    if args.output and (stem not in AREAS or (args.area and args.area != stem)):
+        # The library loads a rule file only under its area's name: anything else would be refused later.
+        example = os.path.join(os.path.dirname(args.output), f"{args.area or 'device-residency'}.yaml")
+        raise ChangeInputError(f"{args.output}: rule files are named after their area (got {stem!r}); "
+                               f"pass {example}, one of {', '.join(AREAS)}")
     entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id,
                           area=args.area, library=_target_library(args))
     if not args.output:

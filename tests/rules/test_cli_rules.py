@@ -161,6 +161,22 @@ def test_new_refuses_a_directory_as_output_in_one_line(repo, tmp_path, capsys):
                    f"e.g. {tmp_path / 'device-residency.yaml'}\n")
 
 
+@pytest.mark.parametrize("name, area", [("local.yaml", "device-residency"), ("lifecycle.yaml", "device-residency")])
+def test_new_refuses_an_output_not_named_after_the_rule_s_area(repo, tmp_path, capsys, name, area):
+    """The library loads a rule file only under its area's name: the draft would be refused later."""
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum().item()\n    return n\n")
+    repo.commit("before")
+    repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
+    sha = repo.commit("keep the count on the device")
+    target = tmp_path / "review" / name
+    assert main(["rules", "new", "--repo", str(repo.path), "--from-commit", sha, "--path", "worker/runner.py",
+                 "--lines", "4-6", "--area", area, "--output", str(target)]) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert err.startswith(f"rltrefactor: {target}: rule files are named after their area (got '{target.stem}'); "
+                          f"pass {tmp_path / 'review' / 'device-residency.yaml'}, one of ")
+    assert not target.exists() and err.count("\n") == 1
+
+
 CACHE_BEFORE = """\
 import torch
 
