@@ -24,6 +24,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -62,7 +63,7 @@ def _index_rows(repo: str, runs: int) -> list[tuple[str, float, str]]:
             cacheds.append(seconds)
             detail["cached"] = f"{index.indexed} files, {index.parsed} parsed (same revision: the index read whole); CPU {_CPU[-1]:.2f} s"
             target = os.path.join(repo, git(repo, "ls-files", "*.py").split("\n")[0])
-            original = open(target, encoding="utf-8").read()
+            original = Path(target).read_text(encoding="utf-8")
             try:
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write("\n\ndef _bench_added(x):\n    return x\n")
@@ -120,7 +121,7 @@ def _parsed_lines(repo: str) -> tuple[str, float, str]:
     loaded = _load(repo)
     rules = select_rules(loaded.library, loaded.config)
     paths = git(repo, "ls-files", "*.py").split()
-    texts = {p: open(os.path.join(repo, p), encoding="utf-8").read() for p in paths}
+    texts = {p: Path(repo, p).read_text(encoding="utf-8") for p in paths}
     index = build_index(ChangeSet(repo, Revision("worktree"), ()), loaded.config, None)
     counts = []
     for call_index in (None, index):

@@ -21,6 +21,11 @@ from .callfacts import ClassFacts, FileFacts, FunctionFacts, type_name
 from .execution import verdict_by_name
 from .names import Names
 
+# Bounds on following names through the repository: they stop import and inheritance
+# cycles, and real chains are far shorter (a re-export rarely passes more than two modules).
+MAX_REEXPORTS = 6  # modules an imported name is followed through
+MAX_BASE_CLASSES = 8  # levels of base classes searched for a method
+
 Contexts = dict[str, tuple[str, str]]  # function id -> (kind, evidence)
 
 # Method names builtin containers and strings also have: a call by such a name proves nothing.
@@ -160,7 +165,7 @@ class Repository:
         if (path, name) in self._classes:
             return ("class", path, name)
         target = self._imports.get(path, {}).get(name)
-        return self._lookup(target, depth + 1) if target is not None and depth < 6 else None
+        return self._lookup(target, depth + 1) if target is not None and depth < MAX_REEXPORTS else None
 
     def _lookup(self, dotted: str, depth: int) -> tuple[str, str, str] | None:
         parts = dotted.split(".")
@@ -187,7 +192,7 @@ class Repository:
         if f"{path}::{qualname}.{name}" in self.functions:
             return f"{path}::{qualname}.{name}"
         facts = self._classes.get(cls)
-        for base in facts.bases if facts is not None and depth < 8 else ():
+        for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
             found = self._class_named(path, None, base)
             if found is not None:
                 method = self._method(found, name, depth + 1)
