@@ -197,3 +197,18 @@ def _is_cst(kind: type) -> bool:
     if flag is None:
         flag = _IS_CST[kind] = issubclass(kind, cst.CSTNode)
     return flag
+
+
+def truth_conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The values a branch turns into Python bools: ``and``/``or`` operands, under ``not``."""
+    if isinstance(test, cst.BooleanOperation):
+        yield from truth_conditions(test.left)
+        yield from truth_conditions(test.right)
+    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        yield from truth_conditions(test.expression)
+    else:
+        yield test
+
+
+def comparison_sides(comparison: cst.Comparison) -> list[cst.BaseExpression]:
+    return [comparison.left, *(target.comparator for target in comparison.comparisons)]

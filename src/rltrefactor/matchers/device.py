@@ -11,7 +11,7 @@ from ..names import bundled_names
 from ..prefilter import AllOf, Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
-from .context import in_per_step_function, subtree
+from .context import comparison_sides, in_per_step_function, subtree, truth_conditions
 from .companions import residency_companions
 from .residency import is_pinned, on_host
 from .imports import dotted_name
@@ -101,18 +101,13 @@ class TensorToHostConversion:
 
 
 def _truth_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """Sub-expressions whose value the branch turns into a Python bool."""
-    if isinstance(test, cst.BooleanOperation):
-        yield from _truth_operands(test.left)
-        yield from _truth_operands(test.right)
-    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _truth_operands(test.expression)
-    elif isinstance(test, cst.Comparison):
-        yield test.left
-        for target in test.comparisons:
-            yield target.comparator
-    else:
-        yield test
+    """Sub-expressions whose value the branch turns into a Python bool: its conditions,
+    and both sides of a comparison among them."""
+    for condition in truth_conditions(test):
+        if isinstance(condition, cst.Comparison):
+            yield from comparison_sides(condition)
+        else:
+            yield condition
 
 
 _ZERO_FACTORIES = frozenset({"torch.zeros", "torch.zeros_like"})

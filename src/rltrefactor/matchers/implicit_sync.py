@@ -20,7 +20,7 @@ from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .companions import residency_companions
-from .context import is_cold_condition
+from .context import comparison_sides, is_cold_condition, truth_conditions
 from .device import TensorToHostConversion
 from .options import Option
 from .residency import on_host
@@ -43,31 +43,16 @@ def _reduction(expr: cst.BaseExpression, ctx: FileContext) -> bool:
 
 def _holds_reduction(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     if isinstance(expr, cst.Comparison):
-        return any(_holds_reduction(side, ctx) for side in _sides(expr))
+        return any(_holds_reduction(side, ctx) for side in comparison_sides(expr))
     if isinstance(expr, cst.BinaryOperation):
         return _holds_reduction(expr.left, ctx) or _holds_reduction(expr.right, ctx)
     return _reduction(expr, ctx)
 
 
-def _sides(comparison: cst.Comparison) -> list[cst.BaseExpression]:
-    return [comparison.left, *(target.comparator for target in comparison.comparisons)]
-
-
-def _conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The values a branch turns into Python bools: ``and``/``or`` operands, under ``not``."""
-    if isinstance(test, cst.BooleanOperation):
-        yield from _conditions(test.left)
-        yield from _conditions(test.right)
-    elif isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        yield from _conditions(test.expression)
-    else:
-        yield test
-
-
 def _truth_of_tensor(condition: cst.BaseExpression, ctx: FileContext) -> bool:
     """``condition`` is a device tensor whose truth value Python asks for, and no reduction
     of it (reported by the scalar-read rule) is involved."""
-    if isinstance(condition, cst.Comparison) and any(_reduction(side, ctx) for side in _sides(condition)):
+    if isinstance(condition, cst.Comparison) and any(_reduction(side, ctx) for side in comparison_sides(condition)):
         return False
     return not _reduction(condition, ctx) and is_device_tensor(condition, ctx)
 
@@ -99,7 +84,7 @@ class DeviceTensorTruthTest:
                 if is_cold_condition(branch.test):
                     continue  # ``if logger.isEnabledFor(DEBUG) and x.isnan():`` only runs when debugging
                 # One branch waits once: its first device condition is reported.
-                for condition in _conditions(branch.test):
+                for condition in truth_conditions(branch.test):
                     if _truth_of_tensor(condition, ctx):
                         yield Match(condition, {"X": ctx.code(condition), "USE": "a branch condition"})
                         break
