@@ -39,8 +39,13 @@ def is_setup_name(name: str, names: Names | None = None) -> bool:
     """The name says construction, loading, warm-up or teardown (``set-up-*`` names)."""
     names = names or bundled_names()
     if name.startswith("__") and name.endswith("__"):
-        return name[2:-2] in names.entry("set-up-dunders").values
+        return _is_setup_dunder(name, names)
     return names.has_word("set-up-words", name_words(name)) or bool(names.regex("set-up-functions").fullmatch(name))
+
+
+def _is_setup_dunder(name: str, names: Names) -> bool:
+    """``__init__``, ``__del__``, ...: run at construction, teardown or printing, never per step."""
+    return name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values
 
 
 ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
@@ -204,7 +209,7 @@ def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[Exe
     by_name = None if hot_file else verdict_by_name(function.name, function.owner, names)
     if by_name is not None:
         return by_name
-    if name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
+    if _is_setup_dunder(name, names):
         return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
     if names.regex("one-time-decorators").search(function.decorators):
         return "one-time", "a cached function runs once per argument set"
