@@ -71,7 +71,8 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     line_limited = matched.scope == "lines" and not matched.change.full_scan  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
     heads = complete_head(kept, outcomes, matched.files, matched.engine, matched.texts, kept_on_lines=line_limited)
     kept = mark_preexisting(kept, heads, matched.files, matched.change, matched.engine, matched.texts)
-    kept = number_occurrences(kept, heads) + number_occurrences(measured, {})
+    changed = {} if matched.change.full_scan else {path: f.added_lines for path, f in matched.files.items()}
+    kept = number_occurrences(kept, heads, changed) + number_occurrences(measured, {})
     kept, confirmations = confirm(kept)
     drops.extend(confirmations)
     report: BaselineReport | None = None

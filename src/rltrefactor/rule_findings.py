@@ -136,25 +136,38 @@ def _header(node: "Node") -> str:
     return normalise_code(" ".join(parts))
 
 
-def number_occurrences(findings: Iterable[Finding], heads: Mapping[str, Sequence[Finding]]) -> list[Finding]:
+def number_occurrences(
+    findings: Iterable[Finding], heads: Mapping[str, Sequence[Finding]],
+    changed: Mapping[str, frozenset[int]] | None = None,
+) -> list[Finding]:
     """Each finding's fingerprint with its index among the hits of equal identity in its
-    file, in the order they appear (``-0`` for the first): the identity of one hit.
+    file (``-0`` for the first): the identity of one hit. Hits on unchanged lines are
+    counted first, in the order they appear, then those touching ``changed`` lines (a
+    review's added lines, by path): an unchanged hit keeps the index it had at the base,
+    so a copy added before it can never take its identity (and its baseline entry).
 
     ``heads``: every hit of the head revision for each path where the findings are only
     part of them (a review matched around the changed lines); elsewhere the findings
     themselves are all the hits."""
     found = list(findings)
-    order: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
+    changed = changed or {}
+    order: dict[tuple[str, str], list[tuple[bool, int, int, str]]] = {}
     for path in {f.path for f in found}:
+        lines = changed.get(path, frozenset())
         for hit in heads.get(path) or [f for f in found if f.path == path]:
-            order.setdefault((path, hit.fingerprint), []).append((hit.span.line, hit.span.column, hit.rule_id))
+            order.setdefault((path, hit.fingerprint), []).append(_place(hit, lines))
     numbered = []
     for finding in found:
         places = sorted(order.get((finding.path, finding.fingerprint), ()))
-        here = (finding.span.line, finding.span.column, finding.rule_id)
+        here = _place(finding, changed.get(finding.path, frozenset()))
         index = places.index(here) if here in places else sum(place < here for place in places)
         numbered.append(replace(finding, fingerprint=f"{finding.fingerprint}-{index}"))
     return numbered
+
+
+def _place(hit: Finding, changed: frozenset[int]) -> tuple[bool, int, int, str]:
+    touched = any(line in changed for line in range(hit.span.line, hit.span.end_line + 1))
+    return touched, hit.span.line, hit.span.column, hit.rule_id
 
 
 def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:

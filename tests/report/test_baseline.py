@@ -133,6 +133,19 @@ def test_a_second_copy_beside_a_baselined_hit_is_reported(repo, tmp_path):
     assert finding.impact.endswith("New beside the baselined hit at line 5 of this rule here.")
 
 
+def test_a_copy_added_above_a_baselined_hit_is_reported(repo, tmp_path):
+    """The new copy comes first in the function: numbering by position alone would give it
+    the baselined hit's identity and hide it."""
+    repo.write(HOT, ONE_READ)
+    repo.commit("base")
+    path, _ = _record(repo, tmp_path)
+    repo.write(HOT, ONE_READ.replace("def forward(x):\n", "def forward(x):\n    z = x.sum().item()\n"))
+    repo.commit("read first")
+    report = _review(repo, path, diff="HEAD~1..HEAD")
+    assert _syncs(report) == [(5, ())]
+    assert report.result.gate_failed and report.baseline.matched == 0
+
+
 def test_a_baselined_function_with_repeats_stays_silent_and_a_diff_review_reports_no_stale_entries(repo, tmp_path):
     repo.write(HOT, TWO_READS)
     repo.write("model_executor/other.py", ONE_READ)
