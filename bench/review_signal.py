@@ -102,6 +102,43 @@ def recall_table(rows: list[dict]) -> list[str]:
     return out
 
 
+def noise_by_repository(rows: list[dict]) -> list[str]:
+    per_repo: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for row in rows:
+        counts = per_repo[row["entry"]["repo"]]
+        counts[0] += row["entry"]["added_lines"]
+        counts[1] += len(row["findings"])
+    out = ["| repository | added lines | noise findings | per 1000 added lines |", "|---|---:|---:|---:|"]
+    for repo, (added, found) in sorted(per_repo.items()):
+        out.append(f"| {repo} | {added} | {found} | {1000 * found / added:.2f} |")
+    return out
+
+
+def leave_one_repo_out(data: dict) -> list[str]:
+    """Per rule: where it hits and where it is noisy, and what remains without its best repository.
+
+    The repository a rule was written from is not recorded, so the table assumes the worst:
+    the repository where the rule hits most is the one it was fitted to, and the rule is
+    judged on every other repository.
+    """
+    hits: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    noise: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for row in data["cases"]:
+        for rule in row["rules"]:
+            hits[rule][row["case"]["repo"]] += 1
+    for row in data["noise"]:
+        for finding in row["findings"]:
+            noise[finding.rule_id][row["entry"]["repo"]] += 1
+    out = ["| rule | hits | repositories hit | noise | repository left out | hits elsewhere | noise elsewhere |",
+           "|---|---:|---:|---:|---|---:|---:|"]
+    for rule in sorted(set(hits) | set(noise), key=lambda r: (-sum(hits[r].values()), r)):
+        left_out = min(hits[rule], key=lambda repo: (-hits[rule][repo], repo)) if hits[rule] else "—"
+        out.append(f"| {rule} | {sum(hits[rule].values())} | {len(hits[rule])} | {sum(noise[rule].values())} | "
+                   f"{left_out.split('/')[-1]} | {sum(hits[rule].values()) - hits[rule][left_out]} | "
+                   f"{sum(noise[rule].values()) - noise[rule][left_out]} |")
+    return out
+
+
 def judgement_summary(label: str) -> list[str]:
     if not os.path.exists(JUDGEMENTS):
         return []
@@ -127,7 +164,10 @@ def render(label: str, data: dict, corpus: str) -> str:
              "| rule | noise findings | per 1000 added lines |", "|---|---:|---:|"]
     for rule, count in per_rule.most_common():
         lines.append(f"| {rule} | {count} | {1000 * count / added:.2f} |")
-    lines += ["", *judgement_summary(label), "",
+    lines += ["", "Noise per repository:", "", *noise_by_repository(data["noise"]), "",
+              "Leave one repository out: each rule's hits and noise without the repository where it hits most "
+              "(the worst case for a rule fitted to one engine).", "", *leave_one_repo_out(data), "",
+              *judgement_summary(label), "",
               f"Review time per entry: median {seconds[len(seconds) // 2]:.2f} s, max {seconds[-1]:.2f} s.", "",
               "| case | kind | area | hit | rules | findings in change |", "|---|---|---|---|---|---:|"]
     for row in data["cases"]:
