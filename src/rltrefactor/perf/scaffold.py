@@ -23,6 +23,7 @@ from .skeleton import PLACEHOLDER, CallSkeleton, Placeholder, SkeletonError, cal
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template_check.py")
 # The template's guidance starts at this paragraph; what comes before describes the template itself.
 _GUIDANCE_STARTS = "How the hook uses it"
+_TEMPLATE_NAMES = ("torch", "micro_check", "Callable", "Any", "annotations")  # what the written file imports
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ def write_scaffold(root: str, target: str, *, hooks_dir: str, force: bool = Fals
     skeleton = _skeleton(rel, text, qualname)
     module = _module_name(root, rel)
     name = check_name(qualname)
+    if name in (skeleton.imported, *_TEMPLATE_NAMES):
+        name = f"check_{name}"  # the check must not hide the function it calls, nor a name the file imports
     out = f"{hooks_dir.strip('/')}/{name}.py"
     destination = os.path.join(root, out)
     if os.path.exists(destination) and not force:
