@@ -185,7 +185,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = scaffold_parser(_Parser, EXIT_CODES).parse_args(argv[2:]) if is_scaffold(argv) else parser.parse_args(argv)
+    args = scaffold_parser(_Parser).parse_args(argv[2:]) if is_scaffold(argv) else parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR

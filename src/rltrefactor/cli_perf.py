@@ -12,20 +12,22 @@ import argparse
 from typing import Sequence
 
 SCAFFOLD_WORDS = ("perf", "scaffold")
+EXIT_CODES = ("exit codes: 0 the check was written; 2 refused (a missing file, a name not defined there, a class or "
+              "nested function, an existing check file) or a usage error, in one line on stderr naming the file and the fix")
 
 
 def is_scaffold(argv: Sequence[str]) -> bool:
     return tuple(argv[:2]) == SCAFFOLD_WORDS
 
 
-def scaffold_parser(parser_class: type[argparse.ArgumentParser], epilog: str) -> argparse.ArgumentParser:
+def scaffold_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     parser = parser_class(
         prog="rltrefactor perf scaffold",
         description="Write a micro-check of one function into the perf hooks directory (perf-hooks, default "
                     "perf_hooks/) from the template installed with rltrefactor: it imports the function's module, "
                     "builds what the call needs (placeholders to fill in) and measures the one call. "
                     "'rltrefactor perf' lists the changed functions no check measured, in this form.",
-        epilog=epilog,
+        epilog=EXIT_CODES,
     )
     parser.add_argument("target", metavar="PATH::QUALNAME",
                         help="the function, e.g. loopy/engine.py::LLMEngine.step (path from the repository root)")
