@@ -12,8 +12,9 @@ import argparse
 from typing import Sequence
 
 SCAFFOLD_WORDS = ("perf", "scaffold")
-EXIT_CODES = ("exit codes: 0 the check was written; 2 refused (a missing file, a name not defined there, a class or "
-              "nested function, an existing check file) or a usage error, in one line on stderr naming the file and the fix")
+EXIT_CODES = ("exit codes: 0 the check was written; 2 refused (a missing file, a name not defined there, a class, "
+              "a nested or async function, an existing check file) or a usage error, in one line on stderr naming "
+              "the file and the fix")
 
 
 def is_scaffold(argv: Sequence[str]) -> bool:

@@ -32,6 +32,10 @@ def outer():
     def inner():
         return 1
     return inner
+
+
+async def serve(request):
+    return request
 """
 
 
@@ -97,6 +101,9 @@ def test_scaffolded_checks_are_discovered_and_run_on_cpu_once_filled_in(engine):
     ("loopy/ticks.py::outer.<locals>.inner",
      r"^loopy/ticks.py: perf scaffold: outer.<locals>.inner is defined inside a function, where no check can "
      r"call it; scaffold the function that defines it, outer$"),
+    ("loopy/ticks.py::serve",
+     r"^loopy/ticks.py: perf scaffold: serve is a coroutine function \(async def\): calling it only makes a "
+     r"coroutine, and a micro-check's body must run the work itself; scaffold the function that awaits it"),
     ("loopy/engine.py",
      r"^loopy/engine.py: perf scaffold: expected PATH::QUALNAME \(got 'loopy/engine.py'\); write the function "),
     ("loopy/README.md::x", r"^loopy/README.md: perf scaffold: no such file"),

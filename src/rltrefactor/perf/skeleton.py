@@ -65,6 +65,10 @@ def call_skeleton(module: ast.Module, qualname: str) -> CallSkeleton:
                    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name != "__init__"]
         some = f" ({', '.join(methods[:3])}{', ...' if len(methods) > 3 else ''})" if methods else ""
         raise SkeletonError(f"{qualname} is a class, not a function", f"name one of its methods{some}")
+    if isinstance(found, ast.AsyncFunctionDef):
+        raise SkeletonError(f"{qualname} is a coroutine function (async def): calling it only makes a coroutine, "
+                            "and a micro-check's body must run the work itself",
+                            "scaffold the function that awaits it in the step, or write the check by hand")
     if not classes:
         params = _required(found, skip_first=False)
         return CallSkeleton(found.name, _placeholders(params), "", _call(found.name, params))
