@@ -1,5 +1,6 @@
 """The workflows: ``review_change`` (static review, optional perf hook and baseline),
-``measure`` (the perf hook alone) and ``record_baseline``. Requests in, typed results out;
+``measure`` (the perf hook alone), ``scaffold`` (a micro-check of one function) and
+``record_baseline``. Requests in, typed results out;
 never prints: what the user should be told comes back as ``warnings``.
 
 Invariant: each workflow loads the configuration and the rule library once (``_load``)
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from .callindex import CallIndex
     from .matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
+    from .perf.scaffold import Scaffold
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,7 @@ def _with_perf(
     """Run the perf hook on the reviewed change; its additions join the final pass."""
     from .perf import perf_findings
 
-    summary = _run_hook(result.change, request, loaded.config)
+    summary = _run_hook(result.change, request, loaded.config, matched.engine.call_index)
     measured = perf_findings(summary, change=result.change, library=loaded.library)
     timings = {**result.timings, "perf": summary.wall_seconds,
                "total": result.timings.get("total", 0.0) + summary.wall_seconds}
@@ -262,15 +264,24 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
     return change.full_scan or scope == "files" or bool(changed.added_lines)
 
 
-def _run_hook(change: ChangeSet, request: PerfRequest, config: Config) -> PerfSummary:
+def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
+              call_index: CallIndex | None = None) -> PerfSummary:
+    """The hook's summary, with the changed per-step functions nothing measured."""
     from .perf.hook import plan, run_perf
+    from .perf.unmeasured import classifier, not_measured, reached_by_checks
 
     if request.on_plan is not None:
         request.on_plan(plan(change, hooks_dir=config.perf_hooks))
-    return run_perf(
+    summary = run_perf(
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
     )
+    if call_index is None and config.call_index:
+        from .callindex import build_index
+
+        call_index = build_index(change, config, default_cache_dir())
+    unmeasured = not_measured(change, reached_by_checks(summary), classifier(config, call_index))
+    return replace(summary, not_measured=unmeasured)
 
 
 @dataclass(frozen=True)
@@ -314,6 +325,27 @@ def measure(request: MeasureRequest) -> MeasureResult:
     summary = _run_hook(change, request.perf, loaded.config)
     findings = finish_measured(change, perf_findings(summary, change=change, library=loaded.library))
     return MeasureResult(summary, findings, request.fail_on or loaded.config.fail_on)
+
+
+@dataclass(frozen=True)
+class ScaffoldRequest:
+    target: str  # "path::qualname", the path from the repository root
+    repo: str = "."
+    force: bool = False  # overwrite an existing check file
+
+
+def scaffold(request: ScaffoldRequest) -> Scaffold:
+    """Write a micro-check of one function into the configured hooks directory."""
+    from .errors import ChangeInputError
+    from .gitio import toplevel
+    from .perf.scaffold import write_scaffold
+
+    try:
+        root = toplevel(request.repo)
+    except ChangeInputError:
+        root = request.repo  # not a git repository: the hooks directory is still found from here
+    config = load_config(root)
+    return write_scaffold(root, request.target, hooks_dir=config.perf_hooks, force=request.force)
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
     review.set_defaults(command_parser=review)
     _add_change_source(review)
     _add_review_options(review)
-    perf = commands.add_parser("perf", help="measure the device syncs, copies and allocations a change adds")
+    perf = commands.add_parser(
+        "perf", help="measure the device syncs, copies and allocations a change adds; "
+                     "'perf scaffold PATH::QUALNAME' writes a micro-check of one function",
+        epilog="rltrefactor perf scaffold PATH::QUALNAME writes a micro-check of one function "
+               "(see rltrefactor perf scaffold --help). " + EXIT_CODES)
     _add_change_source(perf)
     perf.add_argument("--format", choices=("text", "json"), default="text")
     perf.add_argument("--output", "-o", metavar="FILE")
@@ -177,8 +181,11 @@ def _discard_stdout() -> None:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from .cli_perf import is_scaffold, scaffold_parser
+
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = scaffold_parser(_Parser).parse_args(argv[2:]) if is_scaffold(argv) else parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR

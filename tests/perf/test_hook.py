@@ -398,6 +398,8 @@ def test_no_micro_checks_is_exit_2_with_one_line_naming_what_to_do(make_repo, cl
     assert result.code == 2, result.out
     assert result.err.count("\n") == 1, result.err
     assert result.err.startswith("rltrefactor: perf_hooks/: perf hook: no micro-checks found "
-                                 "(got no perf_hooks/*.py at working tree); "
-                                 f"copy the template shipped with rltrefactor, {hook_module.TEMPLATE}, into perf_hooks/")
+                                 "(got no perf_hooks/*.py at working tree); write one for a changed function with "
+                                 "rltrefactor perf scaffold PATH::QUALNAME (it fills the template installed with "
+                                 "rltrefactor into perf_hooks/)")
+    assert "template_check.py" not in result.err  # a command to run, not a file to find
     assert "perf-hooks under [tool.rltrefactor]" in result.err

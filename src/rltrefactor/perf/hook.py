@@ -20,6 +20,7 @@ from .. import gitio
 from ..errors import ChangeInputError, ConfigError
 from ..types import ChangeSet
 from .records import PerfSummary
+from .scaffold import TEMPLATE  # noqa: F401 - the template's installed path, named where the hook is
 from .coverage import touched_definitions
 from .loading import hook_files
 from .sides import DEFAULT_MEMORY_MB, SideRun, run_side
@@ -27,8 +28,6 @@ from .summary import select, summarize
 from .worktree import copy_hooks, detached_worktree
 
 Profile = Literal["ops-only", "full", "both"]
-# The micro-check template, installed with the package: what the no-checks error points at.
-TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template_check.py")
 
 
 @dataclass(frozen=True)
@@ -63,8 +62,9 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
     if not files:
         raise ConfigError(
             f"{hooks_dir}/: perf hook: no micro-checks found (got no {hooks_dir}/*.py at {head[:12]}); "
-            f"copy the template shipped with rltrefactor, {TEMPLATE}, into {hooks_dir}/ and make its "
-            "bodies call your code, or set perf-hooks under [tool.rltrefactor] to where your checks are"
+            f"write one for a changed function with rltrefactor perf scaffold PATH::QUALNAME (it fills the "
+            f"template installed with rltrefactor into {hooks_dir}/), or set perf-hooks under "
+            "[tool.rltrefactor] to where your checks are"
         )
     return PerfPlan(change.repo_root, change.base, head, hooks_dir, tuple(sorted(files)), note)
 

@@ -1,4 +1,5 @@
-"""The perf hook's records: deltas per site, totals, device evidence, the summary.
+"""The perf hook's records: deltas per site, totals, device evidence, what nothing
+measured, the summary.
 
 Plain frozen records, no torch: reports read them without running the hook.
 """
@@ -101,6 +102,23 @@ class PerfProfileRow:
 
 
 @dataclass(frozen=True)
+class UnmeasuredFunction:
+    """A changed function that runs per step, or might, and that nothing measured ran
+    through: a clean perf result says nothing about it."""
+
+    path: str  # repo-relative
+    line: int  # first line of the definition at head, decorators included
+    qualname: str
+    execution: Literal["per-step", "unknown"]  # the execution stage's verdict
+    evidence: str  # why it runs per step ("" when unknown)
+
+    @property
+    def target(self) -> str:
+        """``path::qualname``, as ``rltrefactor perf scaffold`` and ``covers=`` take it."""
+        return f"{self.path}::{self.qualname}"
+
+
+@dataclass(frozen=True)
 class PerfSummary:
     device: str
     checks: tuple[str, ...]  # micro-checks that ran on both sides
@@ -114,3 +132,5 @@ class PerfSummary:
     head_only: tuple[str, ...] = ()
     # Micro-checks were there to run, and every one that mattered failed: nothing compared.
     all_failed: bool = False
+    # Changed per-step (or possibly per-step) functions nothing measured reached, by path and line.
+    not_measured: tuple[UnmeasuredFunction, ...] = ()

@@ -2,7 +2,8 @@
 
 Review reports (``review --perf``) show perf findings like any other finding; these
 functions render what only the perf command shows: the plan, every delta (improvements
-included), per-check totals, device evidence and the profiled operator table.
+included), per-check totals, device evidence, what nothing measured and the profiled
+operator table.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from ..types import Finding
 from .records import PerfSummary, PerfTotals
 from .deltas import detail
 from .summary import change_text, changes_by_check, changes_to_list
+from .unmeasured import not_measured_lines, not_measured_record
 
 if TYPE_CHECKING:
     from .hook import PerfPlan
@@ -58,7 +60,9 @@ def render_perf_text(summary: PerfSummary) -> str:
     if removed:
         out += [f"removed ({len(removed)}), improvements:"] + [f"  {detail(d)}  [{d.check}]" for d in removed]
     if summary.checks and not summary.deltas:
-        out.append("no added or removed syncs, copies or allocations")
+        reached = " in the code the checks reached" if summary.not_measured else ""
+        out.append(f"no added or removed syncs, copies or allocations{reached}")
+    out += not_measured_lines(summary.not_measured)
     for name, reason in sorted(evidence.skipped.items()):
         out.append(f"skipped {name}: {reason}")
     out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
@@ -78,10 +82,11 @@ def _totals(totals: PerfTotals | None) -> str:
 
 def perf_to_dict(summary: PerfSummary) -> dict[str, Any]:
     """JSON-ready: every field of the summary, deltas with their ``added`` flag and detail,
-    and per check the counts added and removed (improvements)."""
+    per check the counts added and removed (improvements), and what nothing measured."""
     data = asdict(summary)
     data["deltas"] = [{**asdict(d), "added": d.added, "detail": detail(d)} for d in summary.deltas]
     data["per_check"] = changes_to_list(summary)
+    data["not_measured"] = [not_measured_record(f) for f in summary.not_measured]
     return data
 
 

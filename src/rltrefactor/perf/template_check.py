@@ -1,5 +1,8 @@
-"""Micro-checks for rltrefactor's perf hook: copy this file into your repository's
-``perf_hooks/`` directory and adapt it.
+"""Micro-checks for rltrefactor's perf hook: the template of ``rltrefactor perf scaffold``.
+
+``rltrefactor perf scaffold PATH::QUALNAME`` writes a check of one function from this
+file (its guidance and imports) into your repository's ``perf_hooks/`` directory; the
+examples below show the two forms of the decorator.
 
 How the hook uses it (``rltrefactor perf --diff origin/main`` or ``review --perf``):
 

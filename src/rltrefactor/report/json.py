@@ -87,6 +87,7 @@ def render_json(
         document["baseline"] = baseline.to_dict()
     if result.perf is not None:
         from ..perf.summary import changes_to_list
+        from ..perf.unmeasured import not_measured_record
 
         perf = result.perf
         document["perf"] = {
@@ -97,5 +98,7 @@ def render_json(
             "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in perf.errors],
             "wall_seconds": round(perf.wall_seconds, 3),
             "artifacts_dir": perf.artifacts_dir,
+            # Changed per-step code no check reached: a clean result says nothing about it.
+            "not_measured": [not_measured_record(f) for f in perf.not_measured],
         }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

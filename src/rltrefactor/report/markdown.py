@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
-from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary
+from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary, UnmeasuredFunction
 from ..result import ReviewResult
 from ..types import Finding
 from .links import WebRepo, permalink, rule_url, tool_version, web_repo
@@ -144,7 +144,10 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
         parts.append(_perf_changes(perf))
         parts.append(_perf_table(perf.deltas, links))
     else:
-        parts.append("No device synchronization, copy or allocation was added or removed.")
+        reached = " in the code the checks reached" if perf.not_measured else ""
+        parts.append(f"No device synchronization, copy or allocation was added or removed{reached}.")
+    if perf.not_measured:
+        parts.append(_not_measured(perf.not_measured, links))
     if perf.profile_rows:
         parts.append(_profile_table(perf.profile_rows))
     if perf.artifacts_dir:
@@ -153,6 +156,17 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
         failed = [f"- `{e.path}`: {_inline(e.message)}" for e in perf.errors]
         parts.append("Micro-checks that did not complete:\n\n" + "\n".join(failed))
     return "\n\n".join(parts)
+
+
+def _not_measured(functions: Sequence[UnmeasuredFunction], links: _Links) -> str:
+    """Changed per-step code no check reached, each marked "not measured"."""
+    from ..perf.unmeasured import SCAFFOLD_COMMAND
+
+    items = [f"- {links.location(f.path, f.line)} `{f.qualname}` ({f.execution}"
+             + (f": {_inline(f.evidence)}" if f.evidence else "") + "): **not measured**" for f in functions]
+    return ("#### Not measured\n\nChanged code that runs per step, or might, and that no micro-check reached; "
+            "the result above says nothing about it.\n\n" + "\n".join(items)
+            + f"\n\nWrite a micro-check for one with `{SCAFFOLD_COMMAND} {functions[0].target}`.")
 
 
 def _perf_changes(perf: PerfSummary) -> str:

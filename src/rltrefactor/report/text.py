@@ -42,6 +42,7 @@ def render_text(
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
         _print_unchecked(console, result)
         _print_perf_changes(console, result)
+        _print_not_measured(console, result)
     if statistics:
         _print_statistics(console, shown)
     console.print(_summary(result, shown, show_preexisting))
@@ -123,6 +124,20 @@ def _print_perf_changes(console: Console, result: ReviewResult) -> None:
         console.print(Text.assemble(("  improvement ", "green"), f"{detail(delta)}  [{delta.check}]"))
     if len(removed) > _UNCHECKED_SHOWN:
         console.print(f"  ... and {len(removed) - _UNCHECKED_SHOWN} more improvements (--format json lists them all)")
+    console.print()
+
+
+def _print_not_measured(console: Console, result: ReviewResult) -> None:
+    """Changed per-step code the perf hook reached with nothing: a clean perf result is
+    not coverage of it."""
+    if result.perf is None or not result.perf.not_measured:
+        return
+    from ..perf.unmeasured import not_measured_lines
+
+    heading, *rest = not_measured_lines(result.perf.not_measured, shown=_UNCHECKED_SHOWN)
+    console.print(Text("Perf hook, " + heading, style="bold"))
+    for line in rest:
+        console.print(line)
     console.print()
 
 
