@@ -52,7 +52,8 @@ def classifier(config: Config, call_index: CallIndex | None = None) -> Classify:
 def not_measured(change: ChangeSet, reached: Iterable[str], classify: Classify) -> tuple[UnmeasuredFunction, ...]:
     """Touched functions whose verdict is per-step or unknown and in which nothing of
     ``reached`` ran (an entry counts for the function it names and every function
-    enclosing it), sorted by path and line."""
+    enclosing it): per-step ones first, so the first listed is the one a micro-check
+    matters most for, then unknown ones, each by path and line."""
     ran: dict[str, list[str]] = {}
     for entry in reached:
         path, _, qualname = entry.partition("::")
@@ -70,7 +71,7 @@ def not_measured(change: ChangeSet, reached: Iterable[str], classify: Classify) 
             if any(q == name or q.startswith(name + ".") for q in ran.get(path, ())):
                 continue
             found.append(UnmeasuredFunction(path, function.start_line, name, function.kind, function.evidence))
-    return tuple(sorted(found, key=lambda f: (f.path, f.line, f.qualname)))
+    return tuple(sorted(found, key=lambda f: (f.execution != "per-step", f.path, f.line, f.qualname)))
 
 
 def scaffold_command(function: UnmeasuredFunction) -> str:
