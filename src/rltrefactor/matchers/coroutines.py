@@ -1,0 +1,162 @@
+"""Lifecycle matchers for what a coroutine does while it holds the event loop.
+
+Code in an ``async def`` runs on the loop's one thread until its next ``await``: a
+call that blocks there stops every other task (health checks, cancellation, the
+consumers of other requests). And ``except Exception`` in a coroutine does not see a
+cancellation: ``asyncio.CancelledError`` derives from ``BaseException``, so a handler
+that rolls back there is skipped exactly when a client disconnects or a launch is
+cancelled.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Iterator
+
+import libcst as cst
+
+from ..prefilter import Prefilter
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match, child_nodes
+from .context import subtree
+from .imports import dotted_name
+from .options import Option
+from .teardown import name_words
+
+# Calls that hold the calling thread until something else finishes, by qualified name.
+BLOCKING_CALLS = (
+    "time.sleep", "gc.collect", "ray.get", "ray.wait", "subprocess.run", "subprocess.call",
+    "subprocess.check_call", "subprocess.check_output", "requests.get", "requests.post",
+    "requests.put", "requests.delete", "requests.request", "urllib.request.urlopen",
+)  # fmt: skip
+# Methods that block when called with no argument: ``future.get()`` / ``future.result()``
+# on a future a call just returned, ``thread.join()``. (``dict.get`` needs a key, a string's
+# ``join`` an iterable.) ``.result()`` and ``.get()`` are read on a call's return value only:
+# a finished ``asyncio`` task's ``result()`` and a ``ContextVar.get()`` return at once.
+_ON_CALL_RESULT = frozenset({"get", "result"})
+_ANY_RECEIVER = frozenset({"join"})
+
+
+class BlockingCallInCoroutine:
+    """A call that blocks the thread (a future's ``get()``, ``time.sleep``, a full GC) inside ``async def``."""
+
+    reach = MatcherReach(reads="function")  # the ``async`` of the enclosing ``def`` decides
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "calls": Option("strings", BLOCKING_CALLS, "qualified names of calls that block the calling thread"),
+    }
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.calls = frozenset(options["calls"])
+        tails = sorted({name.rpartition(".")[2] for name in self.calls})
+        self.prefilter: Prefilter = (
+            re.compile(r"\.(?:get|result|join)\(\s*\)"),
+            re.compile(r"\b(?:" + "|".join(tails) + r")\s*\("),
+        )
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            blocking = self._blocking(call, ctx)
+            if blocking is None or isinstance(ctx.parent(call), cst.Await):
+                continue
+            function = _innermost_function(call, ctx)
+            if function is not None and function.asynchronous is not None:
+                yield Match(call, {"CALL": blocking, "FUNCTION": function.name.value})
+
+    def _blocking(self, call: cst.Call, ctx: FileContext) -> str | None:
+        func = call.func
+        if isinstance(func, cst.Attribute) and not call.args:
+            method = func.attr.value
+            if method in _ON_CALL_RESULT and isinstance(func.value, cst.Call):
+                return f"{dotted_name(func.value.func) or '...'}(...).{method}()"
+            if method in _ANY_RECEIVER and not isinstance(func.value, (cst.BaseString, cst.FormattedString)):
+                return ctx.code(func) + "()"
+        qualified = ctx.qualified_name(func)
+        return ctx.code(func) + "()" if qualified in self.calls else None
+
+
+def _innermost_function(node: cst.CSTNode, ctx: FileContext) -> cst.FunctionDef | None:
+    """The ``def`` whose body runs ``node``; None inside a lambda (it runs later, elsewhere)."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Lambda):
+            return None
+        if isinstance(ancestor, cst.FunctionDef):
+            return ancestor
+    return None
+
+
+# Words of a called method's name that release or roll back what the ``try`` set up.
+ROLLBACK_WORDS = (
+    "release", "free", "remove", "close", "cleanup", "clean", "unregister", "destroy", "terminate",
+    "rollback", "deallocate", "kill", "unload", "delete", "discard", "undo", "stop", "abort", "cancel",
+)  # fmt: skip
+_CANCELLATION = frozenset({"BaseException", "CancelledError", "asyncio.CancelledError", "asyncio.exceptions.CancelledError"})
+
+
+class RollbackSkippedOnCancellation:
+    """``except Exception:`` that rolls back and re-raises around awaits: a cancellation skips the rollback."""
+
+    reach = MatcherReach(reads="function")
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "rollback-words": Option("strings", ROLLBACK_WORDS, "words of called names that release or roll back"),
+    }
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.words = frozenset(options["rollback-words"])
+        self.prefilter: Prefilter = (re.compile(r"except\b[^:\n]*\bException\b"),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for statement in ctx.nodes(cst.Try):
+            if statement.finalbody is not None or any(_sees_cancellation(h) for h in statement.handlers):
+                continue
+            function = _innermost_function(statement, ctx)
+            if function is None or function.asynchronous is None or not _awaits(statement.body):
+                continue
+            for handler in statement.handlers:
+                rollback = self._rollback(handler) if _catches_exception(handler) and _reraises(handler) else None
+                if rollback is not None:
+                    yield Match(handler, {"CALL": rollback, "FUNCTION": function.name.value})
+
+    def _rollback(self, handler: cst.ExceptHandler) -> str | None:
+        for node in subtree(handler.body):
+            if isinstance(node, cst.Call):
+                name = dotted_name(node.func) or ""
+                if name_words(name.rpartition(".")[2]) & self.words:
+                    return name
+        return None
+
+
+def _caught(handler: cst.ExceptHandler) -> list[str]:
+    if handler.type is None:
+        return ["BaseException"]
+    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+    return [dotted_name(t) or "" for t in types]
+
+
+def _sees_cancellation(handler: cst.ExceptHandler) -> bool:
+    return any(name in _CANCELLATION or name.endswith(".CancelledError") for name in _caught(handler))
+
+
+def _catches_exception(handler: cst.ExceptHandler) -> bool:
+    return "Exception" in _caught(handler)
+
+
+def _reraises(handler: cst.ExceptHandler) -> bool:
+    """The handler ends by raising: it rolls back for the caller, who sees the failure."""
+    body = handler.body.body if isinstance(handler.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Raise) for s in last.body)
+
+
+def _awaits(body: cst.BaseSuite) -> bool:
+    """An ``await`` (or ``async for``/``async with``) the ``try`` body itself runs."""
+    stack: list[cst.CSTNode] = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.Await) or isinstance(node, (cst.For, cst.With)) and node.asynchronous is not None:
+            return True
+        if not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            stack.extend(child_nodes(node))
+    return False
+
