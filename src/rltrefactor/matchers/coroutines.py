@@ -160,3 +160,57 @@ def _awaits(body: cst.BaseSuite) -> bool:
             stack.extend(child_nodes(node))
     return False
 
+
+
+class ConsumerLoopEndsOnProducerFlag:
+    """``while not self.done: await self.queue.get()`` where the producer sets ``done`` as it enqueues the end."""
+
+    reach = MatcherReach(whole_class=True)  # the producer is another method of the class
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.prefilter: Prefilter = (re.compile(r"while\s+not\s+self\s*\.\s*\w+\s*:"),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for loop in ctx.nodes(cst.While):
+            test = loop.test
+            if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+                continue
+            flag = _self_attribute(test.expression)
+            cls = ctx.enclosing_class(loop)
+            if flag is None or cls is None:
+                continue
+            for queue in _queues_read(loop.body):
+                if _set_with_final_item(cls, flag, queue):
+                    yield Match(loop, {"FLAG": flag, "QUEUE": queue})
+                    break
+
+
+def _self_attribute(node: cst.CSTNode) -> str | None:
+    return node.attr.value if isinstance(node, cst.Attribute) and dotted_name(node.value) == "self" else None
+
+
+def _queues_read(body: cst.CSTNode) -> Iterator[str]:
+    """``q`` of each ``self.q.get()`` / ``self.q.get_nowait()`` the loop body calls."""
+    for node in subtree(body):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("get", "get_nowait"):
+            name = _self_attribute(node.func.value)
+            if name is not None and not node.args:
+                yield name
+
+
+def _set_with_final_item(cls: cst.ClassDef, flag: str, queue: str) -> bool:
+    """A method of ``cls`` both sets ``self.<flag> = True`` and puts into ``self.<queue>``."""
+    for method in cls.body.body:
+        if not isinstance(method, cst.FunctionDef):
+            continue
+        sets = puts = False
+        for node in subtree(method.body):
+            if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value == "True":
+                sets = sets or any(_self_attribute(t.target) == flag for t in node.targets)
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in ("put", "put_nowait"):
+                puts = puts or _self_attribute(node.func.value) == queue
+        if sets and puts:
+            return True
+    return False

@@ -42,7 +42,10 @@ class ExceptionNotRaised:
             call = statement.value
             if not isinstance(call, cst.Call):
                 continue
-            name = (dotted_name(call.func) or "").rpartition(".")[2]
+            dotted = dotted_name(call.func) or ""
+            if dotted.partition(".")[0] in ("self", "cls"):
+                continue  # a method (``self.OnError(x)``), not an exception class
+            name = dotted.rpartition(".")[2]
             if name in _BUILTIN_EXCEPTIONS and name not in ("Warning",) or _EXCEPTION_NAME.match(name):
                 yield Match(statement, {"EXCEPTION": ctx.code(call.func)})
 

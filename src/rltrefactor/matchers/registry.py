@@ -74,6 +74,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "del-calls-into-modules": _factory(shutdown.DelCallsIntoModules),
     "teardown-not-idempotent": _factory(shutdown.TeardownNotIdempotent),
     "exception-not-raised": _factory(exceptions.ExceptionNotRaised),
+    "consumer-loop-ends-on-producer-flag": _factory(coroutines.ConsumerLoopEndsOnProducerFlag),
+    "child-cleanup-only-at-exit": _factory(shutdown.ChildCleanupOnlyAtExit),
     "stopiteration-subclass": _factory(exceptions.StopIterationSubclass),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),

@@ -216,3 +216,33 @@ def _guarded(node: cst.CSTNode, name: str, function: cst.FunctionDef, ctx: FileC
             return True
         child = ancestor
     return False
+
+
+# Calls that start a child process.
+CHILD_STARTS = ("subprocess.Popen", "multiprocessing.Process", "multiprocessing.get_context")
+
+
+class ChildCleanupOnlyAtExit:
+    """Child processes whose only teardown is an ``atexit`` hook, with no signal handler."""
+
+    reach = MatcherReach(reads="function")
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "child-starts": Option("strings", CHILD_STARTS, "qualified calls that start (or make the means to start) child processes"),
+    }
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.starts = frozenset(options["child-starts"])
+        self.prefilter: Prefilter = ("atexit.register(", "register(")
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for call in ctx.nodes(cst.Call):
+            if ctx.qualified_name(call.func) != "atexit.register" or not call.args:
+                continue
+            function = ctx.enclosing_function(call)
+            if function is None:
+                continue
+            names = {ctx.qualified_name(c.func) or "" for c in subtree(function) if isinstance(c, cst.Call)}
+            starts_child = any(n in self.starts or n.endswith(".Process") or n.endswith(".Popen") for n in names)
+            if starts_child and "signal.signal" not in names:
+                yield Match(call, {"HOOK": ctx.code(call.args[0].value), "FUNCTION": function.name.value})
