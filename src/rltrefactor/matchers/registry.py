@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, shutdown, state, teardown
+from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, shutdown, state, teardown, threads
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -76,6 +76,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "exception-not-raised": _factory(exceptions.ExceptionNotRaised),
     "consumer-loop-ends-on-producer-flag": _factory(coroutines.ConsumerLoopEndsOnProducerFlag),
     "child-cleanup-only-at-exit": _factory(shutdown.ChildCleanupOnlyAtExit),
+    "non-daemon-worker-thread": _factory(threads.NonDaemonWorkerThread),
+    "teardown-repeated-by-del": _factory(shutdown.TeardownRepeatedByDel),
     "stopiteration-subclass": _factory(exceptions.StopIterationSubclass),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),

@@ -246,3 +246,67 @@ class ChildCleanupOnlyAtExit:
             starts_child = any(n in self.starts or n.endswith(".Process") or n.endswith(".Popen") for n in names)
             if starts_child and "signal.signal" not in names:
                 yield Match(call, {"HOOK": ctx.code(call.args[0].value), "FUNCTION": function.name.value})
+
+
+# Releases that fail or act twice when repeated (``close()`` of files and sockets is
+# idempotent, so it is not among them).
+REPEAT_UNSAFE = ("kill", "terminate", "destroy", "shutdown", "free", "release", "unregister", "remove", "unlink", "stop")
+
+
+class TeardownRepeatedByDel:
+    """``__del__`` calls a teardown that has no "already done" guard: an explicit teardown and then garbage collection run it twice."""
+
+    reach = MatcherReach(whole_class=True)  # ``__del__`` and the teardown it calls are two members
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "release-words": Option("strings", REPEAT_UNSAFE, "words of release calls that must not run twice"),
+    }
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.words = frozenset(options["release-words"])
+        self.prefilter: Prefilter = (re.compile(r"def\s+__del__\s*\("),)
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for cls in ctx.nodes(cst.ClassDef):
+            methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+            finalizer = methods.get("__del__")
+            if finalizer is None:
+                continue
+            for called in _self_calls(finalizer):
+                teardown = methods.get(called)
+                if teardown is None or _marks_done(teardown) or _returns_early(teardown):
+                    continue
+                release = self._first_release(teardown)
+                if release is not None:
+                    yield Match(release, {"TEARDOWN": called, "CALL": ctx.code(release.func), "CLASS": cls.name.value})
+
+    def _first_release(self, function: cst.FunctionDef) -> cst.Call | None:
+        for node in subtree(function.body):
+            if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and dotted_name(node.func.value) != "self":
+                if name_words(node.func.attr.value) & self.words:
+                    return node
+        return None
+
+
+def _self_calls(function: cst.FunctionDef) -> list[str]:
+    return [n.func.attr.value for n in subtree(function.body)
+            if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and dotted_name(n.func.value) == "self"]
+
+
+def _marks_done(function: cst.FunctionDef) -> bool:
+    """The teardown records that it ran: ``self.x = None/False/True`` or ``self.x.clear()``."""
+    for node in subtree(function.body):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Name) and node.value.value in ("None", "True", "False"):
+            if any(isinstance(t.target, cst.Attribute) and dotted_name(t.target.value) == "self" for t in node.targets):
+                return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "clear":
+            return True
+    return False
+
+
+def _returns_early(function: cst.FunctionDef) -> bool:
+    """An ``if`` that returns or raises before the teardown does its work."""
+    for statement in function.body.body if isinstance(function.body, cst.IndentedBlock) else ():
+        if isinstance(statement, cst.If) and any(isinstance(n, (cst.Return, cst.Raise)) for n in subtree(statement.body)):
+            return True
+    return False
