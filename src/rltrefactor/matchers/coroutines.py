@@ -104,7 +104,8 @@ class RollbackSkippedOnCancellation:
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.words = frozenset(options["rollback-words"])
-        self.prefilter: Prefilter = (re.compile(r"except\b[^:\n]*\bException\b"),)
+        # ``Exception`` itself: a handler's tuple may be wrapped over lines.
+        self.prefilter: Prefilter = (re.compile(r"\bException\b"),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for statement in ctx.nodes(cst.Try):

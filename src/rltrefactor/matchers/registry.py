@@ -77,7 +77,6 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "consumer-loop-ends-on-producer-flag": _factory(coroutines.ConsumerLoopEndsOnProducerFlag),
     "child-cleanup-only-at-exit": _factory(shutdown.ChildCleanupOnlyAtExit),
     "non-daemon-worker-thread": _factory(threads.NonDaemonWorkerThread),
-    "teardown-repeated-by-del": _factory(shutdown.TeardownRepeatedByDel),
     "stopiteration-subclass": _factory(exceptions.StopIterationSubclass),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),

@@ -75,7 +75,7 @@ def _daemon_set_later(function: cst.FunctionDef, owner: str) -> bool:
 
 def _queue_argument(call: cst.Call, function: cst.FunctionDef) -> str | None:
     """A queue the function creates and hands to the thread: its worker waits on it."""
-    queues = set()
+    queues: set[str | None] = set()
     for node in subtree(function.body):
         if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call):
             if (dotted_name(node.value.func) or "").rpartition(".")[2] in ("Queue", "SimpleQueue", "JoinableQueue"):
