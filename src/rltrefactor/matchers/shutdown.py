@@ -23,7 +23,11 @@ from .teardown import name_words
 
 # Teardown of process-wide distributed state -> the query that says it exists.
 GROUP_TEARDOWN = {"torch.distributed.destroy_process_group": "torch.distributed.is_initialized"}
-GROUP_SETUP = ("torch.distributed.init_process_group",)
+# Calls that create the default group (``init_device_mesh`` does when none exists).
+GROUP_SETUP = (
+    "torch.distributed.init_process_group", "torch.distributed.init_device_mesh",
+    "torch.distributed.device_mesh.init_device_mesh",
+)
 
 
 class ProcessGroupTeardown:
