@@ -114,3 +114,46 @@ def test_del_reports_only_the_first_unprotected_module_call():
     )
     assert lines(m, code) == [6]
 
+
+
+def test_consumer_loop_needs_the_flag_and_the_final_item_in_one_method():
+    m = matcher("consumer-loop-ends-on-producer-flag")
+    code = (
+        "class S:\n"
+        "    def finish(self):\n"
+        "        self.done = True\n"
+        "    def put(self, item):\n"
+        "        self.q.put_nowait(item)\n"        # the flag and the item in two methods
+        "    async def read(self):\n"
+        "        while not self.done:\n"
+        "            yield await self.q.get()\n"
+    )
+    assert lines(m, code) == []
+    assert lines(m, code.replace("        self.done = True\n", "        self.done = True\n        self.q.put_nowait(None)\n")) == [8]
+
+
+def test_thread_with_an_explicit_daemon_argument_is_a_decision():
+    m = matcher("non-daemon-worker-thread")
+    code = (
+        "import queue, threading\n"
+        "class C:\n"
+        "    def __init__(self):\n"
+        "        self.q = queue.Queue()\n"
+        "        self.t = threading.Thread(target=work, args=(self.q,), daemon=False)\n"
+        "        self.u = threading.Thread(target=work, args=(self.q,))\n"   # 6
+        "        self.v = threading.Thread(target=work, args=(self.other,))\n"  # nothing says it waits
+    )
+    assert lines(m, code) == [6]
+
+
+def test_atexit_cleanup_is_read_only_where_children_start():
+    m = matcher("child-cleanup-only-at-exit")
+    code = (
+        "import atexit, subprocess\n"
+        "def start_logging(handler):\n"
+        "    atexit.register(handler.close)\n"
+        "def start(args):\n"
+        "    proc = subprocess.Popen(args)\n"
+        "    atexit.register(proc.terminate)\n"    # 6
+    )
+    assert lines(m, code) == [6]

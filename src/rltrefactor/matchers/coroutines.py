@@ -48,10 +48,15 @@ class BlockingCallInCoroutine:
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.calls = frozenset(options["calls"])
-        tails = sorted({name.rpartition(".")[2] for name in self.calls})
+        # A call's own name where it is distinctive (``sleep(``, ``collect(``), else its
+        # module (``ray.get(``, ``requests.post(``): ``get(``/``run(`` alone are everywhere.
+        tails = {name.rpartition(".")[2] for name in self.calls}
+        common = {"get", "post", "put", "delete", "request", "run", "call", "wait"}
+        modules = {name.partition(".")[0] for name in self.calls if name.rpartition(".")[2] in common}
         self.prefilter: Prefilter = (
             re.compile(r"\.(?:get|result|join)\(\s*\)"),
-            re.compile(r"\b(?:" + "|".join(tails) + r")\s*\("),
+            re.compile(r"\b(?:" + "|".join(sorted(tails - common)) + r")\s*\("),
+            re.compile(r"\b(?:" + "|".join(sorted(modules)) + r")\s*\."),
         )
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
