@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, shutdown, state, teardown, threads
+from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, registries, resources, shutdown, state, teardown, threads
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -77,6 +77,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "consumer-loop-ends-on-producer-flag": _factory(coroutines.ConsumerLoopEndsOnProducerFlag),
     "child-cleanup-only-at-exit": _factory(shutdown.ChildCleanupOnlyAtExit),
     "non-daemon-worker-thread": _factory(threads.NonDaemonWorkerThread),
+    "removal-after-await-not-in-finally": _factory(registries.RemovalAfterAwaitNotInFinally),
     "stopiteration-subclass": _factory(exceptions.StopIterationSubclass),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
