@@ -20,9 +20,16 @@ from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
 from .options import Option
+from .teardown import name_words
 
 _REMOVERS = frozenset({"pop", "remove", "discard"})
 _MUTATORS = frozenset({"append", "add", "extend", "update", "put", "put_nowait"})
+# Words of a coroutine's name that make it a teardown: it awaits the release (terminate a
+# model, abort a request) and drops the entry only when that succeeded, on purpose.
+_TEARDOWN_WORDS = frozenset({
+    "terminate", "abort", "cancel", "stop", "remove", "delete", "unregister", "close", "shutdown",
+    "destroy", "free", "release", "kill", "cleanup", "evict", "unload", "finish",
+})
 
 
 class RemovalAfterAwaitNotInFinally:
@@ -51,7 +58,9 @@ class RemovalAfterAwaitNotInFinally:
             before = list(block.body)[: list(block.body).index(line)]
             cls = ctx.enclosing_class(function)
             if cls is None or not any(_awaits(s) for s in before) or _writes(function, container, ctx):
-                continue  # a registration in this function is ``registration-not-undone-on-failure``'s
+                continue
+            if name_words(function.name.value) & _TEARDOWN_WORDS:
+                continue  # removing only once the awaited teardown succeeded is the intent there  # a registration in this function is ``registration-not-undone-on-failure``'s
             if _registered_elsewhere(cls, function, container, ctx):
                 yield Match(node, {"CONTAINER": container, "KEY": key, "FUNCTION": function.name.value})
 
