@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
+from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, registries, resources, shutdown, state, teardown, threads
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -68,6 +68,17 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "chunk-kept-alive-by-loop-variable": _factory(resources.ChunkKeptAliveByLoopVariable),
     "cleanup-after-try-not-in-finally": _factory(resources.CleanupAfterTryNotInFinally),
     "unshielded-await-in-handler": _factory(async_lifecycle.UnshieldedAwaitInHandler),
+    "blocking-call-in-coroutine": _factory(coroutines.BlockingCallInCoroutine),
+    "rollback-skipped-on-cancellation": _factory(coroutines.RollbackSkippedOnCancellation),
+    "process-group-teardown": _factory(shutdown.ProcessGroupTeardown),
+    "del-calls-into-modules": _factory(shutdown.DelCallsIntoModules),
+    "teardown-not-idempotent": _factory(shutdown.TeardownNotIdempotent),
+    "exception-not-raised": _factory(exceptions.ExceptionNotRaised),
+    "consumer-loop-ends-on-producer-flag": _factory(coroutines.ConsumerLoopEndsOnProducerFlag),
+    "child-cleanup-only-at-exit": _factory(shutdown.ChildCleanupOnlyAtExit),
+    "non-daemon-worker-thread": _factory(threads.NonDaemonWorkerThread),
+    "removal-after-await-not-in-finally": _factory(registries.RemovalAfterAwaitNotInFinally),
+    "stopiteration-subclass": _factory(exceptions.StopIterationSubclass),
     "positional-boolean-parameter": _factory(interfaces.PositionalBooleanParameter),
     "bare-boolean-argument": _factory(interfaces.BareBooleanArgument),
     "string-compared-field": _factory(interfaces.StringComparedField),
