@@ -15,6 +15,7 @@ from .library.model import Library, Rule
 from .config import Config, declared_for
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
+from .contents import FileTexts, ModuleTexts
 from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
@@ -48,7 +49,7 @@ def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
 def _wanted(library: Library, config: Config) -> Iterable[Rule]:
     """Rules the selection and ignores leave in, whatever their status but retired."""
     for rule in library.rules:
-        if rule.status == "retired":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if rule.status == "retired":
             continue
         if config.select and not (rule.id in config.select or rule.area in config.select):
             continue
@@ -60,7 +61,7 @@ def _wanted(library: Library, config: Config) -> Iterable[Rule]:
 def _held_back(rule: Rule, config: Config) -> bool:
     """A bundled experimental rule runs only when named: its precision is still being
     measured. A repository's own rules are its reviewers' choice and always run."""
-    experimental = rule.status == "experimental"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    experimental = rule.status == "experimental"
     return experimental and rule.library == "bundled" and rule.id not in config.select
 
 
@@ -79,6 +80,8 @@ class Engine:
         ``call_index``: where functions run, read across the repository (``callindex``)."""
         self.config = config
         self.call_index = call_index
+        # The repository's modules at the head revision, for matchers that follow imports.
+        self.repository_texts: ModuleTexts | None = None
         self.rules = rules
         self.known_ids = known_ids
         ready = matchers or {}
@@ -166,8 +169,9 @@ class Engine:
         )
         hits: list[Hit] = []
         errors: list[FileError] = []
+        sources = FileTexts(path, text, self.repository_texts)
         for region in regions:
-            ctx = self._context(path, region, defs, imports, execution, errors)
+            ctx = self._context(path, region, defs, imports, execution, errors, sources)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
@@ -199,7 +203,8 @@ class Engine:
         return told.digest if told is not None else ""
 
     def _context(
-        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]
+        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap,
+        errors: list[FileError], sources: FileTexts,
     ) -> FileContext | None:
         try:
             module = parse_module(region.text)
@@ -224,6 +229,7 @@ class Engine:
             execution=execution,
             text=region.text,
             names=names_for(self.config.names),
+            sources=sources,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
