@@ -96,6 +96,13 @@ def test_an_enum_field_compared_with_a_string_is_still_reported(engine):
     assert _lines(engine, code, {"eng/types.py": TYPES}) == [4]
 
 
+def test_an_alias_re_exported_by_a_package_is_followed(engine):
+    code = "from eng import FileStatus\n\ndef f(status: FileStatus):\n    return status == 'added'\n"
+    files = {"eng/types.py": TYPES, "eng/__init__.py": "from .types import FileStatus\n"}
+    assert _lines(engine, code, files, path="eng/cli.py") == []
+    assert _lines(engine, code, {"eng/__init__.py": "from .types import FileStatus\n"}, path="eng/cli.py") == [4]
+
+
 def test_an_absolute_import_of_the_alias_types_a_parameter(engine):
     code = "from eng.types import FileStatus\n\ndef f(status: FileStatus):\n    return status == 'added'\n"
     assert _lines(engine, code, {"eng/types.py": TYPES}) == []
@@ -153,3 +160,33 @@ def test_a_git_range_reads_the_declaring_module_at_its_head(repo):
     typo = repo.commit("typo")
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{typo}", use_cache=False, jobs=1, overrides={"select": [RULE]}))
     assert [f.span.line for f in result.findings if f.rule_id == RULE] == [4]
+
+
+def test_a_class_moving_its_own_field_through_strings_is_reported_whatever_other_classes_declare(engine):
+    other = "from typing import Literal\n\nclass Job:\n    _state: Literal['running', 'done']\n"
+    code = (
+        "from .jobs import Job\n"
+        "\n"
+        "class Worker:\n"
+        "    def start(self):\n"
+        "        self._state = 'running'\n"
+        "\n"
+        "    def poll(self):\n"
+        "        return self._state == 'done'\n"
+    )
+    assert _lines(engine, code, {"eng/jobs.py": other}, path="eng/worker.py") == [8]
+    assert _lines(engine, code.replace("self._state = 'running'", "pass"), {"eng/jobs.py": other}, path="eng/worker.py") == []
+
+
+def test_an_unannotated_parameter_hides_a_module_level_annotation(engine):
+    code = (
+        "from typing import Literal\n"
+        "status: Literal['new', 'old'] = 'new'\n"
+        "\n"
+        "def f(status):\n"
+        "    return status == 'new'\n"
+        "\n"
+        "def g():\n"
+        "    return status == 'old'\n"
+    )
+    assert _lines(engine, code, {}, path="eng/m.py") == [5]

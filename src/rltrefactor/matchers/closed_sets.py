@@ -82,8 +82,12 @@ class ClosedSets:
         if isinstance(node, ast.Subscript):
             return self._subscripted(module, node, depth)
         target = self.definition(module, node)
-        if target is not None and (alias := target[0].aliases.get(target[1])) is not None:
+        if target is None:
+            return None
+        if (alias := target[0].aliases.get(target[1])) is not None:
             return self.values(target[0], alias, depth + 1)
+        if target[1] in target[0].imports and target[0] is not module:  # re-exported: ``from .types import Status``
+            return self.values(target[0], ast.Name(target[1]), depth + 1)
         return None
 
     def _subscripted(self, module: ModuleFacts, node: ast.Subscript, depth: int) -> frozenset[str] | None:
@@ -251,6 +255,8 @@ def _name_values(sets: ClosedSets, own: ModuleFacts, ctx: FileContext, field: cs
             container, which = function.iterated[name]
             annotation = next((f.annotations[container] for f in functions if container in f.annotations), None)
             return sets.element(own, annotation, which) if annotation is not None else None
+        if name in function.parameters:
+            return None
     annotation = own.names.get(name)
     return sets.values(own, annotation) if annotation is not None else None
 
@@ -281,6 +287,8 @@ def _attribute_values(sets: ClosedSets, own: ModuleFacts, expression: ast.Attrib
             cls = own.class_facts(method.owner)
             if cls is not None and attribute in cls.fields:
                 return sets.values(own, cls.fields[attribute])
+            if cls is not None and attribute in cls.transitions:
+                return None  # the class moves it through string constants: its own string state
             checked = [c.values for c in cls.checks if c.expression == f"self.{attribute}"] if cls is not None else []
             if checked:
                 return _union(checked)

@@ -50,6 +50,7 @@ class FunctionFacts:
     owner: str | None  # the class whose body defines the function
     receiver: str | None  # the first parameter of a method (``self``/``cls``), not of a staticmethod
     annotations: Mapping[str, ast.expr]  # parameters and annotated local names
+    parameters: frozenset[str]  # every parameter, annotated or not: it hides a module-level name
     iterated: Mapping[str, tuple[str, str]]  # loop name -> (container name, ELEMENT_KEY or ELEMENT_VALUE)
     checks: tuple[Checked, ...]
 
@@ -59,6 +60,7 @@ class ClassFacts:
     name: str
     fields: Mapping[str, ast.expr]  # attribute -> its declared type
     checks: tuple[Checked, ...]  # ``self.x`` set from a checked parameter and never to a string constant
+    transitions: frozenset[str] = frozenset()  # attributes a method sets to a string constant
 
 
 class ModuleFacts:
@@ -243,7 +245,9 @@ def _function_facts(function: ast.FunctionDef | ast.AsyncFunctionDef, owner: str
     checks = tuple(c for node in _own_nodes(function) for c in _checks(node, constants)
                    if c.expression.isidentifier() and c.expression not in moved)
     end = function.end_lineno or function.lineno
-    return FunctionFacts(function.lineno, end, owner, _receiver(function, owner), annotations, iterated, checks)
+    parameters = frozenset(a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                           *(v for v in (arguments.vararg, arguments.kwarg) if v is not None)))
+    return FunctionFacts(function.lineno, end, owner, _receiver(function, owner), annotations, parameters, iterated, checks)
 
 
 def loop_elements(target: ast.expr, iterable: ast.expr) -> dict[str, tuple[str, str]]:
@@ -299,7 +303,8 @@ def _class_facts(cls: ast.ClassDef, constants: Mapping[str, frozenset[str]]) -> 
                 fields.update(_receiver_fields(item, receiver))
                 checks.extend(_receiver_checks(item, receiver, constants))
                 transitions.update(_assigned_strings(item, receiver))
-    return ClassFacts(cls.name, fields, tuple(c for c in checks if c.expression[len("self."):] not in transitions))
+    kept = tuple(c for c in checks if c.expression[len("self."):] not in transitions)
+    return ClassFacts(cls.name, fields, kept, frozenset(transitions))
 
 
 def _decorator_name(node: ast.expr) -> str:
