@@ -135,8 +135,8 @@ def test_a_loop_over_a_mapping_keyed_by_an_imported_alias(engine):
 @pytest.mark.parametrize(("importer", "level", "dotted", "expected"), [
     ("src/eng/report/text.py", 2, "types", ["src/eng/types.py", "src/eng/types/__init__.py"]),
     ("src/eng/report/text.py", 1, "", ["src/eng/report/__init__.py"]),
-    ("src/eng/report/text.py", 0, "eng.types", ["src/eng/types.py", "src/eng/types/__init__.py"]),
-    ("src/eng/report/text.py", 0, "torch.nn", []),  # another package: never looked for
+    ("src/eng/report/text.py", 0, "eng.types", ["src/eng/types.py", "src/eng/types/__init__.py", "eng/types.py", "eng/types/__init__.py"]),
+    ("tests/test_text.py", 0, "eng.types", ["eng/types.py", "eng/types/__init__.py", "src/eng/types.py", "src/eng/types/__init__.py"]),
     ("text.py", 2, "types", []),  # above the repository
 ])
 def test_module_paths(importer, level, dotted, expected):
@@ -190,3 +190,24 @@ def test_an_unannotated_parameter_hides_a_module_level_annotation(engine):
         "    return status == 'old'\n"
     )
     assert _lines(engine, code, {}, path="eng/m.py") == [5]
+
+
+CONFIG = """\
+from dataclasses import dataclass
+
+@dataclass
+class CacheConfig:
+    stage: str = "prefill"
+
+    def __post_init__(self):
+        if self.stage not in ("prefill", "decode"):
+            raise ValueError(f"stage must be prefill or decode, got {self.stage!r}")
+"""
+
+
+def test_a_field_checked_where_its_dataclass_is_constructed_is_an_option(engine):
+    code = "from .config import CacheConfig\n\ndef run(cfg):\n    return cfg.stage == 'decode'\n"
+    assert _lines(engine, code, {"eng/config.py": CONFIG}, path="eng/runner.py") == []
+    assert _lines(engine, code.replace("'decode'", "'decoding'"), {"eng/config.py": CONFIG}, path="eng/runner.py") == [4]
+    moved = CONFIG + "\n    def advance(self):\n        self.stage = 'decode'\n"
+    assert _lines(engine, code, {"eng/config.py": moved}, path="eng/runner.py") == [4]

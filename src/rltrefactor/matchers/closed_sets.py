@@ -194,9 +194,10 @@ def module_paths(importer: str, level: int, dotted: str) -> list[str]:
     """Repository paths a module may live at, seen from the file ``importer``.
 
     Relative imports count up from the importer's folder; an absolute import is looked
-    for only under a folder of the importer's own path named like its first part
-    (``from vllm.config import X`` in ``vllm/worker/a.py``), so imports of other
-    packages are never looked for."""
+    for under each folder of the importer's own path named like its first part
+    (``from vllm.config import X`` in ``vllm/worker/a.py``), then at the repository's
+    root and under ``src/`` (tests and scripts importing the package). A path the
+    revision does not hold costs a set lookup (``contents.RepositoryTexts``)."""
     parts = [p for p in dotted.split(".") if p]
     folders = posixpath.dirname(importer).split("/") if posixpath.dirname(importer) else []
     if level > 0:
@@ -206,7 +207,7 @@ def module_paths(importer: str, level: int, dotted: str) -> list[str]:
     else:
         if not parts:
             return []
-        bases = ["/".join(folders[:i]) for i, folder in enumerate(folders) if folder == parts[0]]
+        bases = list(dict.fromkeys(["/".join(folders[:i]) for i, folder in enumerate(folders) if folder == parts[0]] + ["", "src"]))
     found = []
     for base in bases:
         stem = "/".join(p for p in (base, *parts) if p)
@@ -285,15 +286,18 @@ def _attribute_values(sets: ClosedSets, own: ModuleFacts, expression: ast.Attrib
         method = next((f for f in functions if f.receiver is not None), None)
         if method is not None and method.receiver == owner.id and method.owner is not None:
             cls = own.class_facts(method.owner)
-            if cls is not None and attribute in cls.fields:
-                return sets.values(own, cls.fields[attribute])
-            if cls is not None and attribute in cls.transitions:
-                return None  # the class moves it through string constants: its own string state
-            checked = [c.values for c in cls.checks if c.expression == f"self.{attribute}"] if cls is not None else []
-            if checked:
-                return _union(checked)
+            if cls is not None:
+                checked = _checked(cls, attribute)
+                if checked is not None:
+                    return checked
+                if attribute in cls.fields:
+                    return sets.values(own, cls.fields[attribute])
+                if attribute in cls.transitions:
+                    return None  # the class moves it through string constants: its own string state
         annotation = next((f.annotations[owner.id] for f in functions if owner.id in f.annotations), None)
         found = sets.class_named(own, annotation) if annotation is not None else None
+        if found is not None and (checked := _checked(found[1], attribute)) is not None:
+            return checked
         if found is not None and attribute in found[1].fields:
             return sets.values(found[0], found[1].fields[attribute])
     return _declared_anywhere(sets, own, attribute)
@@ -302,7 +306,16 @@ def _attribute_values(sets: ClosedSets, own: ModuleFacts, expression: ast.Attrib
 def _declared_anywhere(sets: ClosedSets, own: ModuleFacts, attribute: str) -> frozenset[str] | None:
     """Every declaration of ``attribute`` in the classes of this module and of the
     repository modules it imports, when there is one and each is a closed set."""
-    declared = [sets.values(module, annotation)
-                for module in (own, *sets.imported_modules(own, attribute))
-                for annotation in module.fields.get(attribute, ())]
+    declared = []
+    for module in (own, *sets.imported_modules(own, attribute)):
+        for owner, annotation in module.fields.get(attribute, ()):
+            cls = module.class_facts(owner) if owner is not None else None
+            checked = _checked(cls, attribute) if cls is not None else None
+            declared.append(checked if checked is not None else sets.values(module, annotation))
     return _union(declared) if declared else None
+
+
+def _checked(cls: ClassFacts, attribute: str) -> frozenset[str] | None:
+    """What the class's construction checks ``self.<attribute>`` against, if it does."""
+    checked = [c.values for c in cls.checks if c.expression == f"self.{attribute}"]
+    return _union(checked) if checked else None

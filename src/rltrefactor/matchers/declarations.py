@@ -20,6 +20,8 @@ import functools
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
+# Methods that construct the object: a check there fixes an option for its lifetime.
+_CONSTRUCTION = frozenset({"__init__", "__post_init__"})
 # What a loop reads from a container: its keys (iteration, ``keys()``, an ``items()``
 # pair's first name) or its values (``values()``, an ``items()`` pair's second name).
 ELEMENT_KEY, ELEMENT_VALUE = "key", "value"
@@ -76,9 +78,10 @@ class ModuleFacts:
         self.names = {n.target.id: n.annotation for n in top if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
         self._classes: dict[str, ast.ClassDef] = {}
         self._functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]] = []
-        # attribute -> every declared type of it in the module: class-level annotations,
-        # ``obj.x: T`` anywhere, properties' return types.
-        self.fields: dict[str, list[ast.expr]] = {}
+        # attribute -> every declared type of it in the module, with the class declaring it
+        # (None for ``obj.x: T`` outside a class body): class-level annotations, ``obj.x: T``
+        # anywhere, properties' return types.
+        self.fields: dict[str, list[tuple[str | None, ast.expr]]] = {}
         every_function: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -89,11 +92,11 @@ class ModuleFacts:
                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         self._functions.append((item, node.name))
                         if item.returns is not None and _is_property(item):
-                            self.fields.setdefault(item.name, []).append(item.returns)
+                            self.fields.setdefault(item.name, []).append((node.name, item.returns))
                     elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        self.fields.setdefault(item.target.id, []).append(item.annotation)
+                        self.fields.setdefault(item.target.id, []).append((node.name, item.annotation))
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
-                self.fields.setdefault(node.target.attr, []).append(node.annotation)
+                self.fields.setdefault(node.target.attr, []).append((None, node.annotation))
         methods = {id(f) for f, _ in self._functions}
         self._functions += [(node, None) for node in every_function if id(node) not in methods]
         self._function_facts: dict[int, FunctionFacts] = {}
@@ -321,9 +324,15 @@ def _receiver_fields(method: ast.FunctionDef | ast.AsyncFunctionDef, receiver: s
 
 def _receiver_checks(method: ast.FunctionDef | ast.AsyncFunctionDef, receiver: str,
                      constants: Mapping[str, frozenset[str]]) -> Iterator[Checked]:
-    """A parameter checked, then stored in ``self.x``: an option fixed at construction.
-    (A check on ``self.x`` itself is a transition guard of a state machine, not that.)"""
+    """A parameter checked, then stored in ``self.x``, or ``self.x`` checked where the
+    object is constructed (``__init__``, a dataclass's ``__post_init__``): an option fixed
+    at construction. (Elsewhere a check on ``self.x`` is a state machine's transition
+    guard, not that.)"""
     checked = {c.expression: c for node in _own_nodes(method) for c in _checks(node, constants)}
+    if method.name in _CONSTRUCTION:
+        for expression, check in checked.items():
+            if expression.startswith(f"{receiver}.") and expression[len(receiver) + 1:].isidentifier():
+                yield Checked("self" + expression[len(receiver):], check.line, check.values)
     for node in _own_nodes(method):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in checked:
             check = checked[node.value.id]
