@@ -6,10 +6,10 @@ from the index, and only a working-tree review reads files on disk.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import tokenize
-from dataclasses import dataclass
 from typing import Protocol
 
 from . import gitio
@@ -128,15 +128,28 @@ class RepositoryTexts:
         return path in self._listed
 
 
-@dataclass(frozen=True)
 class FileTexts:
-    """The reviewed file's whole text and, through ``repository``, the modules it imports."""
+    """The reviewed file's whole text and, through ``repository``, the modules it imports;
+    it remembers which of those were read, since the file's outcome then depends on them."""
 
-    path: str
-    text: str
-    repository: ModuleTexts | None = None
+    def __init__(self, path: str, text: str, repository: ModuleTexts | None = None) -> None:
+        self.path = path
+        self.text = text
+        self.repository = repository
+        self._read: dict[str, str | None] = {}
 
     def read(self, path: str) -> str | None:
         if path == self.path:
             return self.text
-        return self.repository.read(path) if self.repository is not None else None
+        if path not in self._read:
+            self._read[path] = self.repository.read(path) if self.repository is not None else None
+        return self._read[path]
+
+    def modules_read(self) -> tuple[tuple[str, str], ...]:
+        """(path, ``text_digest``) of every other module asked for, those missing included."""
+        return tuple(sorted((path, text_digest(text)) for path, text in self._read.items()))
+
+
+def text_digest(text: str | None) -> str:
+    """A module's text as a cache key part ("" for no module)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if text is not None else ""

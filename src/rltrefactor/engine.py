@@ -15,7 +15,7 @@ from .library.model import Library, Rule
 from .config import Config, declared_for
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
-from .contents import FileTexts, ModuleTexts
+from .contents import FileTexts, ModuleTexts, text_digest
 from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
@@ -186,7 +186,7 @@ class Engine:
                 path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
-        return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
+        return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines, modules_read=sources.modules_read())
 
     def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
@@ -196,6 +196,12 @@ class Engine:
             tree, declared_for(self.config, path),
             self.call_index.for_file(path) if self.call_index is not None else None,
         )
+
+    def still_holds(self, outcome: FileOutcome) -> bool:
+        """A cached outcome holds while the other modules its matchers read are unchanged."""
+        texts = self.repository_texts
+        return all(text_digest(texts.read(path) if texts is not None else None) == digest
+                   for path, digest in outcome.modules_read)
 
     def context_digest(self, path: str) -> str:
         """What the call index tells ``path``, as a result-cache key part ("" without an index)."""

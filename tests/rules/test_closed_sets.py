@@ -211,3 +211,20 @@ def test_a_field_checked_where_its_dataclass_is_constructed_is_an_option(engine)
     assert _lines(engine, code.replace("'decode'", "'decoding'"), {"eng/config.py": CONFIG}, path="eng/runner.py") == [4]
     moved = CONFIG + "\n    def advance(self):\n        self.stage = 'decode'\n"
     assert _lines(engine, code, {"eng/config.py": moved}, path="eng/runner.py") == [4]
+
+
+def test_a_cached_outcome_is_recomputed_when_a_module_it_read_changes(repo, tmp_path):
+    """A file's findings depend on the modules whose declarations it compared against:
+    the result cache holds them only while those modules are unchanged."""
+    repo.write("eng/types.py", "from typing import Literal\nOutcome = Literal['old', 'new']\n")
+    repo.write("eng/report.py", "from .types import Outcome\n\ndef f(status: Outcome):\n    return status == 'new'\n")
+    repo.commit("base")
+
+    def scan() -> list[int]:
+        request = ReviewRequest(repo=str(repo.path), paths=(str(repo.path / "eng"),), cache_dir=str(tmp_path / "cache"), jobs=1,
+                                overrides={"select": [RULE]})
+        return [f.span.line for f in review(request).findings if f.rule_id == RULE and f.path == "eng/report.py"]
+
+    assert scan() == [] and scan() == []
+    repo.write("eng/types.py", "from typing import Literal\nOutcome = Literal['old']\n")  # 'new' is no longer declared
+    assert scan() == [4]
