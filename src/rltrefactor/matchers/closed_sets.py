@@ -23,8 +23,10 @@ An import that leaves the repository, or a module that does not parse, closes no
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
-from typing import Iterable
+import re
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -40,7 +42,10 @@ _MAX_DEPTH = 6  # aliases of aliases, across modules
 def declared_closed(ctx: FileContext, field: cst.BaseExpression, values: frozenset[str]) -> bool:
     """``field`` is declared (or checked) to hold one of a closed set of strings, and
     ``values`` are all in it. A value outside the set is a probable typo: not closed."""
-    if ctx.sources is None:
+    if ctx.sources is None or not values:
+        return False
+    word = _last_name(field)
+    if word is None or not _may_close(ctx, ctx.sources, word):
         return False
     sets = ClosedSets(ctx.sources)
     own = sets.facts(ctx.path)
@@ -48,6 +53,83 @@ def declared_closed(ctx: FileContext, field: cst.BaseExpression, values: frozens
         return False
     allowed = _field_values(sets, own, ctx, field)
     return allowed is not None and bool(values) and values <= allowed
+
+
+def _last_name(field: cst.BaseExpression) -> str | None:
+    if isinstance(field, cst.Attribute):
+        return field.attr.value
+    return field.value if isinstance(field, cst.Name) else None
+
+
+def _may_close(ctx: FileContext, texts: ModuleTexts, word: str) -> bool:
+    """The cheap test before any parse, on the file and the repository modules it
+    imports (and those these import relatively: a package re-exporting an alias): one
+    of them checks ``word`` against a collection, or one says ``Literal`` and one
+    declares ``word`` (``word: T``, ``def word``, a loop binding it). Most files of
+    most engines do neither, and their comparisons are reported without a parse."""
+    checks, declares = _closing_patterns(word)
+    said_literal = said_declared = False
+    for text in _module_texts(ctx, texts):
+        if _around(text, word, checks):
+            return True
+        said_literal = said_literal or _LITERAL.search(text) is not None
+        said_declared = said_declared or _around(text, word, declares)
+        if said_literal and said_declared:
+            return True
+    return False
+
+
+def _around(text: str, word: str, pattern: re.Pattern[str]) -> bool:
+    """``pattern`` (which holds ``word``) matches within a line's reach of an occurrence
+    of ``word``: a scan for the word, then a regex on a few hundred characters."""
+    at = text.find(word)
+    while at != -1:
+        if pattern.search(text, max(0, at - 100), at + len(word) + 100):
+            return True
+        at = text.find(word, at + len(word))
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _closing_patterns(word: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    name = re.escape(word)
+    return (
+        re.compile(rf"\b{name}[ \t]+not[ \t]+in\b|\bassert[ \t]+[\w.]{{0,80}}\b{name}[ \t]+in\b"),
+        re.compile(rf"\b{name}[ \t]*:(?!=)|\bdef[ \t]+{name}\b|\bfor[ \t]+[\w ,()]{{0,80}}\b{name}\b[\w ,()]{{0,80}}\bin\b"),
+    )
+
+
+def _module_texts(ctx: FileContext, texts: ModuleTexts) -> Iterator[str]:
+    """The file's text, then those of the repository modules it imports, two steps deep."""
+    own = texts.read(ctx.path)
+    if own is not None:
+        yield own
+    seen = {ctx.path}
+    imported = [(ctx.path, q) for q in sorted(set(ctx.imports.aliases.values()))]
+    for _ in range(2):
+        found: list[tuple[str, str]] = []
+        for importer, qualified in imported:
+            dotted = qualified.lstrip(".")
+            module = _first_module(texts, importer, len(qualified) - len(dotted), dotted)
+            if module is not None and module[0] not in seen:
+                seen.add(module[0])
+                yield module[1]
+                found += [(module[0], m.group(1) + m.group(2)) for m in _RELATIVE_IMPORT.finditer(module[1])]
+        imported = found
+
+
+_LITERAL = re.compile(r"\bLiteral\b")
+_RELATIVE_IMPORT = re.compile(r"^\s*from\s+(\.+)([\w.]*)\s+import\b", re.MULTILINE)
+
+
+def _first_module(texts: ModuleTexts, importer: str, level: int, dotted: str) -> tuple[str, str] | None:
+    """The repository module ``dotted`` names, or the one holding the name it ends with."""
+    for module in dict.fromkeys((dotted, dotted.rpartition(".")[0])):
+        for path in module_paths(importer, level, module):
+            text = texts.read(path)
+            if text is not None:
+                return path, text
+    return None
 
 
 class ClosedSets:
@@ -308,7 +390,7 @@ def _declared_anywhere(sets: ClosedSets, own: ModuleFacts, attribute: str) -> fr
     repository modules it imports, when there is one and each is a closed set."""
     declared = []
     for module in (own, *sets.imported_modules(own, attribute)):
-        for owner, annotation in module.fields.get(attribute, ()):
+        for owner, annotation in module.fields_of(attribute):
             cls = module.class_facts(owner) if owner is not None else None
             checked = _checked(cls, attribute) if cls is not None else None
             declared.append(checked if checked is not None else sets.values(module, annotation))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
@@ -66,51 +67,48 @@ class ClassFacts:
 
 
 class ModuleFacts:
-    """One module's declarations. Read in one walk; a function's or a class's own facts
-    are worked out when first asked for (most are never asked for)."""
+    """One module's declarations. Its top-level statements and class bodies are read at
+    once; the functions around a line, a class's own facts and the declarations of one
+    attribute when first asked for (a large module is never walked whole)."""
 
-    def __init__(self, path: str, tree: ast.Module) -> None:
+    def __init__(self, path: str, text: str, tree: ast.Module) -> None:
         self.path = path
+        self._text = text
+        self._tree = tree
         top = list(_top_level(tree.body))
         self.constants = _constants(top)
         self.aliases = _aliases(top)
         self.imports = _imports(top)
         self.names = {n.target.id: n.annotation for n in top if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
         self._classes: dict[str, ast.ClassDef] = {}
-        self._functions: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str | None]] = []
-        # attribute -> every declared type of it in the module, with the class declaring it
-        # (None for ``obj.x: T`` outside a class body): class-level annotations, ``obj.x: T``
-        # anywhere, properties' return types.
-        self.fields: dict[str, list[tuple[str | None, ast.expr]]] = {}
-        every_function: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                every_function.append(node)
-            elif isinstance(node, ast.ClassDef):
-                self._classes[node.name] = node
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        self._functions.append((item, node.name))
-                        if item.returns is not None and _is_property(item):
-                            self.fields.setdefault(item.name, []).append((node.name, item.returns))
-                    elif isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        self.fields.setdefault(item.target.id, []).append((node.name, item.annotation))
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute):
-                self.fields.setdefault(node.target.attr, []).append((None, node.annotation))
-        methods = {id(f) for f, _ in self._functions}
-        self._functions += [(node, None) for node in every_function if id(node) not in methods]
+        stack = [n for n in top if isinstance(n, ast.ClassDef)]
+        while stack:
+            cls = stack.pop()
+            self._classes.setdefault(cls.name, cls)
+            stack.extend(n for n in cls.body if isinstance(n, ast.ClassDef))
         self._function_facts: dict[int, FunctionFacts] = {}
         self._class_facts: dict[str, ClassFacts] = {}
+        self._fields: dict[str, list[tuple[str | None, ast.expr]]] = {}
 
     @property
     def class_names(self) -> frozenset[str]:
         return frozenset(self._classes)
 
     def functions_at(self, line: int) -> list[FunctionFacts]:
-        """The functions holding ``line``, innermost first."""
-        holding = [(f, owner) for f, owner in self._functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
-        holding.sort(key=lambda pair: -pair[0].lineno)
-        return [self._function(f, owner) for f, owner in holding]
+        """The functions holding ``line``, innermost first: found by descending only into
+        the statements whose lines hold it."""
+        found: list[FunctionFacts] = []
+        owner: str | None = None
+        nodes: list[ast.AST] = list(self._tree.body)
+        while nodes:
+            holding = next((n for n in nodes if _holds(n, line)), None)
+            if holding is None:
+                break
+            if isinstance(holding, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                found.append(self._function(holding, owner))
+            owner = holding.name if isinstance(holding, ast.ClassDef) else None
+            nodes = list(ast.iter_child_nodes(holding))
+        return found[::-1]
 
     def class_facts(self, name: str) -> ClassFacts | None:
         node = self._classes.get(name)
@@ -120,17 +118,56 @@ class ModuleFacts:
             self._class_facts[name] = _class_facts(node, self.constants)
         return self._class_facts[name]
 
+    def fields_of(self, attribute: str) -> list[tuple[str | None, ast.expr]]:
+        """Every declared type of ``attribute`` in the module, with the class declaring it
+        (None for ``obj.x: T`` outside a class body): class-level annotations, properties'
+        return types, and ``obj.x: T`` anywhere (looked for only where the text has one)."""
+        if attribute not in self._fields:
+            found: list[tuple[str | None, ast.expr]] = []
+            for name, cls in self._classes.items():
+                for item in cls.body:
+                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name) and item.target.id == attribute:
+                        found.append((name, item.annotation))
+                    elif isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == attribute \
+                            and item.returns is not None and _is_property(item):
+                        found.append((name, item.returns))
+            if re.search(rf"\.\s*{re.escape(attribute)}\s*:(?!=)", self._text):
+                found += [(None, node.annotation) for node in ast.walk(self._tree)
+                          if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Attribute)
+                          and node.target.attr == attribute]
+            self._fields[attribute] = found
+        return self._fields[attribute]
+
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None) -> FunctionFacts:
         if id(node) not in self._function_facts:
             self._function_facts[id(node)] = _function_facts(node, owner, self.constants)
         return self._function_facts[id(node)]
 
 
-@functools.lru_cache(maxsize=64)
+def _holds(node: ast.AST, line: int) -> bool:
+    if not isinstance(node, (ast.stmt, ast.expr)):
+        return False
+    decorators = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else []
+    first = min([node.lineno, *(d.lineno for d in decorators)])
+    return first <= line <= (node.end_lineno or node.lineno)
+
+
 def module_facts(path: str, text: str) -> ModuleFacts | None:
+    tree = _parsed(text)
+    return _facts(path, text, tree) if tree is not None else None
+
+
+@functools.lru_cache(maxsize=64)
+def _facts(path: str, text: str, tree: ast.Module) -> ModuleFacts:
+    return ModuleFacts(path, text, tree)
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(text: str) -> ast.Module | None:
+    """One parse per text: the same module seen under two paths is parsed once."""
     try:
-        return ModuleFacts(path, ast.parse(text))
-    except (SyntaxError, ValueError, RecursionError):
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
