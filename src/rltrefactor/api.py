@@ -22,7 +22,7 @@ from .executor import default_jobs, review_files
 from .globs import matches
 from .library.model import Library, Rule
 from .rule_index import load_rules
-from .contents import read_sources
+from .contents import RepositoryTexts, read_sources
 from .finishing import Matched, Scope, finish, finish_measured
 from .syntax import parse_tree
 from .perf.records import PerfSummary
@@ -242,6 +242,7 @@ def _review_targets(
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
     engine.call_index = _call_index(change, texts, engine, request)
+    engine.repository_texts = RepositoryTexts(change)
     # Outside the changed statements no finding can be kept, so they are not matched.
     limits = None
     if not change.full_scan and request.scope != "files":
@@ -257,7 +258,7 @@ def _review_targets(
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
-    if changed.status == "deleted" or changed.binary or not changed.is_python:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if changed.status == "deleted" or changed.binary or not changed.is_python:
         return False
     if config.exclude and matches(changed.path, config.exclude):
         return False

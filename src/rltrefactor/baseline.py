@@ -58,7 +58,7 @@ class BaselineReport:
 
 def recorded_hits(result: ReviewResult) -> list[Finding]:
     """Every unsuppressed hit of ``result``: its findings and the repeats merged into them."""
-    repeats = [d.finding for d in result.drops if d.reason == "repeat-in-function"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    repeats = [d.finding for d in result.drops if d.reason == "repeat-in-function"]
     return [f for f in (*result.findings, *repeats) if not f.suppressed]
 
 

@@ -71,4 +71,5 @@ def _decode(data: dict[str, Any]) -> FileOutcome:  # a JSON document, checked by
         for item in data["findings"]
     )
     errors = tuple(FileError(**item) for item in data["errors"])
-    return FileOutcome(data["path"], findings, errors, data["parsed_lines"])
+    modules_read = tuple((str(path), str(digest)) for path, digest in data.get("modules_read", ()))
+    return FileOutcome(data["path"], findings, errors, data["parsed_lines"], modules_read)

@@ -171,7 +171,7 @@ def _test(args: argparse.Namespace) -> int:
             counts[outcome.status] += 1
             if not outcome.ok:
                 out.write(f"{outcome.status:<9} {rule.id} ({outcome.example.kind} example at {outcome.where}): {outcome.detail}\n")
-    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "validated")  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items() if n or status == "validated")
     out.write(
         f"examples of {len(rules) - checklist} rule(s), each run through its matcher (a bad example must report "
         f"exactly its marked lines, a good one nothing): {summary}; "

@@ -6,9 +6,11 @@ from the index, and only a working-tree review reads files on disk.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import tokenize
+from typing import Protocol
 
 from . import gitio
 from .errors import GitError
@@ -86,3 +88,68 @@ def _decode(path: str, data: bytes) -> str | FileError:
         where = getattr(exc, "start", None)
         detail = f" at byte {where}" if where is not None else ""
         return FileError(path, f"not valid UTF-8 or declared encoding{detail}; not reviewed")
+
+
+class ModuleTexts(Protocol):
+    """Text of a repository module by repository-relative path; None when there is none."""
+
+    def read(self, path: str) -> str | None: ...
+
+
+class RepositoryTexts:
+    """Modules of the reviewed repository at the head revision, each read once, when first
+    asked for: matchers that follow an import read a few modules, never the repository.
+    Paths the revision does not hold are answered from one listing, without a read."""
+
+    def __init__(self, change: ChangeSet) -> None:
+        self._change = change
+        self._read: dict[str, str | None] = {}
+        self._listed: frozenset[str] | None = None
+
+    def read(self, path: str) -> str | None:
+        if path not in self._read:
+            text = read_text(self._change, path) if self._holds(path) else None
+            self._read[path] = text if isinstance(text, str) else None
+        return self._read[path]
+
+    def _holds(self, path: str) -> bool:
+        root, head = self._change.repo_root, self._change.head
+        if root is None:
+            return False
+        if head.kind == "worktree":
+            return os.path.isfile(os.path.join(root, path))
+        if self._listed is None:
+            try:
+                listing = gitio.run(root, "ls-tree", "-r", "-z", "--name-only", "--full-tree", head.ref or "HEAD") \
+                    if head.kind == "git" else gitio.run(root, "ls-files", "-z")
+            except GitError:
+                listing = b""
+            self._listed = frozenset(listing.decode("utf-8", "surrogateescape").split("\0"))
+        return path in self._listed
+
+
+class FileTexts:
+    """The reviewed file's whole text and, through ``repository``, the modules it imports;
+    it remembers which of those were read, since the file's outcome then depends on them."""
+
+    def __init__(self, path: str, text: str, repository: ModuleTexts | None = None) -> None:
+        self.path = path
+        self.text = text
+        self.repository = repository
+        self._read: dict[str, str | None] = {}
+
+    def read(self, path: str) -> str | None:
+        if path == self.path:
+            return self.text
+        if path not in self._read:
+            self._read[path] = self.repository.read(path) if self.repository is not None else None
+        return self._read[path]
+
+    def modules_read(self) -> tuple[tuple[str, str], ...]:
+        """(path, ``text_digest``) of every other module asked for, those missing included."""
+        return tuple(sorted((path, text_digest(text)) for path, text in self._read.items()))
+
+
+def text_digest(text: str | None) -> str:
+    """A module's text as a cache key part ("" for no module)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16] if text is not None else ""

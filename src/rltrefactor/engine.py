@@ -15,6 +15,7 @@ from .library.model import Library, Rule
 from .config import Config, declared_for
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
+from .contents import FileTexts, ModuleTexts, text_digest
 from .module_kinds import module_kinds
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
@@ -48,7 +49,7 @@ def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
 def _wanted(library: Library, config: Config) -> Iterable[Rule]:
     """Rules the selection and ignores leave in, whatever their status but retired."""
     for rule in library.rules:
-        if rule.status == "retired":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if rule.status == "retired":
             continue
         if config.select and not (rule.id in config.select or rule.area in config.select):
             continue
@@ -60,7 +61,7 @@ def _wanted(library: Library, config: Config) -> Iterable[Rule]:
 def _held_back(rule: Rule, config: Config) -> bool:
     """A bundled experimental rule runs only when named: its precision is still being
     measured. A repository's own rules are its reviewers' choice and always run."""
-    experimental = rule.status == "experimental"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    experimental = rule.status == "experimental"
     return experimental and rule.library == "bundled" and rule.id not in config.select
 
 
@@ -79,6 +80,8 @@ class Engine:
         ``call_index``: where functions run, read across the repository (``callindex``)."""
         self.config = config
         self.call_index = call_index
+        # The repository's modules at the head revision, for matchers that follow imports.
+        self.repository_texts: ModuleTexts | None = None
         self.rules = rules
         self.known_ids = known_ids
         ready = matchers or {}
@@ -166,8 +169,9 @@ class Engine:
         )
         hits: list[Hit] = []
         errors: list[FileError] = []
+        sources = FileTexts(path, text, self.repository_texts)
         for region in regions:
-            ctx = self._context(path, region, defs, imports, execution, errors)
+            ctx = self._context(path, region, defs, imports, execution, errors, sources)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
@@ -182,7 +186,7 @@ class Engine:
                 path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
-        return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines)
+        return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines, modules_read=sources.modules_read())
 
     def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
         """Where each function runs; only worked out when a rule that depends on it may hit."""
@@ -193,13 +197,20 @@ class Engine:
             self.call_index.for_file(path) if self.call_index is not None else None,
         )
 
+    def still_holds(self, outcome: FileOutcome) -> bool:
+        """A cached outcome holds while the other modules its matchers read are unchanged."""
+        texts = self.repository_texts
+        return all(text_digest(texts.read(path) if texts is not None else None) == digest
+                   for path, digest in outcome.modules_read)
+
     def context_digest(self, path: str) -> str:
         """What the call index tells ``path``, as a result-cache key part ("" without an index)."""
         told = self.call_index.for_file(path) if self.call_index is not None else None
         return told.digest if told is not None else ""
 
     def _context(
-        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap, errors: list[FileError]
+        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap,
+        errors: list[FileError], sources: FileTexts,
     ) -> FileContext | None:
         try:
             module = parse_module(region.text)
@@ -224,6 +235,7 @@ class Engine:
             execution=execution,
             text=region.text,
             names=names_for(self.config.names),
+            sources=sources,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:

@@ -38,7 +38,7 @@ def review_files(
     todo: list[str] = []
     for path, text in texts.items():
         cached = cache.get(path, text, salt=engine.context_digest(path)) if cache is not None else None
-        if cached is not None:
+        if cached is not None and engine.still_holds(cached):
             outcomes[path] = cached
         else:
             todo.append(path)

@@ -68,7 +68,7 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     outcomes = [replace(o, findings=tuple(mark_suppressed(o.findings, texts.get(o.path)))) for o in matched.outcomes]
     measured = [f for path, group in _by_path(matched.measured).items() for f in mark_suppressed(group, texts.get(path))]
     kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts)
-    line_limited = matched.scope == "lines" and not matched.change.full_scan  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    line_limited = matched.scope == "lines" and not matched.change.full_scan
     heads = complete_head(kept, outcomes, matched.files, matched.engine, matched.texts, kept_on_lines=line_limited)
     kept = mark_preexisting(kept, heads, matched.files, matched.change, matched.engine, matched.texts)
     changed = {} if matched.change.full_scan else {path: f.added_lines for path, f in matched.files.items()}
@@ -138,9 +138,9 @@ def scope_findings(
         changed = by_path[outcome.path]
         touched_defs: set[str] | None = None
         for finding in outcome.findings:
-            if change.full_scan or scope == "files":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            if change.full_scan or scope == "files":
                 inside = True
-            elif scope == "changed-functions":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            elif scope == "changed-functions":
                 if touched_defs is None:
                     defs = definitions(texts[outcome.path])
                     touched_defs = {defs.enclosing(line).qualname for line in changed.added_lines}
@@ -164,7 +164,7 @@ def _apply_baseline(
     from .baseline import BaselineReport, apply_baseline, stale_warning
 
     path, recorded = baseline
-    whole = matched.change.full_scan or matched.scope == "files"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    whole = matched.change.full_scan or matched.scope == "files"
     kept, dropped, stale = apply_baseline(kept, recorded, frozenset(matched.files) if whole else frozenset())
     drops.extend(dropped)
     report = BaselineReport(path, len(dropped), stale)
@@ -176,13 +176,13 @@ def _name_baselined(kept: list[Finding], drops: Iterable[Drop]) -> list[Finding]
     lines those are: its own lines are the new ones."""
     baselined: dict[tuple[str, str, str], list[int]] = {}
     for drop in drops:
-        if drop.reason == "baseline" and drop.finding.definition != "<module>":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if drop.reason == "baseline" and drop.finding.definition != "<module>":
             found = drop.finding
             baselined.setdefault((found.path, found.rule_id, found.definition), []).append(found.span.line)
     named = []
     for finding in kept:
         lines = sorted(set(baselined.get((finding.path, finding.rule_id, finding.definition), ())))
-        if lines and finding.status == "new" and not finding.suppressed:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if lines and finding.status == "new" and not finding.suppressed:
             where = "hit at line" if len(lines) == 1 else "hits at lines"
             finding = replace(finding, impact=f"{finding.impact} New beside the baselined {where} "
                                               f"{', '.join(map(str, lines))} of this rule here.")
@@ -210,7 +210,7 @@ def _changes_looped_code(change: ChangeSet, texts: _HeadTexts) -> bool:
     (every line of a full scan)."""
     from .report.recurrence import changes_recurrence
 
-    files = [f for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    files = [f for f in change.files if f.is_python and f.status != "deleted"]
     return changes_recurrence(
         (texts.get(f.path), None if change.full_scan else f.added_lines | f.deletion_anchors) for f in files
     )

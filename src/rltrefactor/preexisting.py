@@ -77,7 +77,7 @@ def mark_preexisting(
     """
     if change.base is None or change.full_scan:
         return kept
-    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    paths = sorted({f.path for f in kept if by_path[f.path].status in ("modified", "renamed")})
     if not paths:
         return kept
     old = {path: by_path[path].old_path or path for path in paths}

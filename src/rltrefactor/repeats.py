@@ -20,7 +20,7 @@ def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
     repeats: list[Drop] = []
     for finding in ordered:
         key = (finding.path, finding.rule_id, finding.definition)
-        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if finding.status != "new" or finding.suppressed or finding.definition == "<module>":
             kept.append(finding)
             continue
         index = first.get(key)

@@ -46,6 +46,6 @@ class ReviewResult:
             f
             for f in self.findings
             if not f.suppressed
-            and f.status == "new"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            and f.status == "new"
             and at_least(f.severity, self.fail_on)
         )

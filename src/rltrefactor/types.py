@@ -163,6 +163,9 @@ class FileOutcome:
     findings: tuple[Finding, ...]
     errors: tuple[FileError, ...]
     parsed_lines: int  # lines handed to LibCST; 0 when the prefilter ruled every statement out
+    # (path, digest of its text) of every other repository module the matchers read
+    # (``contents.FileTexts``): a cached outcome holds only while they are unchanged.
+    modules_read: tuple[tuple[str, str], ...] = ()
 
     @property
     def parsed(self) -> bool:

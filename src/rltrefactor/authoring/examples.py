@@ -32,7 +32,7 @@ class ExampleOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.status == "validated"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        return self.status == "validated"
 
     @property
     def where(self) -> str:

@@ -67,9 +67,9 @@ def _check_unique(rule: Rule, seen: dict[str, Rule], retired: set[str]) -> None:
     where = f"{rule.origin}: rule {rule.id!r}"
     if rule.id in seen:
         raise RuleLibraryError(f"{where}: duplicate id, first defined at {seen[rule.id].origin}; ids are unique forever, pick a new one")
-    if rule.id in retired and rule.status != "retired":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if rule.id in retired and rule.status != "retired":
         raise RuleLibraryError(f"{where}: id was retired and may never be reused; pick a new id")
-    if rule.status == "retired" and rule.id not in retired:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if rule.status == "retired" and rule.id not in retired:
         raise RuleLibraryError(f"{where}: status is retired but the id is not in retired-ids; add it to {LIBRARY_FILE}")
 
 

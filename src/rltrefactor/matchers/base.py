@@ -14,6 +14,7 @@ from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 import libcst as cst
 
+from ..contents import ModuleTexts
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
 from ..names import Names, bundled_names
 from ..regions.lines import file_line
@@ -119,6 +120,7 @@ class FileContext:
         text: str | None = None,
         file_lines: Sequence[int] | None = None,
         names: Names | None = None,
+        sources: ModuleTexts | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -126,6 +128,8 @@ class FileContext:
         A region is always a run of whole top-level statements, so columns are the
         file's columns; ``imports`` then carries the file's top-level imports. ``text``,
         the source ``module`` was parsed from, lets positions be computed per statement.
+        ``sources`` reads the whole file (at ``path``) and the repository modules it
+        imports, for matchers that look up declarations outside the region.
         """
         self.path = path
         self.module = module
@@ -137,6 +141,7 @@ class FileContext:
         self.text = text
         self.execution = execution  # where each function of the whole file runs
         self.names = names if names is not None else bundled_names()  # name lists, as configured
+        self.sources = sources
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own

@@ -10,6 +10,7 @@ import libcst as cst
 from ..prefilter import GuardedRegex, Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
+from .closed_sets import declared_closed
 from .imports import dotted_name
 from .options import Option
 
@@ -150,6 +151,15 @@ def _strings(node: cst.BaseExpression) -> bool:
     return False
 
 
+def _string_values(node: cst.BaseExpression) -> frozenset[str]:
+    """The strings of a literal or of a tuple, list or set of them (``_strings`` holds)."""
+    single = _string(node)
+    if single is not None:
+        return frozenset({single})
+    elements = node.elements if isinstance(node, (cst.Tuple, cst.List, cst.Set)) else ()
+    return frozenset(value for e in elements if (value := _string(e.value)) is not None)
+
+
 def _field_name(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Subscript):
         node = node.value
@@ -161,7 +171,9 @@ def _field_name(node: cst.BaseExpression) -> str | None:
 
 
 class StringComparedField:
-    """A field whose name matches ``field-regex`` compared with string literals."""
+    """A field whose name matches ``field-regex`` compared with string literals, unless
+    its declaration closes it to a set of strings holding them (``closed_sets``): a
+    ``Literal`` type or alias, or a check against a fixed collection that raises."""
 
     reach = MatcherReach(reads="header")
 
@@ -188,7 +200,7 @@ class StringComparedField:
                 if isinstance(target.operator, (cst.In, cst.NotIn)) and not self.literal_in_field and _string(left) is not None:
                     continue  # "key" in state: a lookup in a mapping, not a state comparison
                 pair = self._field_and_literal(left, right)
-                if pair is not None:
+                if pair is not None and not declared_closed(ctx, pair[0], _string_values(pair[1])):
                     yield Match(comparison, {"FIELD": ctx.code(pair[0]), "VALUE": ctx.code(pair[1])})
                     break
 

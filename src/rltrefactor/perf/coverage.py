@@ -20,7 +20,7 @@ Touched = Mapping[str, frozenset[str]]  # path -> qualnames
 def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
     touched: dict[str, frozenset[str]] = {}
     for changed in change.files:
-        if not changed.is_python or changed.status == "deleted":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if not changed.is_python or changed.status == "deleted":
             continue
         text = contents.read_text(change, changed.path)
         if not isinstance(text, str):

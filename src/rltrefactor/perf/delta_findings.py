@@ -127,7 +127,7 @@ def confirm(findings: Iterable[Finding]) -> tuple[list[Finding], list[Drop]]:
     found = list(findings)
     on_line: dict[tuple[str, int], list[int]] = {}
     for index, finding in enumerate(found):
-        if finding.perf is None and finding.status == "new":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        if finding.perf is None and finding.status == "new":
             for line in range(finding.span.line, finding.span.end_line + 1):
                 on_line.setdefault((finding.path, line), []).append(index)
     absorbed: set[int] = set()

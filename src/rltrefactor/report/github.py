@@ -21,7 +21,7 @@ def render_github(result: ReviewResult) -> str:
 
 
 def _actionable(findings: tuple[Finding, ...]) -> list[Finding]:
-    kept = [f for f in findings if not f.suppressed and f.status == "new"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    kept = [f for f in findings if not f.suppressed and f.status == "new"]
     return sorted(kept, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id))
 
 

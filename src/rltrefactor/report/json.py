@@ -66,7 +66,7 @@ def render_json(
             "unreviewable": list(result.files_unreviewable),
         },
         "findings": [
-            finding_record(f) for f in result.findings if show_preexisting or f.status == "new"  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
         ],
         "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in result.errors],
         "changed_functions": [
@@ -77,7 +77,7 @@ def render_json(
             "findings": len(result.findings),
             "failing": len(result.failing),
             "suppressed": sum(f.suppressed for f in result.findings),
-            "pre_existing": sum(f.status == "pre-existing" for f in result.findings),  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+            "pre_existing": sum(f.status == "pre-existing" for f in result.findings),
             "fail_on": result.fail_on,
             "unreviewable": len(result.files_unreviewable),
             "fail_on_unreviewable": result.fail_on_unreviewable,

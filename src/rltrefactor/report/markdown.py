@@ -65,8 +65,8 @@ def render_markdown(
     anchors = {r.id: r.anchor for r in result.rules_run}
     links = _Links(web_repo(remote_url), sha, change.base, docs_url, anchors)
     shown = [f for f in result.findings if not f.suppressed]
-    new = [f for f in shown if f.status == "new"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
-    preexisting = [f for f in shown if show_preexisting and f.status == "pre-existing"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    new = [f for f in shown if f.status == "new"]
+    preexisting = [f for f in shown if show_preexisting and f.status == "pre-existing"]
     suppressed = [f for f in result.findings if f.suppressed]
     checklist = _manual_rules(result, all_manual)
     blocks = [

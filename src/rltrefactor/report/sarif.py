@@ -88,7 +88,7 @@ def _with_help_uri(descriptor: dict[str, Any], url: str | None) -> dict[str, Any
 
 def _descriptor(rule: Rule, docs_url: str | None) -> dict[str, Any]:
     tags = [rule.area] + ([] if rule.automated else ["manual"])
-    if rule.status != "active":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if rule.status != "active":
         tags.append(rule.status)
     return _with_help_uri({
         "id": rule.id,
@@ -163,7 +163,7 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         "message": {"text": f"{finding.impact} Fix: {finding.fix}"},
         "locations": [location],
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
-        "baselineState": "unchanged" if finding.status == "pre-existing" else "new",  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        "baselineState": "unchanged" if finding.status == "pre-existing" else "new",
         "properties": _result_properties(finding),
     }
     if finding.suppressed:

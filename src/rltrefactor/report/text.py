@@ -52,7 +52,7 @@ def render_text(
 def _visible(finding: Finding, show_preexisting: bool) -> bool:
     if finding.suppressed:
         return False
-    return finding.status == "new" or show_preexisting  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    return finding.status == "new" or show_preexisting
 
 
 def _print_finding(console: Console, finding: Finding) -> None:
@@ -65,7 +65,7 @@ def _print_finding(console: Console, finding: Finding) -> None:
         (finding.rule_id, "bold"),
         f"  {finding.title}",
     )
-    if finding.status == "pre-existing":  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if finding.status == "pre-existing":
         header.append("  (pre-existing)", style="dim")
     if finding.confirmed:
         header.append("  [confirmed by perf hook]", style="green")
@@ -152,7 +152,7 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     if not result.change.files:
         return Text("Nothing to review: the change is empty.")
     suppressed = sum(f.suppressed for f in result.findings)
-    preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)
     # Reviewed means fully reviewed here; a file with a recorded error is counted apart.
     reviewed = len(set(result.files_reviewed) - set(result.files_unreviewable))
     parts = [
