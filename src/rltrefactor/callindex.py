@@ -121,11 +121,6 @@ def build_index(
     return index
 
 
-def index_facts(facts: Mapping[str, FileFacts], config: Config, paths: Iterable[str] | None = None) -> CallIndex:
-    """The index over ``facts`` by repository-relative path, told to ``paths`` (None: all)."""
-    return _told(Repository.of(facts), config, sorted(facts) if paths is None else paths)
-
-
 def _told(repository: Repository, config: Config, paths: Iterable[str], lines: Mapping[str, Collection[int]] | None = None) -> CallIndex:
     offline = lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)  # noqa: E731
     contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline)
@@ -346,7 +341,11 @@ class _FactsCache:
     def put_summaries(self, summaries: Mapping[str, FileSummary], current: set[str]) -> None:
         """Keeps the current revision's blobs, and older ones while the pack stays small."""
         kept = summaries if len(summaries) <= _PACK_BLOBS else {b: s for b, s in summaries.items() if b in current}
-        data = {blob: (s.names, s.methods, tuple(sorted(s.called))) for blob, s in kept.items()}
+        # Interned, a name the files share is written once and read back as one object.
+        data = {
+            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, sorted(s.called))))
+            for blob, s in kept.items()
+        }
         _write_bytes(self._pack, marshal.dumps(data))
 
     def get_index(self, key: str) -> CallIndex | None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping, NamedTuple
 
-from .callfacts import ClassFacts, FileFacts, FileSummary, FunctionFacts, summary_of, type_name
+from .callfacts import ClassFacts, FileFacts, FileSummary, FunctionFacts, type_name
 
 # Bounds on following names through the repository: they stop import and inheritance
 # cycles, and real chains are far shorter (a re-export rarely passes more than two modules).
@@ -75,11 +75,6 @@ class Repository:
         self._callers: dict[str, tuple[Caller, ...]] = {}
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
-
-    @classmethod
-    def of(cls, facts: Mapping[str, FileFacts]) -> Repository:
-        """The repository of facts already read (every path's)."""
-        return cls({path: summary_of(f) for path, f in facts.items()}, facts.__getitem__)
 
     # -- facts, read on demand ----------------------------------------------------------------
 
