@@ -14,6 +14,7 @@ only one and the name is not one that builtin containers also have.
 
 from __future__ import annotations
 
+import re
 from typing import Callable, Mapping, NamedTuple
 
 from .callfacts import ClassFacts, FileFacts, FileSummary, FunctionFacts, type_name
@@ -32,9 +33,11 @@ class Caller(NamedTuple):
     in_loop: bool  # made inside the caller's long-running loop
 
 
-# Method names builtin containers and strings also have: a call by such a name proves nothing.
+# Method names builtin containers, strings and compiled patterns also have: a call by such
+# a name (``_PATTERN.match(k)``) proves nothing about a method of the repository.
 _COMMON_METHODS = frozenset(
-    name for kind in (dict, list, set, str, bytes, tuple, frozenset) for name in dir(kind) if not name.startswith("_")
+    name for kind in (dict, list, set, str, bytes, tuple, frozenset, re.Pattern, re.Match)
+    for name in dir(kind) if not name.startswith("_")
 ) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split())
 
 

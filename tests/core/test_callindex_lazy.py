@@ -156,3 +156,29 @@ def test_a_parameter_every_caller_passes_a_host_tensor_is_a_host_value_in_anothe
 def test_one_device_argument_or_one_unresolved_call_keeps_the_parameter_unknown(tmp_path: Path, other_caller: str) -> None:
     found = _reported(tmp_path, {"eng/worker.py": other_caller})
     assert found == [("host-sync-in-hot-path", 3, True)]
+
+
+def test_a_pattern_method_name_does_not_resolve_to_the_one_method_of_that_name(tmp_path: Path) -> None:
+    repo, head = _repo(tmp_path, {
+        "models/ocr.py": """
+            class LayoutModel:
+                @classmethod
+                def match(cls, spec):
+                    return spec.kind == "ocr"
+                def fullscan(self, page):
+                    return page
+            """,
+        "core/worker.py": """
+            import re
+            _TEST_ENV = re.compile("^TEST_")
+            def _strip_test_envs(envs, model):
+                model.fullscan(envs)
+                return {k: v for k, v in envs.items() if not _TEST_ENV.match(k)}
+            """,
+    })
+    index = build_index(ChangeSet(str(repo.path), Revision("git", head), ()), Config(), None, paths=["models/ocr.py"])
+    told = index.for_file("models/ocr.py")
+    assert told is not None
+    assert told.verdict("LayoutModel.match") is None  # ``_TEST_ENV.match`` is a pattern's, not the model's
+    assert told.verdict("LayoutModel.fullscan") == (  # a name no standard type has still resolves
+        "offline", "offline, only called from code that is: `_strip_test_envs` → `LayoutModel.fullscan`")
