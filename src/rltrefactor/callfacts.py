@@ -69,26 +69,6 @@ class FileFacts:
     main_calls: tuple[str, ...]  # made under ``if __name__ == "__main__":``
 
 
-@dataclass(frozen=True)
-class FileSummary:
-    """What the index needs of every file before it reads any file whole: which names the
-    file defines and which it calls. Small enough to keep one pack of them per repository."""
-
-    names: tuple[str, ...]  # the last part of every function's qualname
-    methods: tuple[str, ...]  # the same for methods that are not dunders, once per definition
-    called: frozenset[str]  # the last part of every callee the file writes, module level included
-
-
-def summary_of(facts: FileFacts) -> FileSummary:
-    called = {callee.rpartition(".")[2] for f in facts.functions for callee in f.calls}
-    called.update(callee.rpartition(".")[2] for callee in facts.import_calls + facts.main_calls)
-    return FileSummary(
-        tuple(f.name for f in facts.functions),
-        tuple(f.name for f in facts.functions if f.owner and not f.name.startswith("__")),
-        frozenset(called),
-    )
-
-
 EMPTY_FACTS = FileFacts((), (), (), (), ())
 
 

@@ -39,8 +39,8 @@ from typing import Collection, Iterable, Mapping
 
 from .cache import code_stamp
 from .callcontexts import CallContexts
-from .callfacts import EMPTY_FACTS, FileFacts, FileSummary, facts_from_json, facts_to_json, read_facts, summary_of
-from .calllinks import Repository
+from .callfacts import EMPTY_FACTS, FileFacts, facts_from_json, facts_to_json, read_facts
+from .calllinks import FileSummary, Repository, summary_of
 from .config import Config
 from .globs import matches
 from .gitio import run

@@ -15,14 +15,36 @@ only one and the name is not one that builtin containers also have.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Callable, Mapping, NamedTuple
 
-from .callfacts import ClassFacts, FileFacts, FileSummary, FunctionFacts, type_name
+from .callfacts import ClassFacts, FileFacts, FunctionFacts, type_name
 
 # Bounds on following names through the repository: they stop import and inheritance
 # cycles, and real chains are far shorter (a re-export rarely passes more than two modules).
 MAX_REEXPORTS = 6  # modules an imported name is followed through
 MAX_BASE_CLASSES = 8  # levels of base classes searched for a method
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What the index needs of every file before it reads any file whole: which names the
+    file defines and which it calls. Small enough to keep one pack of them per repository."""
+
+    names: tuple[str, ...]  # the last part of every function's qualname
+    methods: tuple[str, ...]  # the same for methods that are not dunders, once per definition
+    called: frozenset[str]  # the last part of every callee the file writes, module level included
+
+
+def summary_of(facts: FileFacts) -> FileSummary:
+    called = {callee.rpartition(".")[2] for f in facts.functions for callee in f.calls}
+    called.update(callee.rpartition(".")[2] for callee in facts.import_calls + facts.main_calls)
+    return FileSummary(
+        tuple(f.name for f in facts.functions),
+        tuple(f.name for f in facts.functions if f.owner and not f.name.startswith("__")),
+        frozenset(called),
+    )
+
 
 class Caller(NamedTuple):
     """One call seen from the callee's side."""

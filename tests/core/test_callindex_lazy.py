@@ -10,9 +10,9 @@ import pytest
 
 from rltrefactor.api import ReviewRequest, review
 from rltrefactor.callcontexts import CallContexts
-from rltrefactor.callfacts import FileFacts, read_facts, summary_of
+from rltrefactor.callfacts import FileFacts, read_facts
 from rltrefactor.callindex import build_index
-from rltrefactor.calllinks import Repository
+from rltrefactor.calllinks import Repository, summary_of
 from rltrefactor.config import Config
 from rltrefactor.execution import names_for
 from rltrefactor.syntax import parse_fresh
