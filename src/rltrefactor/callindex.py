@@ -53,6 +53,7 @@ _FORMAT = "2"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 _PACK_BLOBS = 200_000  # summaries one pack keeps across revisions (a few MB)
+_PACK_STALE = 0.02  # share of a revision's blobs the pack may miss before it is written again
 
 
 @dataclass(frozen=True)
@@ -252,7 +253,9 @@ class _Facts:
             self._parse({p: b for p, b in missing.items() if b not in self._by_blob})
             for blob in missing.values():
                 packed[blob] = summary_of(self._by_blob[blob])
-            if self.store is not None:
+            # A few blobs missing (a small change) are read from their facts next time too:
+            # rewriting the pack would cost more than that.
+            if self.store is not None and len(missing) > len(self.blobs) * _PACK_STALE:
                 self.store.put_summaries(packed, set(self.blobs.values()))
         return {path: packed[blob] for path, blob in self.blobs.items()}
 
@@ -343,7 +346,7 @@ class _FactsCache:
         kept = summaries if len(summaries) <= _PACK_BLOBS else {b: s for b, s in summaries.items() if b in current}
         # Interned, a name the files share is written once and read back as one object.
         data = {
-            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, sorted(s.called))))
+            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, s.called)))
             for blob, s in kept.items()
         }
         _write_bytes(self._pack, marshal.dumps(data))

@@ -80,7 +80,7 @@ class Repository:
         self._imports: dict[str, dict[str, str]] = {}  # path -> local name -> absolute dotted target
         self._attributes: dict[tuple[str, str], dict[str, str]] = {}  # (path, class) -> attribute -> written type
         self._modules: dict[str, list[str]] = {}  # dotted module name (and each suffix) -> paths
-        self._calling: dict[str, list[str]] = {}  # last part of a callee -> paths that write it
+        self._summaries = summaries
         methods: dict[str, list[str]] = {}
         self._names: set[str] = set()
         for path in self.paths:
@@ -88,8 +88,6 @@ class Repository:
             self._names.update(summary.names)
             for name in summary.methods:
                 methods.setdefault(name, []).append(path)
-            for name in summary.called:
-                self._calling.setdefault(name, []).append(path)
             parts = _module_of(path).split(".")
             for start in range(len(parts)):
                 self._modules.setdefault(".".join(parts[start:]), []).append(path)
@@ -153,7 +151,9 @@ class Repository:
         found = self._callers.get(name)
         if found is None:
             calls: list[Caller] = []
-            for path in self._calling.get(name, ()):
+            # A membership test per file, when a name is first asked, costs less than an
+            # inverted index of every call of the repository built up front.
+            for path in (p for p in self.paths if name in self._summaries[p].called):
                 self.facts(path)
                 for caller, function, callee, in_loop in self._written[path].get(name, ()):
                     calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop))
