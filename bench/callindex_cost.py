@@ -1,15 +1,17 @@
 """What the call index costs: cold, cached, after a one-file change, and in a small PR review.
 
 Usage:
-    python bench/callindex_cost.py [--quick] [--runs N]
+    python bench/callindex_cost.py [--quick] [--runs N] [--compare-src OTHER/src]
 
 Builds the index (``rltrefactor.callindex.build_index``) over the torch corpus of
-``bench/run.py`` (a git repository of one commit under ``bench/work``) in this process:
-with an empty cache directory (cold), again with the filled one (cached), and with one
-file of the working tree changed (one file re-parsed). Then times the whole process of
-``rltrefactor review --diff HEAD~1..HEAD`` on the one-line change of the demo engine
-with a fresh cache directory each run, with ``call-index = true`` (``--compare-src``:
-the plain CLI of that checkout). Prints one table.
+``bench/run.py`` (a git repository of one commit under ``bench/work``) in this process,
+told one large module (``torch/_inductor/scheduler.py``) as a review tells it the
+files it reviews: with an empty cache directory (cold, told one function), again with
+the filled one (the same revision), and with a function appended to that module in the
+working tree (told the function added, then every function of the module). Then times
+the whole process of ``rltrefactor review --diff HEAD~1..HEAD`` on the one-line change
+of the demo engine with a fresh cache directory each run (``--compare-src``: the same
+with another checkout's sources). Prints one table.
 """
 
 from __future__ import annotations
@@ -38,59 +40,64 @@ from rltrefactor.gitio import git  # noqa: E402
 from rltrefactor.types import ChangeSet, Revision  # noqa: E402
 
 
-def _timed(repo: str, revision: Revision, cache: str) -> tuple[float, CallIndex]:
-    """Wall seconds of one build, and the index; the CPU seconds go to ``_CPU``."""
+def _timed(repo: str, revision: Revision, cache: str, path: str, lines: set[int] | None) -> tuple[float, CallIndex]:
+    """Wall seconds of one build told ``path`` (the functions holding ``lines``; None:
+    every function of it), and the index; the CPU seconds go to ``_CPU``."""
     started, cpu = time.perf_counter(), time.process_time()
-    index = build_index(ChangeSet(repo, revision, ()), Config(), cache)
+    index = build_index(ChangeSet(repo, revision, ()), Config(), cache, paths=[path],
+                        lines={path: lines} if lines is not None else None)
     _CPU.append(time.process_time() - cpu)
     return time.perf_counter() - started, index
 
 
 _CPU: list[float] = []
+# A large module with many callers across the corpus; the first file where it is absent.
+_TARGET = "torch/_inductor/scheduler.py"
 
 
 def _index_rows(repo: str, runs: int) -> list[tuple[str, float, str]]:
     head = Revision("git", git(repo, "rev-parse", "HEAD").strip())
-    colds, cacheds, changeds = [], [], []
-    detail = {}
+    files = git(repo, "ls-files", "*.py").split("\n")
+    path = _TARGET if _TARGET in files else files[0]
+    target = os.path.join(repo, path)
+    original = Path(target).read_text(encoding="utf-8")
+    middle = _middle_function_line(original)
+    measured: dict[str, list[float]] = {}
+    detail: dict[str, str] = {}
+
+    def record(name: str, seconds: float, index: CallIndex, what: str) -> None:
+        measured.setdefault(name, []).append(seconds)
+        told = index.for_file(path)
+        detail[name] = (f"{index.indexed} files, {index.parsed} parsed; {what}; "
+                        f"{len(told.functions) if told else 0} verdicts told; CPU {_CPU[-1]:.2f} s")
+
     for _ in range(runs):
         cache = tempfile.mkdtemp(prefix="callindex-bench-")
         try:
-            seconds, index = _timed(repo, head, cache)
-            colds.append(seconds)
-            detail["cold"] = f"{index.indexed} files, {index.parsed} parsed; CPU {_CPU[-1]:.2f} s"
-            seconds, index = _timed(repo, head, cache)
-            cacheds.append(seconds)
-            detail["cached"] = f"{index.indexed} files, {index.parsed} parsed (same revision: the index read whole); CPU {_CPU[-1]:.2f} s"
-            target = os.path.join(repo, git(repo, "ls-files", "*.py").split("\n")[0])
-            original = Path(target).read_text(encoding="utf-8")
+            record("index cold", *_timed(repo, head, cache, path, {middle}), "told one function of " + path)
+            record("index cached, same revision", *_timed(repo, head, cache, path, {middle}), "the told index read whole")
             try:
+                added = original.count("\n") + 3
                 with open(target, "a", encoding="utf-8") as handle:
                     handle.write("\n\ndef _bench_added(x):\n    return x\n")
-                seconds, index = _timed(repo, Revision("worktree"), cache)
+                record("index, one file changed", *_timed(repo, Revision("worktree"), cache, path, {added, added + 1}),
+                       "working tree; told the function added")
+                record("index, one file changed, every function told", *_timed(repo, Revision("worktree"), cache, path, None),
+                       f"working tree; told every function of {path}")
             finally:
                 with open(target, "w", encoding="utf-8") as handle:
                     handle.write(original)
-            changeds.append(seconds)
-            detail["changed"] = f"{index.indexed} files, {index.parsed} parsed (working tree, one file changed); CPU {_CPU[-1]:.2f} s"
         finally:
             shutil.rmtree(cache, ignore_errors=True)
-    return [
-        ("index cold", statistics.median(colds), detail["cold"]),
-        ("index cached", statistics.median(cacheds), detail["cached"]),
-        ("index, one file changed", statistics.median(changeds), detail["changed"]),
-    ]
+    return [(name, statistics.median(values), detail[name]) for name, values in measured.items()]
 
 
-# The review the CLI runs, with ``call-index = true`` (off by default) given as an override.
-_REVIEW_WITH_INDEX = (
-    "import sys\n"
-    "from rltrefactor.api import ReviewRequest, review\n"
-    "review(ReviewRequest(repo=sys.argv[1], diff=sys.argv[2], overrides={'call_index': True}))\n"
-)
+def _middle_function_line(text: str) -> int:
+    starts = [n for n, line in enumerate(text.split("\n"), 1) if line.lstrip().startswith("def ")]
+    return starts[len(starts) // 2] + 1 if starts else 1
 
 
-def _review_row(runs: int, source: str, label: str, with_index: bool = True) -> tuple[str, float, str] | None:
+def _review_row(runs: int, source: str, label: str) -> tuple[str, float, str] | None:
     pr = corpora.one_line_change()
     if pr is None:
         return None
@@ -100,8 +107,7 @@ def _review_row(runs: int, source: str, label: str, with_index: bool = True) -> 
         try:
             env = {**os.environ, "PYTHONPATH": source, "RLTREFACTOR_CACHE_DIR": cache}
             started, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
-            command = ["-c", _REVIEW_WITH_INDEX, pr.repo, pr.span] if with_index else \
-                ["-m", "rltrefactor", "review", "--diff", pr.span, "--repo", pr.repo]
+            command = ["-m", "rltrefactor", "review", "--diff", pr.span, "--repo", pr.repo]
             subprocess.run([sys.executable, *command], env=env, capture_output=True, check=False)
             walls.append(time.perf_counter() - started)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -122,7 +128,7 @@ def _parsed_lines(repo: str) -> tuple[str, float, str]:
     rules = select_rules(loaded.library, loaded.config)
     paths = git(repo, "ls-files", "*.py").split()
     texts = {p: Path(repo, p).read_text(encoding="utf-8") for p in paths}
-    index = build_index(ChangeSet(repo, Revision("worktree"), ()), loaded.config, None)
+    index = build_index(ChangeSet(repo, Revision("worktree"), ()), loaded.config, None, paths=paths)
     counts = []
     for call_index in (None, index):
         engine = Engine(rules, loaded.config, frozenset(r.id for r in loaded.library.rules), call_index=call_index)
@@ -145,7 +151,7 @@ def main() -> int:
     rows = _index_rows(corpus.path, args.runs) if not args.review_only else []
     rows.append(_review_row(args.runs, os.path.join(ROOT, "src"), "1-line change review") or ("1-line change review", 0.0, "absent"))
     if args.compare_src:
-        rows.append(_review_row(args.runs, args.compare_src, "1-line change review, other src", with_index=False) or ("", 0.0, ""))
+        rows.append(_review_row(args.runs, args.compare_src, "1-line change review, other src") or ("", 0.0, ""))
     if args.parsed_lines:
         rows.append(_parsed_lines(corpus.path))
     print(f"corpus: {corpus.source}, {corpus.files} files; median of {args.runs} run(s)\n")

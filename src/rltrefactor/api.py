@@ -200,7 +200,11 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
         return None
     from .callindex import build_index
 
-    return build_index(change, engine.config, (request.cache_dir or default_cache_dir()) if request.use_cache else None)
+    cache_dir = (request.cache_dir or default_cache_dir()) if request.use_cache else None
+    # Findings outside the added lines are dropped: the index is asked only about the
+    # functions that hold them, unless every line of a reviewed file counts.
+    lines = None if change.full_scan or request.scope == "files" else {f.path: f.added_lines for f in change.files}
+    return build_index(change, engine.config, cache_dir, paths=texts.keys(), lines=lines)
 
 
 def _changed_functions(

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 _CHAIN = re.compile(r"^[A-Za-z_][\w.]*$")
 _HOST_CALL = re.compile(rb"(\.cpu|\.numpy|\.tolist|from_numpy|frombuffer|\.pin_memory)\s*\($|pin_memory\s*=\s*True|device\s*=\s*['\"]cpu['\"]")
 _HOST_NAME = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_HOST_HINT = re.compile(rb"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_WORD = re.compile(rb"[A-Za-z_]\w*")
 _TYPE_NAME = re.compile(r"[A-Za-z_][\w.]*")
 _WRAPPER_TYPES = frozenset("Optional Union typing.Optional typing.Union Final ClassVar Annotated None".split())
 
@@ -39,6 +41,12 @@ class FunctionFacts:
     params: tuple[tuple[str, str], ...]  # (name, annotation)
     locals: tuple[tuple[str, str], ...]  # (name, callee of ``name = C()`` or annotation)
     returns: tuple[str, ...]  # "host", "call:<callee>", "name:<identifier>" or "other"
+    # Every parameter in order ("*" where only keywords follow; ``**kwargs`` left out).
+    parameters: tuple[str, ...] = ()
+    # (callee, arguments) of every call site of a callee that is passed a host value at one
+    # of them at least; arguments in order: "h" (host) or "-" positional, "name=h"/"name=-"
+    # keyword, "*" for an unpacking (what follows it cannot be placed).
+    call_args: tuple[tuple[str, str], ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -61,10 +69,13 @@ class FileFacts:
     main_calls: tuple[str, ...]  # made under ``if __name__ == "__main__":``
 
 
+EMPTY_FACTS = FileFacts((), (), (), (), ())
+
+
 def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
-                       f.params, f.locals, f.returns] for f in facts.functions],
+                       f.params, f.locals, f.returns, f.parameters, f.call_args] for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
     }
@@ -73,8 +84,9 @@ def facts_to_json(facts: FileFacts) -> dict[str, Any]:
 def facts_from_json(data: dict[str, Any]) -> FileFacts:
     """The inverse of ``facts_to_json``; raises KeyError, TypeError or ValueError on a bad document."""
     functions = tuple(
-        FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r))
-        for q, o, p, d, s, e, c, lc, pa, lo, r in data["functions"]
+        FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
+                      tuple(map(str, ps)), _pairs(ca))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -137,6 +149,7 @@ class _Builder:
         self.returns: list[str] = []
         self.host_names: set[str] = set()
         self.loops: list[tuple[int, int]] = []
+        self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
 
 
 def read_facts(tree: tree_sitter.Tree) -> FileFacts:
@@ -210,10 +223,35 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int) -> None:
             owner.calls.append(callee)
             if any(start <= byte < end for start, end in owner.loops):
                 owner.loop_calls.append(callee)
+            arguments = node.parent.child_by_field_name("arguments") if node.parent is not None else None
+            owner.call_sites.append((callee, _arguments(arguments, owner) if arguments is not None else ""))
     elif kind == "assign":
         _record_assignment(owner, node)
     elif owner.node.type == "function_definition":
         owner.returns.append(_return_kind(owner, node))
+
+
+def _arguments(arguments: Node, owner: _Builder) -> str:
+    """The host-ness of each argument of one call (see ``FunctionFacts.call_args``); ""
+    where no argument can be a host value (most calls: a text test skips them)."""
+    text = arguments.text or b""
+    if not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or (owner.host_names and _names_any(text, owner.host_names))):
+        return ""
+    items = []
+    for argument in arguments.named_children:
+        if argument.type in ("list_splat", "dictionary_splat"):
+            items.append("*")
+        elif argument.type == "keyword_argument":
+            value = argument.child_by_field_name("value")
+            host = value is not None and _is_host(value, owner)
+            items.append(f"{_text(argument.child_by_field_name('name'))}={'h' if host else '-'}")
+        elif argument.type != "comment":
+            items.append("h" if _is_host(argument, owner) else "-")
+    return ",".join(items)
+
+
+def _names_any(text: bytes, names: set[str]) -> bool:
+    return any(word.decode("utf-8", "replace") in names for word in _WORD.findall(text))
 
 
 def _waits(body: Node) -> bool:
@@ -291,10 +329,28 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         if name is not None:
             params.append((_text(name), type_name(_text(annotation))))
     start = (decorated or node).start_point[0] + 1
+    passed_host = {callee for callee, arguments in builder.call_sites if "h" in arguments}
     return FunctionFacts(
         builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
+        _parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
     )
+
+
+def _parameter_names(parameters: Node | None) -> tuple[str, ...]:
+    names: list[str] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        if parameter.type in ("list_splat_pattern", "keyword_separator"):
+            names.append("*")
+        elif parameter.type == "identifier":
+            names.append(_text(parameter))
+        elif parameter.type in ("default_parameter", "typed_parameter", "typed_default_parameter"):
+            name = parameter.child_by_field_name("name") or next((c for c in parameter.named_children if c.type == "identifier"), None)
+            if name is not None:
+                names.append(_text(name))
+            elif any(c.type == "list_splat_pattern" for c in parameter.named_children):
+                names.append("*")  # ``*args: int``
+    return tuple(names)
 
 
 def _bases(node: Node) -> tuple[str, ...]:

@@ -1,9 +1,12 @@
 """The call index: where each function of the repository runs, proven by who calls it.
 
 A stage of its own, built once per review over every Python file of the repository at
-the reviewed revision. Each file's facts (``callfacts``) are cached on disk by blob hash,
-so a review reads and parses only the files whose content the cache has not seen.
-The index resolves calls across files (``calllinks``), then gives each function a
+the reviewed revision, told to the reviewed files. Each file's facts (``callfacts``)
+are cached on disk by blob hash, and the summaries of every file (which names it
+defines and calls) in one pack, so a review parses only the files whose content the
+cache has not seen, and reads whole only the files on the call chains that reach the
+reviewed functions (``callcontexts``: contexts are worked out from the callee's side,
+by name, never by resolving every call of the repository). Each function gets a
 context with the call chain as evidence:
 
 - *per-step* when a per-step root reaches it: ``forward``/``__call__`` of a class, a
@@ -25,27 +28,32 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from .cache import code_stamp
-from .callfacts import FileFacts, facts_from_json, facts_to_json, read_facts
-from .calllinks import Contexts, Repository, classify, host_returning
+from .callcontexts import CallContexts
+from .callfacts import EMPTY_FACTS, FileFacts, facts_from_json, facts_to_json, read_facts
+from .calllinks import FileSummary, Repository, summary_of
 from .config import Config
 from .globs import matches
 from .gitio import run
 from .errors import GitError
 from .execution import names_for
-from .syntax import parse_fresh
+from .syntax import parse_fresh, parse_tree
 from .types import ChangeSet
 
-_FORMAT = "1"
+_FORMAT = "2"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
+_PACK_BLOBS = 200_000  # summaries one pack keeps across revisions (a few MB)
+_PACK_STALE = 0.02  # share of a revision's blobs the pack may miss before it is written again
 
 
 @dataclass(frozen=True)
@@ -54,7 +62,8 @@ class FileContexts:
 
     path: str
     functions: tuple[tuple[str, str, str], ...]  # (qualname, kind, evidence); functions with a verdict only
-    host_calls: frozenset[str]  # callees as written in the file that return host tensors only
+    host_calls: frozenset[str]  # callees as written in the functions told that return host tensors only
+    host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor
 
     @cached_property
     def _by_name(self) -> dict[str, tuple[str, str]]:
@@ -67,7 +76,7 @@ class FileContexts:
     @cached_property
     def digest(self) -> str:
         """Changes whenever what the file is told does (a result-cache key part)."""
-        return hashlib.sha256(repr((self.functions, sorted(self.host_calls))).encode()).hexdigest()[:16]
+        return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -80,8 +89,13 @@ class CallIndex:
         return self.files.get(path)
 
 
-def build_index(change: ChangeSet, config: Config, cache_dir: str | None) -> CallIndex:
-    """The index of the repository ``change`` is read from, at its head revision.
+def build_index(
+    change: ChangeSet, config: Config, cache_dir: str | None, paths: Iterable[str] | None = None,
+    lines: Mapping[str, Collection[int]] | None = None,
+) -> CallIndex:
+    """The index of the repository ``change`` is read from, at its head revision, told
+    to ``paths`` (None: every Python file of the repository): about the functions that
+    hold one of the path's ``lines`` (None, or a path not in it: every function).
 
     ``cache_dir`` None: no disk cache. A repository that cannot be listed gives an
     empty index (every function keeps the per-file verdict)."""
@@ -92,41 +106,46 @@ def build_index(change: ChangeSet, config: Config, cache_dir: str | None) -> Cal
         blobs = list_blobs(root, change.head.kind, change.head.ref)
     except GitError:
         return CallIndex()
+    told = sorted(blobs) if paths is None else sorted(set(paths) & blobs.keys())
     store = _FactsCache(cache_dir) if cache_dir is not None else None
-    # The same files and settings give the same index: a re-run reads it whole.
-    key = hashlib.sha256(repr((sorted(blobs.items()), config.hot_functions, config.cold_functions, config.names, config.test_paths, config.cold_paths)).encode()).hexdigest()
+    # The same files, settings and questions give the same index: a re-run reads it whole.
+    asked = {path: sorted(lines[path]) for path in told if path in lines} if lines is not None else {}
+    key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.test_paths, config.cold_paths)).encode()).hexdigest()
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
-    facts, parsed = load_facts(root, blobs, store)
-    index = index_facts(facts, config, parsed=parsed)
+    facts = _Facts(root, blobs, store, told if paths is not None else ())
+    index = _told(Repository(facts.summaries(), facts.load), config, told, asked)
+    index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
     if store is not None:
         store.put_index(key, index)
     return index
 
 
-def index_facts(facts: Mapping[str, FileFacts], config: Config, *, parsed: int = 0) -> CallIndex:
-    """The index over ``facts`` by repository-relative path."""
-    offline_files = {p for p in facts if matches(p, config.test_paths) or matches(p, config.cold_paths)}
-    repository = Repository(facts)
-    contexts = classify(repository, names_for(config.names), (config.hot_functions, config.cold_functions), frozenset(offline_files))
-    host = host_returning(repository)
-    return CallIndex(_slices(repository, contexts, host), parsed=parsed, indexed=len(facts))
+def _told(repository: Repository, config: Config, paths: Iterable[str], lines: Mapping[str, Collection[int]] | None = None) -> CallIndex:
+    offline = lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)  # noqa: E731
+    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline)
+    files: dict[str, FileContexts] = {}
+    for path in paths:
+        verdicts = []
+        asked = sorted(_asked(repository, path, (lines or {}).get(path)))
+        for function_id in asked:
+            verdict = contexts.context(function_id)
+            if verdict is not None:
+                verdicts.append((function_id.partition("::")[2], *verdict))
+        host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
+        files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params))
+    return CallIndex(files, indexed=len(repository.paths))
 
 
-def _slices(repository: Repository, contexts: Contexts, host: frozenset[str]) -> dict[str, FileContexts]:
-    by_path: dict[str, list[tuple[str, str, str]]] = {}
-    for function_id, (kind, evidence) in sorted(contexts.items()):
-        path, _, qualname = function_id.partition("::")
-        by_path.setdefault(path, []).append((qualname, kind, evidence))
-    host_calls: dict[str, set[str]] = {}
-    for function_id, callee, target in repository.resolved_calls():
-        if target in host:
-            host_calls.setdefault(function_id.partition("::")[0], set()).add(callee)
-    return {
-        path: FileContexts(path, tuple(by_path.get(path, ())), frozenset(host_calls.get(path, ())))
-        for path in set(by_path) | set(host_calls)
-    }
+def _asked(repository: Repository, path: str, lines: Collection[int] | None) -> list[str]:
+    """The functions of ``path`` that hold one of ``lines`` (an enclosing function holds
+    the lines of its nested ones); every function where ``lines`` is None."""
+    found = []
+    for function in repository.facts(path).functions:
+        if lines is None or any(function.start_line <= line <= function.end_line for line in lines):
+            found.append(f"{path}::{function.qualname}")
+    return found
 
 
 # --- What the revision holds: path -> blob id ------------------------------------------------
@@ -211,28 +230,58 @@ def _walked(root: str) -> Iterable[tuple[str, bytes]]:
 # --- Facts by blob, from the cache or parsed -------------------------------------------------
 
 
-def load_facts(root: str, blobs: Mapping[str, str], store: _FactsCache | None) -> tuple[dict[str, FileFacts], int]:
-    """Facts of every path, and how many files had to be parsed."""
-    facts: dict[str, FileFacts] = {}
-    missing: dict[str, str] = {}
-    by_blob: dict[str, FileFacts] = {}
-    for path, blob in blobs.items():
-        found = by_blob.get(blob) or (store.get(blob) if store is not None else None)
+class _Facts:
+    """Every path's summary up front, and a path's facts when asked: from the cache by
+    blob, else parsed from the blob's content (and cached). Files of the same content are
+    read once. The summaries of a revision come from one pack (``_FactsCache``), so that a
+    review after a small change reads one cache entry, not one per file."""
+
+    def __init__(self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = ()) -> None:
+        self.root, self.blobs, self.store = root, blobs, store
+        self.reviewed = frozenset(reviewed)  # parsed through the engine's tree cache: it parses them too
+        self.parsed = 0  # distinct blobs parsed this time
+        self._by_blob: dict[str, FileFacts] = {}
+
+    def summaries(self) -> dict[str, FileSummary]:
+        packed = self.store.get_summaries() if self.store is not None else {}
+        missing = {path: blob for path, blob in self.blobs.items() if blob not in packed}
+        if missing:
+            for path, blob in missing.items():
+                cached = self.store.get(blob) if self.store is not None else None
+                if cached is not None:
+                    self._by_blob[blob] = cached
+            self._parse({p: b for p, b in missing.items() if b not in self._by_blob})
+            for blob in missing.values():
+                packed[blob] = summary_of(self._by_blob[blob])
+            # A few blobs missing (a small change) are read from their facts next time too:
+            # rewriting the pack would cost more than that.
+            if self.store is not None and len(missing) > len(self.blobs) * _PACK_STALE:
+                self.store.put_summaries(packed, set(self.blobs.values()))
+        return {path: packed[blob] for path, blob in self.blobs.items()}
+
+    def load(self, path: str) -> FileFacts:
+        blob = self.blobs[path]
+        found = self._by_blob.get(blob) or (self.store.get(blob) if self.store is not None else None)
         if found is None:
-            missing[path] = blob
-        else:
-            facts[path] = by_blob[blob] = found
-    contents = _contents(root, missing)
-    for path, blob in missing.items():
-        data = contents.get(path)
-        if data is None or len(data) > _MAX_BYTES or b"\0" in data[:8192]:
-            continue
-        if blob not in by_blob:
-            by_blob[blob] = read_facts(parse_fresh(data.decode("utf-8", "replace")))
-            if store is not None:
-                store.put(blob, by_blob[blob])
-        facts[path] = by_blob[blob]
-    return facts, len({blob for blob in missing.values() if blob in by_blob})
+            self._parse({path: blob})
+            return self._by_blob[blob]
+        self._by_blob[blob] = found
+        return found
+
+    def _parse(self, missing: Mapping[str, str]) -> None:
+        contents = _contents(self.root, missing)
+        for path, blob in missing.items():
+            if blob in self._by_blob:
+                continue
+            data = contents.get(path)
+            if data is None or len(data) > _MAX_BYTES or b"\0" in data[:8192]:
+                self._by_blob[blob] = EMPTY_FACTS  # unreadable, too large or binary: defines nothing
+                continue
+            text = data.decode("utf-8", "replace")
+            self._by_blob[blob] = read_facts(parse_tree(text) if path in self.reviewed else parse_fresh(text))
+            self.parsed += 1
+            if self.store is not None:
+                self.store.put(blob, self._by_blob[blob])
 
 
 def _contents(root: str, missing: Mapping[str, str]) -> dict[str, bytes]:
@@ -268,6 +317,8 @@ class _FactsCache:
 
     def __init__(self, directory: str) -> None:
         self.directory = Path(directory) / f"callindex-v{_FORMAT}" / code_stamp()[:16]
+        # marshal is the fastest reader of plain tuples; its format follows the interpreter.
+        self._pack = self.directory / f"summaries-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
 
     def _entry(self, blob: str) -> Path:
         return self.directory / blob[:2] / f"{blob}.json"
@@ -282,29 +333,52 @@ class _FactsCache:
     def put(self, blob: str, facts: FileFacts) -> None:
         _write(self._entry(blob), facts_to_json(facts))
 
+    def get_summaries(self) -> dict[str, FileSummary]:
+        try:
+            with open(self._pack, "rb") as handle:
+                data = marshal.load(handle)
+            return {blob: FileSummary(tuple(n), tuple(m), frozenset(c)) for blob, (n, m, c) in data.items()}
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}  # missing or unreadable: summaries come from the facts
+
+    def put_summaries(self, summaries: Mapping[str, FileSummary], current: set[str]) -> None:
+        """Keeps the current revision's blobs, and older ones while the pack stays small."""
+        kept = summaries if len(summaries) <= _PACK_BLOBS else {b: s for b, s in summaries.items() if b in current}
+        # Interned, a name the files share is written once and read back as one object.
+        data = {
+            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, s.called)))
+            for blob, s in kept.items()
+        }
+        _write_bytes(self._pack, marshal.dumps(data))
+
     def get_index(self, key: str) -> CallIndex | None:
         try:
             with open(self.directory / "index" / f"{key}.json", encoding="utf-8") as handle:
                 data = json.load(handle)
             files = {
-                path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)))
-                for path, (functions, calls) in data["files"].items()
+                path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)),
+                                   frozenset((str(q), str(p)) for q, p in params))
+                for path, (functions, calls, params) in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def put_index(self, key: str, index: CallIndex) -> None:
-        files = {path: [told.functions, sorted(told.host_calls)] for path, told in index.files.items()}
+        files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params)] for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
 
 
 def _write(entry: Path, document: object) -> None:
+    _write_bytes(entry, json.dumps(document, separators=(",", ":")).encode())
+
+
+def _write_bytes(entry: Path, data: bytes) -> None:
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(temp, entry)
     except OSError:
         return  # a cache that cannot be written only costs speed

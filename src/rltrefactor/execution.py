@@ -64,6 +64,7 @@ class FunctionExecution:
 class ExecutionMap:
     functions: tuple[FunctionExecution, ...]  # sorted by start line, outer before inner
     host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
+    host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level."""
@@ -130,6 +131,9 @@ class RepositoryContexts(Protocol):
     @property
     def host_calls(self) -> frozenset[str]: ...  # callees, as written, that return host tensors only
 
+    @property
+    def host_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) every caller passes a host tensor
+
     def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
 
     def __hash__(self) -> int: ...  # a key of the per-tree cache
@@ -176,7 +180,8 @@ def _classified(tree: Tree, declared: Declared, repository: RepositoryContexts |
     return ExecutionMap(tuple(
         FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line)
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
-    ), repository.host_calls if repository is not None else frozenset())
+    ), repository.host_calls if repository is not None else frozenset(),
+        repository.host_params if repository is not None else frozenset())
 
 
 def _proven_by_calls(functions: list[_Function], repository: RepositoryContexts) -> None:

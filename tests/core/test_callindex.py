@@ -321,13 +321,13 @@ def test_configured_functions_start_and_stop_call_chains(tmp_path: Path) -> None
     assert (_context(index, "eng/ops.py", "fused_scale") or ("",))[0] != "per-step"
 
 
-def test_without_the_key_no_index_is_built_and_the_file_alone_decides(tmp_path: Path) -> None:
+def test_turned_off_no_index_is_built_and_the_file_alone_decides(tmp_path: Path) -> None:
     files = {
         "eng/__init__.py": "",
         "eng/ops.py": "def total(x):\n    return x\n",
         "eng/model.py": "from eng.ops import total\nclass Model:\n    def forward(self, x):\n        return total(x)\n",
     }
-    repo, base = _repo(tmp_path, files, pyproject="[tool.rltrefactor]\n")
+    repo, base = _repo(tmp_path, files, pyproject="[tool.rltrefactor]\ncall-index = false\n")
     repo.write("eng/ops.py", "def total(x):\n    n = x.sum().item()\n    return n\n")
     head = repo.commit()
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))

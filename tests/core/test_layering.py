@@ -60,7 +60,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("source", ("syntax", "regions", "execution", "module_kinds", "parsing", "contents", "changes", "cache")),
     ("matchers", ("matchers",)),
     ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
-    ("call index", ("callfacts", "calllinks", "callindex")),  # where functions run, read across the repository
+    ("call index", ("callfacts", "calllinks", "callcontexts", "callindex")),  # where functions run, read across the repository
     ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting", "repeats")),
     ("review records", ("perf.records", "result", "baseline")),
     ("reports and perf", ("report", "perf")),

@@ -8,7 +8,8 @@ call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np
 guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
 a host value, or a name last assigned one of those. The last assignment of a name before
 its use decides; anything else is unknown. A call to a function the call index shows
-returns host tensors only (``execution.host_calls``) is a host value. Every device-residency rule asks these
+returns host tensors only (``execution.host_calls``) is a host value, and so is a parameter, not
+reassigned before its use, that every caller passes a host tensor (``execution.host_params``). Every device-residency rule asks these
 questions (``on_host``, ``is_pinned``) and never reports known-host values.
 
 A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
@@ -74,7 +75,7 @@ def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     if isinstance(expr, cst.Call):
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
-        return _guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth)
+        return _guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
     return False
 
 
@@ -175,6 +176,21 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     """The last assignment of ``name`` before this use, in source order, puts it on the host."""
     value = _last_value(name, ctx)
     return value is not None and on_host(value, ctx, depth + 1)
+
+
+def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter, not assigned before this use, that every caller the call index sees
+    passes a host tensor (``execution.host_params``)."""
+    if not ctx.execution.host_params:
+        return False
+    function = ctx.enclosing_function(name)
+    if function is None or _last_value(name, ctx) is not None:
+        return False
+    params = function.params
+    if name.value not in {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}:
+        return False
+    where = ctx.execution.at(ctx.span(function.name).line)
+    return where is not None and (where.qualname, name.value) in ctx.execution.host_params
 
 
 def _last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
