@@ -45,6 +45,10 @@ class PerfRequest:
     device: str = "auto"
     memory_mb: int = 8192  # resident memory a micro-check process may use
     on_plan: Callable[[PerfPlan], None] | None = None  # told what will be executed, before it runs
+    # The repository's tests as micro-checks: None not asked; () the ``perf-tests`` paths; else PYTEST ARGS.
+    tests: tuple[str, ...] | None = None
+    cache_dir: str | None = None  # where the map of tests is cached; None: the user cache directory
+    use_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -265,11 +269,13 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
 def _run_hook(change: ChangeSet, request: PerfRequest, config: Config) -> PerfSummary:
     from .perf.hook import plan, run_perf
 
+    tests = None if request.tests is None else (request.tests or config.perf_tests)
     if request.on_plan is not None:
-        request.on_plan(plan(change, hooks_dir=config.perf_hooks))
+        request.on_plan(plan(change, hooks_dir=config.perf_hooks, tests=tests))
     return run_perf(
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
+        tests=tests, cache_dir=(request.cache_dir or default_cache_dir()) if request.use_cache else None,
     )
 
 

@@ -101,6 +101,29 @@ class PerfProfileRow:
 
 
 @dataclass(frozen=True)
+class PerfUnstableLine:
+    """A line of a touched function whose counts differed between a test's two runs."""
+
+    test: str
+    side: str  # "base" | "head"
+    category: str
+    path: str  # at that side's revision
+    line: int
+    source: str
+    runs: tuple[int, int]  # the count in the first and in the second run
+
+
+@dataclass(frozen=True)
+class PerfTestsRun:
+    """What measuring the repository's tests found beside the deltas."""
+
+    selected: tuple[str, ...]  # node ids of the tests reaching a touched function
+    left_out: Mapping[str, str]  # node id -> why: failed, errored or skipped at base or head
+    unstable: tuple[PerfUnstableLine, ...]  # dropped from the comparison
+    traced: bool  # False: the selection was read from the cache
+
+
+@dataclass(frozen=True)
 class PerfSummary:
     device: str
     checks: tuple[str, ...]  # micro-checks that ran on both sides
@@ -114,3 +137,4 @@ class PerfSummary:
     head_only: tuple[str, ...] = ()
     # Micro-checks were there to run, and every one that mattered failed: nothing compared.
     all_failed: bool = False
+    tests: PerfTestsRun | None = None  # measured when the tests were asked for (``--tests``)
