@@ -209,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
 # No cache directory written into the reviewed tree, no output on the protocol stream.
 # Collections after every test that pytest does to find unraisable exceptions cost more
 # than the demo's tests themselves; a test's verdict does not depend on them.
-_QUIET = ("-p", "no:cacheprovider", "-q", "--no-header", "-p", "no:randomly", "-p", "no:unraisableexception")
+_QUIET = ("-p", "no:cacheprovider", "-q", "--no-header", "-p", "no:randomly", "-p", "no:unraisableexception",
+          "--assert=plain")
 
 
 if __name__ == "__main__":
