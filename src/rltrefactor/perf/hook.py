@@ -3,7 +3,9 @@
 The base side always runs from a temporary detached worktree of the change's base
 commit; the head side runs in the repository's working tree, or in a temporary worktree
 of the head commit when the change is a range ``A..B``. The head's micro-checks run on
-both sides, so both revisions are measured by the same code.
+both sides, so both revisions are measured by the same code. With ``tests``, the
+repository's pytest tests that reach the change are measured in the same two trees
+(``testhook``) and their deltas join the checks'.
 """
 
 from __future__ import annotations

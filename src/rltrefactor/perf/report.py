@@ -40,8 +40,9 @@ def render_perf_text(summary: PerfSummary) -> str:
         out = [f"perf: every micro-check failed ({len(summary.errors)} error(s)); nothing was compared "
                f"({summary.wall_seconds:.1f} s)"]
     else:
-        out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
-               f"({summary.wall_seconds:.1f} s)"]
+        tests = len(set(summary.checks) & set(summary.tests.selected)) if summary.tests is not None else 0
+        what = f"{len(summary.checks) - tests} micro-check(s)" + (f" and {tests} test(s)" if summary.tests else "")
+        out = [f"perf: {what} cover the change on {summary.device or 'no device'} ({summary.wall_seconds:.1f} s)"]
     changes = {change.check: change for change in changes_by_check(summary)}
     for check in summary.checks:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")

@@ -97,5 +97,6 @@ def render_json(
             "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in perf.errors],
             "wall_seconds": round(perf.wall_seconds, 3),
             "artifacts_dir": perf.artifacts_dir,
+            "tests": asdict(perf.tests) if perf.tests is not None else None,  # selected, left out, unstable
         }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
