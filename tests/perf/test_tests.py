@@ -83,6 +83,21 @@ def test_new_api():
 """
 
 
+CHECKS = """\
+import torch
+
+from eng.runner import Runner
+from rltrefactor.perf import micro_check
+
+
+@micro_check(device="cpu")
+def step():
+    runner = Runner()
+    logits = torch.arange(8.0).reshape(4, 2)
+    return lambda: runner.step(logits)
+"""
+
+
 def _changed(text: str) -> str:
     return (text
             .replace("        self.out = torch.zeros(4, dtype=torch.long)\n",
@@ -103,6 +118,7 @@ def repo(make_repo):
     repo.write("eng/__init__.py", "")
     repo.write("eng/runner.py", ENGINE)
     repo.write("tests/test_runner.py", TESTS)
+    repo.write("perf_hooks/checks.py", CHECKS)
     repo.commit("base")
     repo.git("checkout", "-q", "-b", "change")
     repo.write("eng/runner.py", _changed(ENGINE))
@@ -141,7 +157,7 @@ def test_a_test_that_fails_or_skips_on_either_side_is_listed_and_left_out(measur
     assert left_out["test_skips"].startswith("base: skipped: needs a device")
     assert left_out["test_new_api"].startswith("base: failed: AttributeError")
     assert "head:" not in left_out["test_new_api"]  # it passes at the head
-    assert {name.split("::")[1] for name in summary.checks} == {"test_step", "test_flaky"}
+    assert {name.split("::")[-1] for name in summary.checks if "::" in name} == {"test_step", "test_flaky"}
     assert not any(d.check.endswith(("test_skips", "test_new_api")) for d in summary.deltas)
 
 
@@ -160,11 +176,23 @@ def test_deltas_are_reported_on_lines_of_touched_functions_only(repo, measured):
     sync = _line(repo, "        if tokens.max().item() > 8:")
     # scratch() is untouched: the allocation its new call adds there is not reported; the
     # allocation added in __init__ is construction, the test's set-up.
-    assert {(d.category, d.line, d.head_count - d.base_count) for d in summary.deltas} == {
+    by_tests = [d for d in summary.deltas if "::" in d.check]
+    assert {(d.category, d.line, d.head_count - d.base_count) for d in by_tests} == {
         ("sync", sync, 1), ("alloc", sync, 1),
     }
     assert summary.errors == ()
-    assert all(d.check.endswith("::test_step") for d in summary.deltas)
+    assert all(d.check.endswith("::test_step") for d in by_tests)
+
+
+def test_a_function_that_a_check_and_a_test_reach_is_measured_by_both(repo, measured):
+    _, summary = measured
+    sync = _line(repo, "        if tokens.max().item() > 8:")
+    assert {name.split("::")[-1] for name in summary.checks} == {"perf_hooks.checks:step", "test_step", "test_flaky"}
+    measured_by = {d.check.split("::")[-1] for d in summary.deltas if (d.category, d.line) == ("sync", sync)}
+    assert measured_by == {"perf_hooks.checks:step", "test_step"}
+    # A check reports every line it measures, the helper's too; the tests only touched functions'.
+    helper = _line(repo, "    return x * 3")
+    assert {d.check for d in summary.deltas if d.line == helper} == {"perf_hooks.checks:step"}
 
 
 def test_the_map_is_read_from_the_cache_while_the_blobs_are_the_same(repo, measured, cache_dir, monkeypatch):
