@@ -5,10 +5,10 @@ run protocol. Two modes, one protocol (``protocol``) on stdout, as the micro-che
 
 - ``--map``: collect once (the PYTEST ARGS given after ``--``), run every test once under
   the call tracer and say, per test, which of the ``--touched`` functions it reached;
-- measure (the default): run the one test ``--test NODEID`` twice, each run under the
-  dispatch counter, set-up and teardown included (what untouched set-up does cancels
-  out between base and head; a test's fixtures are torn down after each run, so the
-  two runs do the same work).
+- measure (the default): run the test ``--check NODEID`` twice, each run under the
+  dispatch counter, fixtures included (a test's fixtures of every scope are torn down
+  after each run, so the two runs do the same work). Ops dispatched under a set-up
+  function of the repository are attributed to no line (``SetUpFrames``).
 
 A test that fails, errors or skips is a ``Skipped`` event with the reason: it is left
 out of the comparison, never a failure of the hook.
