@@ -47,6 +47,10 @@ class PerfRequest:
     device: str = "auto"
     memory_mb: int = 8192  # resident memory a micro-check process may use
     on_plan: Callable[[PerfPlan], None] | None = None  # told what will be executed, before it runs
+    # The repository's tests as micro-checks: None not asked; () the ``perf-tests`` paths; else PYTEST ARGS.
+    tests: tuple[str, ...] | None = None
+    cache_dir: str | None = None  # where the map of tests is cached; None: the user cache directory
+    use_cache: bool = True
 
 
 @dataclass(frozen=True)
@@ -275,16 +279,19 @@ def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
     from .perf.hook import plan, run_perf
     from .perf.unmeasured import classifier, not_measured, reached_by_checks
 
+    tests = None if request.tests is None else (request.tests or config.perf_tests)
     if request.on_plan is not None:
-        request.on_plan(plan(change, hooks_dir=config.perf_hooks))
+        request.on_plan(plan(change, hooks_dir=config.perf_hooks, tests=tests))
     summary = run_perf(
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
+        tests=tests, cache_dir=(request.cache_dir or default_cache_dir()) if request.use_cache else None,
     )
     if call_index is None and config.call_index:
         from .callindex import build_index
 
-        call_index = build_index(change, config, default_cache_dir())
+        touched = [c.path for c in change.files if c.is_python and c.status != "deleted"]
+        call_index = build_index(change, config, default_cache_dir(), paths=touched)
     unmeasured = not_measured(change, reached_by_checks(summary), classifier(config, call_index))
     return replace(summary, not_measured=unmeasured)
 

@@ -107,6 +107,9 @@ def _add_perf_options(parser: argparse.ArgumentParser) -> None:
     perf.add_argument("--window", type=int, default=1, metavar="N", help="measured calls per profile capture (default 1)")
     perf.add_argument("--memory-limit", type=int, default=8192, metavar="MB",
                       help="resident memory a micro-check process may use before it is killed (default 8192)")
+    perf.add_argument("--tests", nargs=argparse.REMAINDER, metavar="PYTEST ARGS",
+                      help="also measure the repository's pytest tests that reach the change (last option: the "
+                           "rest of the line goes to pytest; none: the perf-tests paths)")
 
 
 def _add_engine_options(parser: argparse.ArgumentParser) -> None:
@@ -315,7 +318,9 @@ def _perf_request(args: argparse.Namespace) -> PerfRequest:
             f"(got {args.window}, {args.timeout} and {args.memory_limit})"
         )
     return PerfRequest(timeout=args.timeout, profile=args.profile, out_dir=args.out, window=args.window,
-                       device=args.device, memory_mb=args.memory_limit, on_plan=_print_plan)
+                       device=args.device, memory_mb=args.memory_limit, on_plan=_print_plan,
+                       tests=None if args.tests is None else tuple(args.tests),
+                       cache_dir=getattr(args, "cache_dir", None), use_cache=not getattr(args, "no_cache", False))
 
 
 def _print_plan(the_plan: PerfPlan) -> None:

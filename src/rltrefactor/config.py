@@ -49,6 +49,7 @@ class Config:
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
     call_index: bool = True  # read where functions run across the repository (``callindex``)
     perf_hooks: str = "perf_hooks"
+    perf_tests: tuple[str, ...] = ()  # pytest arguments (test paths) for ``perf --tests``; (): pytest's own
     docs_url: str | None = None  # the rules reference rule ids link to; None: no links
     warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
@@ -74,6 +75,7 @@ _KEYS = {
     "fail-on-unreviewable": "true or false",
     "call-index": "true or false",
     "perf-hooks": "a directory",
+    "perf-tests": "list of test paths (pytest arguments)",
     "docs-url": "URL",
 }
 
@@ -164,6 +166,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
         call_index=get("call-index") is not False,
         perf_hooks=get("perf-hooks") or "perf_hooks",
+        perf_tests=tuple(get("perf-tests") or ()),
         docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
         source=path if table else "defaults",
     )

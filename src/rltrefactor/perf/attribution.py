@@ -67,7 +67,11 @@ class RepoFrames:
 
 def outer_definition(code: CodeType) -> str:
     """``Runner.step`` for code in ``Runner.step`` and in lambdas or helpers nested in it."""
-    qualname = getattr(code, "co_qualname", code.co_name)
+    return outer_definition_name(getattr(code, "co_qualname", code.co_name))
+
+
+def outer_definition_name(qualname: str) -> str:
+    """``Runner.step`` for ``Runner.step.<locals>.helper`` (as ``outer_definition``)."""
     return qualname.split(".<locals>.", 1)[0].split(".<", 1)[0]
 
 

@@ -3,7 +3,9 @@
 The base side always runs from a temporary detached worktree of the change's base
 commit; the head side runs in the repository's working tree, or in a temporary worktree
 of the head commit when the change is a range ``A..B``. The head's micro-checks run on
-both sides, so both revisions are measured by the same code.
+both sides, so both revisions are measured by the same code. With ``tests``, the
+repository's pytest tests that reach the change are measured in the same two trees
+(``testhook``) and their deltas join the checks'.
 """
 
 from __future__ import annotations
@@ -40,10 +42,12 @@ class PerfPlan:
     hooks_dir: str
     files: tuple[str, ...]  # micro-check files (repo-relative), imported and run on both sides
     note: str = ""
+    tests: tuple[str, ...] | None = None  # PYTEST ARGS of the tests measured beside them; None: no tests
 
 
-def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
-    """What will run; ``ConfigError`` when there is nothing to run (a gate must not pass)."""
+def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks", tests: tuple[str, ...] | None = None) -> PerfPlan:
+    """What will run; ``ConfigError`` when there is nothing to run (a gate must not pass):
+    no micro-checks, and no tests asked for."""
     if change.repo_root is None or change.base is None:
         raise ChangeInputError(
             f"perf: needs a git repository and a base commit (got {change.description or 'no base'}); "
@@ -59,26 +63,29 @@ def plan(change: ChangeSet, *, hooks_dir: str = "perf_hooks") -> PerfPlan:
         files = hook_files(change.repo_root, hooks_dir)
         if change.head.kind == "index":
             note = "staged changes are measured from the working tree, which may hold unstaged edits"
-    if not files:
+    if not files and tests is None:
         raise ConfigError(
             f"{hooks_dir}/: perf hook: no micro-checks found (got no {hooks_dir}/*.py at {head[:12]}); "
             f"write one for a changed function with rltrefactor perf scaffold PATH::QUALNAME (it fills the "
-            f"template installed with rltrefactor into {hooks_dir}/), or set perf-hooks under "
-            "[tool.rltrefactor] to where your checks are"
+            f"template installed with rltrefactor into {hooks_dir}/), run your tests as checks with --tests, "
+            "or set perf-hooks under [tool.rltrefactor] to where your checks are"
         )
-    return PerfPlan(change.repo_root, change.base, head, hooks_dir, tuple(sorted(files)), note)
+    return PerfPlan(change.repo_root, change.base, head, hooks_dir, tuple(sorted(files)), note, tests)
 
 
 def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float = 60.0,
              profile: Profile | None = None, out_dir: str | None = None, window: int = 1,
              device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB,
-             temp_dir: str | None = None) -> PerfSummary:
-    """Run the micro-checks covering the change at base and head and compare their counts.
+             temp_dir: str | None = None, tests: tuple[str, ...] | None = None,
+             cache_dir: str | None = None) -> PerfSummary:
+    """Run the micro-checks covering the change at base and head and compare their counts;
+    with ``tests`` (PYTEST ARGS), also the repository's tests that reach the change.
 
-    The temporary worktrees go under ``temp_dir`` (None: the system temporary directory).
+    The temporary worktrees go under ``temp_dir`` (None: the system temporary directory);
+    the map of which tests reach the change is cached under ``cache_dir`` (None: not cached).
     """
     started = time.perf_counter()
-    the_plan = plan(change, hooks_dir=hooks_dir)
+    the_plan = plan(change, hooks_dir=hooks_dir, tests=tests)
     if profile is not None:
         out_dir = _checked_out_dir(out_dir, the_plan.repo_root)
     extra = ["--device", device, "--repeats", str(repeats)]
@@ -88,15 +95,25 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
             head_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.head, "head",
                                                                    parent=temp_dir))
         base_root = stack.enter_context(detached_worktree(the_plan.repo_root, the_plan.base, "base", parent=temp_dir))
-        copy_hooks(head_root, base_root, hooks_dir)
-        head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
-        summary = summarize(change, head, base, select(head, touched_definitions(change)))
-        if profile is not None and out_dir is not None and summary.checks:  # out_dir: checked above
+        summary = None
+        if the_plan.files:
+            copy_hooks(head_root, base_root, hooks_dir)
+            head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
+            summary = summarize(change, head, base, select(head, touched_definitions(change)))
+        if summary is not None and profile is not None and out_dir is not None and summary.checks:  # out_dir: checked above
             from .profiles import profile_matrix
 
             sides = {"base": (base_root, the_plan.base), "head": (head_root, _head_revision(the_plan))}
             summary = profile_matrix(summary, sides, hooks_dir=hooks_dir, mode=profile, out_dir=out_dir,
                                      window=window, device=device, timeout=timeout)
+        if tests is not None:
+            from .testhook import measure_tests
+            from .testsummary import merge
+
+            measured = measure_tests(change, head_root, base_root, list(tests), device=device, timeout=timeout,
+                                     memory_mb=memory_mb, cache_dir=cache_dir)
+            summary = merge(summary, measured)
+    assert summary is not None  # plan: micro-checks, or tests, or a ConfigError
     return replace(summary, wall_seconds=time.perf_counter() - started)
 
 

@@ -55,6 +55,8 @@ class Measurement:
     deterministic: bool  # every counted run gave the same rows
     run_totals: tuple[PerfTotals, ...]  # per counted run
     evidence: PerfCudaEvidence | None = None  # on cuda only
+    # A test's second counted run (a test's lines are judged stable run by run); () for checks.
+    repeat_counts: tuple[CountRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ def _measurement(data: dict[str, Any]) -> Measurement:
         deterministic=data["deterministic"],
         run_totals=tuple(PerfTotals(**totals) for totals in data["run_totals"]),
         evidence=_evidence(data["evidence"]),
+        repeat_counts=tuple(CountRow(**row) for row in data.get("repeat_counts", ())),
     )
 
 

@@ -119,6 +119,29 @@ class UnmeasuredFunction:
 
 
 @dataclass(frozen=True)
+class PerfUnstableLine:
+    """A line of a touched function whose counts differed between a test's two runs."""
+
+    test: str
+    side: str  # "base" | "head"
+    category: str
+    path: str  # at that side's revision
+    line: int
+    source: str
+    runs: tuple[int, int]  # the count in the first and in the second run
+
+
+@dataclass(frozen=True)
+class PerfTestsRun:
+    """What measuring the repository's tests found beside the deltas."""
+
+    selected: tuple[str, ...]  # node ids of the tests reaching a touched function
+    left_out: Mapping[str, str]  # node id -> why: failed, errored or skipped at base or head
+    unstable: tuple[PerfUnstableLine, ...]  # dropped from the comparison
+    traced: bool  # False: the selection was read from the cache
+
+
+@dataclass(frozen=True)
 class PerfSummary:
     device: str
     checks: tuple[str, ...]  # micro-checks that ran on both sides
@@ -134,3 +157,4 @@ class PerfSummary:
     all_failed: bool = False
     # Changed per-step (or possibly per-step) functions nothing measured reached, by path and line.
     not_measured: tuple[UnmeasuredFunction, ...] = ()
+    tests: PerfTestsRun | None = None  # measured when the tests were asked for (``--tests``)

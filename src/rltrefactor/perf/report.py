@@ -27,6 +27,8 @@ _TABLE_ROWS = 15
 def plan_text(the_plan: PerfPlan) -> str:
     files = ", ".join(the_plan.files) or "(none)"
     lines = [f"perf: executing micro-checks from {files}",
+             *([f"  and the tests reaching the change, of pytest {' '.join(the_plan.tests) or '(its own discovery)'}"]
+               if the_plan.tests is not None else []),
              f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}"]
     if the_plan.note:
         lines.append(f"  note: {the_plan.note}")
@@ -40,8 +42,9 @@ def render_perf_text(summary: PerfSummary) -> str:
         out = [f"perf: every micro-check failed ({len(summary.errors)} error(s)); nothing was compared "
                f"({summary.wall_seconds:.1f} s)"]
     else:
-        out = [f"perf: {len(summary.checks)} micro-check(s) cover the change on {summary.device or 'no device'} "
-               f"({summary.wall_seconds:.1f} s)"]
+        tests = len(set(summary.checks) & set(summary.tests.selected)) if summary.tests is not None else 0
+        what = f"{len(summary.checks) - tests} micro-check(s)" + (f" and {tests} test(s)" if summary.tests else "")
+        out = [f"perf: {what} cover the change on {summary.device or 'no device'} ({summary.wall_seconds:.1f} s)"]
     changes = {change.check: change for change in changes_by_check(summary)}
     for check in summary.checks:
         out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")
@@ -65,6 +68,8 @@ def render_perf_text(summary: PerfSummary) -> str:
     out += not_measured_lines(summary.not_measured)
     for name, reason in sorted(evidence.skipped.items()):
         out.append(f"skipped {name}: {reason}")
+    if summary.tests is not None:
+        out += _tests_text(summary)
     out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
     if summary.profile_rows:
         out.append(f"profiled operators (ops-only; profiled numbers, not performance results) in {summary.artifacts_dir}:")
@@ -74,6 +79,19 @@ def render_perf_text(summary: PerfSummary) -> str:
                        f"{row.base_self_cpu_us}->{row.head_self_cpu_us} | "
                        f"{row.base_self_device_us}->{row.head_self_device_us}")
     return "\n".join(out) + "\n"
+
+
+def _tests_text(summary: PerfSummary) -> list[str]:
+    """Which tests were selected, and what was left out of the comparison and why."""
+    tests = summary.tests
+    assert tests is not None  # called only for a run with tests
+    how = "traced" if tests.traced else "from the cache"
+    out = [f"tests reaching the change: {len(tests.selected)} ({how}), {len(tests.left_out)} left out, "
+           f"{len(tests.unstable)} unstable line(s) dropped"]
+    out += [f"left out {name}: {reason}" for name, reason in sorted(tests.left_out.items())]
+    out += [f"unstable {u.path}:{u.line} ({u.side}, {u.category} {u.runs[0]} then {u.runs[1]}) in {u.test}"
+            for u in tests.unstable]
+    return out
 
 
 def _totals(totals: PerfTotals | None) -> str:

@@ -98,7 +98,7 @@ def measure(check: LoadedCheck, device: torch.device, args: argparse.Namespace, 
     for _ in range(max(args.repeats, 1)):
         with counting(frames, device) as counter:
             body()
-        runs.append(_rows(counter))
+        runs.append(count_rows(counter))
     evidence = None
     if device.type == "cuda":  # rltrefactor: ignore[branch-on-accelerator-type] the perf hook measures on the device it was given; which counters exist depends on its type
         from .evidence import cuda_evidence
@@ -109,12 +109,12 @@ def measure(check: LoadedCheck, device: torch.device, args: argparse.Namespace, 
         coverage=tuple(sorted(called)) if args.trace else (),
         counts=runs[0],
         deterministic=all(run == runs[0] for run in runs),
-        run_totals=tuple(_totals(run) for run in runs),
+        run_totals=tuple(totals_of(run) for run in runs),
         evidence=evidence,
     )
 
 
-def _rows(counter: OpCounter) -> tuple[CountRow, ...]:
+def count_rows(counter: OpCounter) -> tuple[CountRow, ...]:
     rows = [
         CountRow(key.category, key.op, key.direction, key.site.path, key.site.line, key.site.source,
                  key.site.function, count, counter.bytes[key])
@@ -123,7 +123,7 @@ def _rows(counter: OpCounter) -> tuple[CountRow, ...]:
     return tuple(sorted(rows, key=lambda r: (r.path, r.line, r.category, r.op, r.direction)))
 
 
-def _totals(rows: tuple[CountRow, ...]) -> PerfTotals:
+def totals_of(rows: tuple[CountRow, ...]) -> PerfTotals:
     per = {"sync": 0, "copy": 0, "alloc": 0}
     for row in rows:
         per[row.category] += row.count

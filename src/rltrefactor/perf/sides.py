@@ -48,6 +48,7 @@ class SideRun:
     errors: list[SideError] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
     torch_version: str = ""
+    label: str = "micro-check"  # what a unit is called in messages: "micro-check" or "test"
 
 
 def runner_env(root: str) -> dict[str, str]:
@@ -69,12 +70,35 @@ def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] |
 
     Setting ``cancel`` (from another thread, on Ctrl-C) kills the running process.
     """
-    side = SideRun(root)
+    argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir, *extra]
+    return _run(SideRun(root), argv, checks, _Limits(timeout, memory_mb), cancel or threading.Event())
+
+
+def run_tests_side(root: str, extra: list[str], pytest_args: list[str], *, tests: list[str] | None,
+                   timeout: float, cancel: threading.Event | None = None,
+                   memory_mb: int = DEFAULT_MEMORY_MB) -> SideRun:
+    """``run_side`` for pytest tests (``rltrefactor.perf.testrun``): ``tests`` None traces
+    the tests ``pytest_args`` collect (``--map`` in ``extra``); else each test is measured
+    in a process of its own, under the same limits as a micro-check."""
+    argv = [sys.executable, "-m", "rltrefactor.perf.testrun", "--root", root, *extra]
+    side = SideRun(root, label="test")
     cancel = cancel or threading.Event()
+    limits = _Limits(timeout, memory_mb)
+    if tests is None:
+        return _run(side, [*argv, "--", *pytest_args], None, limits, cancel)
+    for test in tests:
+        if cancel.is_set():
+            break
+        _run(side, argv, [test], limits, cancel)
+    return side
+
+
+def _run(side: SideRun, argv: list[str], checks: list[str] | None, limits: _Limits,
+         cancel: threading.Event) -> SideRun:
     remaining = None if checks is None else list(checks)
     while (remaining is None or remaining) and not cancel.is_set():
         before = _settled(side)
-        finished = _one_process(side, root, hooks_dir, extra, remaining, _Limits(timeout, memory_mb), cancel)
+        finished = _one_process(side, argv, remaining, limits, cancel)
         done = _settled(side)
         if finished or not side.loaded or done == before:
             break  # each relaunch must settle at least one more check
@@ -93,13 +117,12 @@ class _Limits:
     memory_mb: int  # resident set size of the runner process
 
 
-def _one_process(side: SideRun, root: str, hooks_dir: str, extra: list[str],
-                 checks: list[str] | None, limits: _Limits, cancel: threading.Event) -> bool:
-    argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir, *extra]
+def _one_process(side: SideRun, argv: list[str], checks: list[str] | None, limits: _Limits,
+                 cancel: threading.Event) -> bool:
     for name in checks or ():
-        argv += ["--check", name]
+        argv = [*argv, "--check", name]
     with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(argv, cwd=root, env=runner_env(root), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=side.root, env=runner_env(side.root), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
         try:
             return _follow(side, proc, stderr, limits, cancel)
@@ -121,20 +144,20 @@ def _follow(side: SideRun, proc: subprocess.Popen[bytes], stderr: IO[bytes], lim
             if _resident_mb(proc.pid) > limits.memory_mb:
                 _kill(proc)
                 side.errors.append(_error(side, current, f"used more than {limits.memory_mb} MiB of memory "
-                                          "(process killed)", "make the check's inputs smaller"))
+                                          "(process killed)", f"make the {side.label}'s inputs smaller"))
                 return False
             if time.monotonic() < deadline:
                 continue
             _kill(proc)
             limit = timeout if current else timeout + STARTUP_GRACE_S
             side.errors.append(_error(side, current, f"timed out after {limit:g} s (process killed)",
-                                      "make the check smaller, or raise --timeout"))
+                                      f"make the {side.label} smaller, or raise --timeout"))
             return False
         if raw is None:
             code = proc.wait()
             how = f"killed by signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
             side.errors.append(_error(side, current, f"crashed ({how}){_tail(stderr)}",
-                                      "run the check alone to see its output"))
+                                      f"run the {side.label} alone to see its output"))
             return False
         event = from_line(raw)
         if isinstance(event, Done):
@@ -161,13 +184,13 @@ def _handle(side: SideRun, event: Event) -> str:
         where = side.loaded.get(event.check)
         path = event.path or (where.path if where else "")
         line = event.line if event.path else (where.line if where else None)
-        side.errors.append(SideError(event.check, path, line, f"micro-check {event.check} failed: {event.message}"))
+        side.errors.append(SideError(event.check, path, line, f"{side.label} {event.check} failed: {event.message}"))
     return ""
 
 
 def _error(side: SideRun, check: str, problem: str, fix: str) -> SideError:
     where = side.loaded.get(check)
-    what = f"micro-check {check}" if check else "perf runner (before any check started)"
+    what = f"{side.label} {check}" if check else f"perf runner (before any {side.label} started)"
     return SideError(check, where.path if where else "", where.line if where else None, f"{what}: {problem}; {fix}")
 
 

@@ -100,5 +100,6 @@ def render_json(
             "artifacts_dir": perf.artifacts_dir,
             # Changed per-step code no check reached: a clean result says nothing about it.
             "not_measured": [not_measured_record(f) for f in perf.not_measured],
+            "tests": asdict(perf.tests) if perf.tests is not None else None,  # selected, left out, unstable
         }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
