@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
+from . import allocation, async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -49,6 +49,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "tensor-to-host-conversion": _factory(device.TensorToHostConversion),
     "zero-filled-kernel-output": _factory(device.ZeroFilledKernelOutput),
     "per-step-host-staging": _factory(device.PerStepHostStaging),
+    "workspace-allocation-per-call": _factory(allocation.WorkspaceAllocationPerCall),
+    "unread-device-allocation": _factory(allocation.UnreadDeviceAllocation),
     "compared-probe": _factory(capability.ComparedProbe),
     "accelerator-probe": _factory(capability.AcceleratorProbe),
     "silent-import-fallback": _factory(fallbacks.SilentImportFallback),

@@ -1,0 +1,241 @@
+"""Device allocations that a function makes on every call and does not hand back.
+
+An allocation is a ``torch`` factory given a device that is not the host
+(``torch.empty(n, device=x.device)``; ``empty``/``zeros``/``ones``/``full``/
+``empty_strided``), a ``*_like`` factory of a tensor not known to be on the host, or a
+``new_empty``/``new_zeros``/``new_ones``/``new_full`` of such a tensor. An in-place method
+chained on it (``torch.empty_like(idx).scatter_(...)``) returns the same tensor.
+
+A **workspace** is an allocation bound to a name that is handed to a call (a kernel, an
+op) and never leaves the function: not returned or yielded (itself, a view of it, or in
+a returned tuple), not stored on an object or in a container, not given to a call whose
+result is returned. A function's output (``out = torch.empty(...); kernel(x, out);
+return out``) is not a workspace: the caller owns it.
+
+An **unread** allocation is bound to a name that is bound again, in the same block,
+before anything reads it; or never read at all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Iterator
+
+import libcst as cst
+
+from ..prefilter import Prefilter
+from ..regions.reach import MatcherReach
+from .base import FileContext, Match
+from .context import in_per_step_function, subtree
+from .options import Option
+from .residency import on_host
+
+_FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_strided"})
+_LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
+_NEW = frozenset({"new_empty", "new_zeros", "new_ones", "new_full"})
+# Results that share the receiver's memory (or are the receiver): returning them returns it.
+_SAME_TENSOR = frozenset(
+    "view view_as reshape flatten narrow select squeeze unsqueeze permute transpose t expand expand_as "
+    "contiguous detach as_strided unflatten".split()
+)
+# Calls that keep their argument beyond the function.
+_KEEPING_CALLS = frozenset(
+    "append extend insert add put put_nowait update setdefault save_for_backward register_buffer setattr "
+    "mark_non_differentiable".split()
+)
+_ALLOCATION_TOKEN = re.compile(r"\b(?:empty|zeros|ones|full|empty_strided|new_empty|new_zeros|new_ones|new_full)(?:_like)?\s*\(")
+
+
+def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | None:
+    """The allocating call ``expr`` is (or chains an in-place method on), when it allocates
+    device memory as far as the code shows."""
+    if not isinstance(expr, cst.Call):
+        return None
+    func = expr.func
+    if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
+        return device_allocation(func.value, ctx)  # ``x.fill_(0)``, ``x.scatter_(...)`` return ``x``
+    if isinstance(func, cst.Attribute) and func.attr.value in _NEW:
+        return expr if not on_host(func.value, ctx) else None
+    name = ctx.qualified_name(func) or ""
+    root, _, leaf = name.rpartition(".")
+    if root != "torch" or leaf not in _FACTORIES | _LIKE:
+        return None
+    device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
+    if device is not None:
+        return None if on_host(device, ctx) else expr
+    if leaf in _LIKE and expr.args and expr.args[0].keyword is None:
+        return None if on_host(expr.args[0].value, ctx) else expr
+    return None  # a factory without a device allocates on the host
+
+
+def _allocations(ctx: FileContext) -> Iterator[tuple[cst.Assign, cst.Name, cst.Call]]:
+    """``name = <device allocation>`` statements inside functions."""
+    for assign in ctx.nodes(cst.Assign):
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            continue
+        call = device_allocation(assign.value, ctx)
+        if call is not None and ctx.enclosing_function(assign) is not None:
+            yield assign, assign.targets[0].target, call
+
+
+def _refers(expr: cst.BaseExpression | None, names: set[str]) -> bool:
+    """``expr`` is one of ``names``, a view of one, or a tuple, list or dict holding one."""
+    if expr is None:
+        return False
+    if isinstance(expr, cst.Name):
+        return expr.value in names
+    if isinstance(expr, cst.Subscript):
+        return _refers(expr.value, names)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_TENSOR:
+        return _refers(expr.func.value, names)
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return any(_refers(element.value, names) for element in expr.elements)
+    if isinstance(expr, cst.Dict):
+        return any(isinstance(e, cst.DictElement) and _refers(e.value, names) for e in expr.elements)
+    return False
+
+
+def _mentions(node: cst.CSTNode, names: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in subtree(node))
+
+
+def _aliases(function: cst.FunctionDef, name: str) -> set[str]:
+    """``name`` and the names bound to it or to views of it, anywhere in ``function``."""
+    names = {name}
+    assigns = [n for n in subtree(function.body) if isinstance(n, cst.Assign)]
+    grown = True
+    while grown:
+        grown = False
+        for assign in assigns:
+            if _refers(assign.value, names):
+                for target in assign.targets:
+                    for bound in subtree(target.target):
+                        if isinstance(bound, cst.Name) and bound.value not in names:
+                            names.add(bound.value)
+                            grown = True
+    return names
+
+
+def _may_return_argument(call: cst.Call, names: set[str], ctx: FileContext) -> bool:
+    """``call`` is given one of ``names`` and may return it: an ``out=`` argument, or a
+    callee that is not a ``torch`` function (a wrapper may hand its buffer back)."""
+    if any(a.keyword is not None and a.keyword.value == "out" and _refers(a.value, names) for a in call.args):
+        return True
+    return _mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
+
+
+def _escapes(function: cst.FunctionDef, names: set[str], ctx: FileContext) -> bool:
+    """One of ``names`` leaves ``function``: returned, yielded, stored, kept by a call, or
+    given to a call whose result is returned."""
+    for node in subtree(function.body):
+        if isinstance(node, (cst.Return, cst.Yield)) and node.value is not None:
+            value = node.value
+            if _refers(value, names) or (isinstance(value, cst.Call) and _may_return_argument(value, names, ctx)):
+                return True
+        elif isinstance(node, cst.Assign) and _refers(node.value, names):
+            if any(not isinstance(t.target, cst.Name) for t in node.targets):
+                return True  # ``self.buf = x``, ``cache[k] = x``
+        elif isinstance(node, cst.Call):
+            func = node.func
+            method = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+            if method in _KEEPING_CALLS and any(_refers(a.value, names) for a in node.args):
+                return True
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            return True
+    return False
+
+
+def _handed_to_call(function: cst.FunctionDef, names: set[str]) -> bool:
+    """One of ``names`` is an argument of a call (a kernel launch, an op, ``out=``)."""
+    for node in subtree(function.body):
+        if isinstance(node, cst.Call) and any(_refers(a.value, names) for a in node.args):
+            return True
+    return False
+
+
+class WorkspaceAllocationPerCall:
+    """A device workspace allocated on every call of a per-step function and handed to a kernel or op."""
+
+    reach = MatcherReach(reads="function")
+    prefilter: Prefilter = (_ALLOCATION_TOKEN,)
+    OPTIONS: ClassVar[dict[str, Option]] = {
+        "left-to-loop-rule": Option(
+            "regex",
+            r"^_?(execute_model|execute_\w+|step|prepare_inputs?\w*|update_states|schedule|propose\w*)$",
+            "function names whose allocations `device-allocation-per-step` already reports (loops too)",
+        ),
+    }
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+        self.left_to_loop_rule = re.compile(options["left-to-loop-rule"])
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for assign, name, call in _allocations(ctx):
+            function = ctx.enclosing_function(assign)
+            if function is None or not in_per_step_function(assign, ctx):
+                continue  # only where the execution stage proves it runs per step
+            if ctx.in_loop(assign) or self.left_to_loop_rule.search(function.name.value):
+                continue
+            names = _aliases(function, name.value)
+            if _handed_to_call(function, names) and not _escapes(function, names, ctx):
+                yield Match(call, {"X": name.value})
+
+
+class UnreadDeviceAllocation:
+    """A device allocation bound to a name that is bound again, or dropped, before anything reads it."""
+
+    reach = MatcherReach(reads="function")
+    prefilter: Prefilter = (_ALLOCATION_TOKEN,)
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for assign, name, call in _allocations(ctx):
+            if name.value == "_" or ctx.in_loop(assign):
+                continue
+            if _unread(assign, name.value, ctx):
+                yield Match(call, {"X": name.value})
+
+
+def _unread(assign: cst.Assign, name: str, ctx: FileContext) -> bool:
+    """No statement after ``assign`` in its block reads ``name`` before one binds it again,
+    and nothing outside the block reads it (the block is the function's body, or the
+    binding is followed by a rebinding in the same block)."""
+    statement = ctx.parent(assign)
+    block = ctx.parent(statement) if statement is not None else None
+    if not isinstance(block, cst.IndentedBlock) or statement not in block.body:
+        return False
+    function = ctx.enclosing_function(assign)
+    rest = block.body[list(block.body).index(statement) + 1:]
+    for later in rest:
+        if _reads(later, name):
+            return False
+        if _binds(later, name):
+            return True
+    return function is not None and block is function.body  # never read before the function ends
+
+
+def _reads(statement: cst.CSTNode, name: str) -> bool:
+    """``statement`` mentions ``name`` anywhere but as the whole target of a plain assignment."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        for small in statement.body:
+            if isinstance(small, cst.Assign):
+                if _mentions(small.value, {name}) or any(
+                    not (isinstance(t.target, cst.Name) and t.target.value == name) and _mentions(t.target, {name})
+                    for t in small.targets
+                ):
+                    return True
+            elif _mentions(small, {name}):
+                return True
+        return False
+    return _mentions(statement, {name})
+
+
+def _binds(statement: cst.CSTNode, name: str) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and any(
+        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        for small in statement.body
+    )
