@@ -51,6 +51,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "per-step-host-staging": _factory(device.PerStepHostStaging),
     "workspace-allocation-per-call": _factory(allocation.WorkspaceAllocationPerCall),
     "unread-device-allocation": _factory(allocation.UnreadDeviceAllocation),
+    "arange-index-for-slice": _factory(allocation.ArangeIndexForSlice),
     "compared-probe": _factory(capability.ComparedProbe),
     "accelerator-probe": _factory(capability.AcceleratorProbe),
     "silent-import-fallback": _factory(fallbacks.SilentImportFallback),
