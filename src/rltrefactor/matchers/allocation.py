@@ -19,7 +19,7 @@ before anything reads it; or never read at all.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import libcst as cst
 
@@ -57,8 +57,10 @@ def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | 
         return device_allocation(func.value, ctx)  # ``x.fill_(0)``, ``x.scatter_(...)`` return ``x``
     if isinstance(func, cst.Attribute) and func.attr.value in _NEW:
         return expr if not on_host(func.value, ctx) else None
-    name = ctx.qualified_name(func) or ""
-    root, _, leaf = name.rpartition(".")
+    written = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if written not in _FACTORIES | _LIKE:
+        return None  # checked before resolving the name, which costs more
+    root, _, leaf = (ctx.qualified_name(func) or "").rpartition(".")
     if root != "torch" or leaf not in _FACTORIES | _LIKE:
         return None
     device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
@@ -69,10 +71,13 @@ def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | 
     return None  # a factory without a device allocates on the host
 
 
-def _allocations(ctx: FileContext) -> Iterator[tuple[cst.Assign, cst.Name, cst.Call]]:
-    """``name = <device allocation>`` statements inside functions."""
+def _allocations(
+    ctx: FileContext, where: Callable[[cst.Assign], bool] = lambda assign: True
+) -> Iterator[tuple[cst.Assign, cst.Name, cst.Call]]:
+    """``name = <device allocation>`` statements inside functions, among those ``where`` keeps
+    (asked first: residency costs more)."""
     for assign in ctx.nodes(cst.Assign):
-        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name) or not where(assign):
             continue
         call = device_allocation(assign.value, ctx)
         if call is not None and ctx.enclosing_function(assign) is not None:
@@ -100,20 +105,31 @@ def _mentions(node: cst.CSTNode, names: set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in subtree(node))
 
 
-def _aliases(function: cst.FunctionDef, name: str) -> set[str]:
-    """``name`` and the names bound to it or to views of it, anywhere in ``function``."""
+def _after(function: cst.FunctionDef, assign: cst.Assign, name: str, order: dict[int, list[cst.CSTNode]]) -> list[cst.CSTNode]:
+    """The nodes of ``function`` after ``assign``, in source order, up to the next binding
+    of ``name``: where the allocated value can be used."""
+    nodes = order.get(id(function))
+    if nodes is None:
+        nodes = order[id(function)] = list(subtree(function.body))
+    inside = set(map(id, subtree(assign)))
+    start = next((i for i, node in enumerate(nodes) if node is assign), len(nodes))
+    window: list[cst.CSTNode] = []
+    for node in nodes[start + 1:]:
+        if id(node) in inside:
+            continue
+        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name:
+            break
+        window.append(node)
+    return window
+
+
+def _aliases(window: list[cst.CSTNode], name: str) -> set[str]:
+    """``name`` and the names bound to it or to views of it in ``window``."""
     names = {name}
-    assigns = [n for n in subtree(function.body) if isinstance(n, cst.Assign)]
-    grown = True
-    while grown:
-        grown = False
-        for assign in assigns:
-            if _refers(assign.value, names):
-                for target in assign.targets:
-                    for bound in subtree(target.target):
-                        if isinstance(bound, cst.Name) and bound.value not in names:
-                            names.add(bound.value)
-                            grown = True
+    for node in window:  # source order: an alias is bound before it is used
+        if isinstance(node, cst.Assign) and _refers(node.value, names):
+            for target in node.targets:
+                names.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
     return names
 
 
@@ -125,12 +141,12 @@ def _may_return_argument(call: cst.Call, names: set[str], ctx: FileContext) -> b
     return _mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
 
 
-def _escapes(function: cst.FunctionDef, names: set[str], ctx: FileContext) -> bool:
-    """One of ``names`` leaves ``function``: returned, yielded, stored, kept by a call, or
+def _escapes(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> bool:
+    """One of ``names`` leaves the function: returned, yielded, stored, kept by a call, or
     given to a call whose result is returned."""
-    for node in subtree(function.body):
+    for node in window:
         if isinstance(node, (cst.Return, cst.Yield)) and node.value is not None:
-            value = node.value
+            value = node.value.item if isinstance(node.value, cst.From) else node.value
             if _refers(value, names) or (isinstance(value, cst.Call) and _may_return_argument(value, names, ctx)):
                 return True
         elif isinstance(node, cst.Assign) and _refers(node.value, names):
@@ -146,12 +162,9 @@ def _escapes(function: cst.FunctionDef, names: set[str], ctx: FileContext) -> bo
     return False
 
 
-def _handed_to_call(function: cst.FunctionDef, names: set[str]) -> bool:
-    """One of ``names`` is an argument of a call (a kernel launch, an op, ``out=``)."""
-    for node in subtree(function.body):
-        if isinstance(node, cst.Call) and any(_refers(a.value, names) for a in node.args):
-            return True
-    return False
+def _handed_to_call(window: list[cst.CSTNode], names: set[str]) -> bool:
+    """One of ``names``, or a view of it, is an argument of a call (a kernel launch, an op, ``out=``)."""
+    return any(isinstance(node, cst.Call) and any(_refers(a.value, names) for a in node.args) for node in window)
 
 
 class WorkspaceAllocationPerCall:
@@ -172,15 +185,24 @@ class WorkspaceAllocationPerCall:
         self.left_to_loop_rule = re.compile(options["left-to-loop-rule"])
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
-        for assign, name, call in _allocations(ctx):
+        order: dict[int, list[cst.CSTNode]] = {}
+        for assign, name, call in _allocations(ctx, lambda assign: self._candidate(assign, ctx)):
             function = ctx.enclosing_function(assign)
-            if function is None or not in_per_step_function(assign, ctx):
-                continue  # only where the execution stage proves it runs per step
-            if ctx.in_loop(assign) or self.left_to_loop_rule.search(function.name.value):
+            if function is None:
                 continue
-            names = _aliases(function, name.value)
-            if _handed_to_call(function, names) and not _escapes(function, names, ctx):
+            window = _after(function, assign, name.value, order)
+            names = _aliases(window, name.value)
+            if _handed_to_call(window, names) and not _escapes(window, names, ctx):
                 yield Match(call, {"X": name.value})
+
+
+    def _candidate(self, assign: cst.Assign, ctx: FileContext) -> bool:
+        """Proven per step by the execution stage, and not left to ``device-allocation-per-step``."""
+        function = ctx.enclosing_function(assign)
+        return (
+            function is not None and in_per_step_function(assign, ctx)
+            and not ctx.in_loop(assign) and not self.left_to_loop_rule.search(function.name.value)
+        )
 
 
 class UnreadDeviceAllocation:
@@ -207,11 +229,20 @@ def _unread(assign: cst.Assign, name: str, ctx: FileContext) -> bool:
     binding is followed by a rebinding in the same block)."""
     statement = ctx.parent(assign)
     block = ctx.parent(statement) if statement is not None else None
-    if not isinstance(block, cst.IndentedBlock) or statement not in block.body:
+    if not isinstance(statement, cst.SimpleStatementLine) or not isinstance(block, cst.IndentedBlock):
+        return False
+    position = next((i for i, line in enumerate(block.body) if line is statement), None)
+    if position is None:
         return False
     function = ctx.enclosing_function(assign)
-    rest = block.body[list(block.body).index(statement) + 1:]
+    rest = block.body[position + 1:]
+    names_in: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_allocation_statement_names", {})
     for later in rest:
+        mentioned = names_in.get(id(later))
+        if mentioned is None:
+            mentioned = names_in[id(later)] = frozenset(n.value for n in subtree(later) if isinstance(n, cst.Name))
+        if name not in mentioned:
+            continue
         if _reads(later, name):
             return False
         if _binds(later, name):
