@@ -117,8 +117,8 @@ def _after(function: cst.FunctionDef, assign: cst.Assign, name: str, order: dict
     for node in nodes[start + 1:]:
         if id(node) in inside:
             continue
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Name) and node.target.value == name:
-            break
+        if isinstance(node, cst.AssignTarget) and _binds_name(node.target, name):
+            break  # ``name = ...`` or ``name, other = ...``: a new value from here on
         window.append(node)
     return window
 

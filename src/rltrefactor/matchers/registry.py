@@ -81,6 +81,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "device-tensor-truth-test": _factory(implicit_sync.DeviceTensorTruthTest),
     "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
     "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
+    "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
 }
 
 
