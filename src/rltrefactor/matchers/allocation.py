@@ -27,6 +27,7 @@ from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .context import in_per_step_function, subtree
+from .device import KERNEL_CALLEES
 from .options import Option
 from .residency import on_host
 from .tensor_values import is_device_tensor
@@ -44,6 +45,7 @@ _KEEPING_CALLS = frozenset(
     "append extend insert add put put_nowait update setdefault save_for_backward register_buffer setattr "
     "mark_non_differentiable".split()
 )
+KERNEL = re.compile(KERNEL_CALLEES)
 _ALLOCATION_TOKEN = re.compile(r"\b(?:empty|zeros|ones|full|empty_strided|new_empty|new_zeros|new_ones|new_full)(?:_like)?\s*\(")
 
 
@@ -105,20 +107,28 @@ def _mentions(node: cst.CSTNode, names: set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in subtree(node))
 
 
-def _after(function: cst.FunctionDef, assign: cst.Assign, name: str, order: dict[int, list[cst.CSTNode]]) -> list[cst.CSTNode]:
+def _after(
+    function: cst.FunctionDef, assign: cst.Assign, name: str, order: dict[int, list[cst.CSTNode]], ctx: FileContext
+) -> list[cst.CSTNode]:
     """The nodes of ``function`` after ``assign``, in source order, up to the next binding
-    of ``name``: where the allocated value can be used."""
+    of ``name`` in the allocation's block or a block around it: where the allocated value
+    can be used. A binding in a nested branch ends nothing (the other branches still see
+    the buffer), so uses are over-counted, never missed."""
     nodes = order.get(id(function))
     if nodes is None:
         nodes = order[id(function)] = list(subtree(function.body))
     inside = set(map(id, subtree(assign)))
+    around = {id(a) for a in ctx.ancestors(assign) if isinstance(a, cst.IndentedBlock)}
     start = next((i for i, node in enumerate(nodes) if node is assign), len(nodes))
     window: list[cst.CSTNode] = []
-    for node in nodes[start + 1:]:
+    for node in nodes[start + 1:]:  # an assignment comes before its targets and value
         if id(node) in inside:
             continue
-        if isinstance(node, cst.AssignTarget) and _binds_name(node.target, name):
-            break  # ``name = ...`` or ``name, other = ...``: a new value from here on
+        if isinstance(node, cst.Assign) and any(_binds_name(t.target, name) for t in node.targets):
+            block = next((a for a in ctx.ancestors(node) if isinstance(a, cst.IndentedBlock)), None)
+            if id(block) in around and not _refers(node.value, {name}):
+                window.extend(subtree(node.value))  # evaluated before the new binding
+                break  # ``name = ...`` or ``name, other = ...``: a new value from here on
         window.append(node)
     return window
 
@@ -162,9 +172,73 @@ def _escapes(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> bo
     return False
 
 
-def _handed_to_call(window: list[cst.CSTNode], names: set[str]) -> bool:
-    """One of ``names``, or a view of it, is an argument of a call (a kernel launch, an op, ``out=``)."""
-    return any(isinstance(node, cst.Call) and any(_refers(a.value, names) for a in node.args) for node in window)
+def _only_handed_on(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> bool:
+    """Every use of ``names`` in ``window`` hands the buffer (or a view of it) on: as a
+    call's argument, a ``return``, or the value of an alias. A buffer that Python code
+    fills, reads or computes with (``q[:, :d] = x``, ``mask.sum()``) is an intermediate
+    value, not a workspace."""
+    for node in window:
+        if not isinstance(node, cst.Name) or node.value not in names or _is_binding(node, ctx):
+            continue
+        holder: cst.CSTNode = node
+        parent = ctx.parent(holder)
+        if isinstance(parent, cst.Attribute) and parent.attr is node:
+            continue  # ``obj.name``: another value of the same name
+        while parent is not None and _passes_through(parent, holder):
+            holder, parent = parent, ctx.parent(parent)
+        if not isinstance(parent, (cst.Arg, cst.Return, cst.Assign)):
+            return False
+    return True
+
+
+def _passes_through(parent: cst.CSTNode, child: cst.CSTNode) -> bool:
+    """``parent`` is the same buffer as ``child``: a view method's call or receiver, a
+    basic slice of it, or a tuple holding it."""
+    if isinstance(parent, cst.Attribute):
+        return parent.value is child and parent.attr.value in _SAME_TENSOR
+    if isinstance(parent, cst.Call):
+        return isinstance(parent.func, cst.Attribute) and parent.func is child
+    if isinstance(parent, cst.Subscript):
+        return parent.value is child and all(isinstance(e.slice, cst.Slice) for e in parent.slice)
+    return isinstance(parent, (cst.Element, cst.Tuple, cst.List))
+
+
+def _is_binding(name: cst.Name, ctx: FileContext) -> bool:
+    """``name`` is (part of) an assignment target: an alias being bound."""
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, cst.AssignTarget):
+            return True
+        if not isinstance(ancestor, (cst.Element, cst.Tuple, cst.List)):
+            return False
+    return False
+
+
+def _consumers(window: list[cst.CSTNode], names: set[str]) -> list[cst.Call]:
+    """The calls given one of ``names``, or a view of it, as an argument."""
+    return [node for node in window if isinstance(node, cst.Call) and any(_refers(a.value, names) for a in node.args)]
+
+
+def _results_of_calls(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> set[str]:
+    """``names`` and the names bound to what a call outside ``torch`` returns when given one
+    of them: a wrapper may return the buffer, or a record holding it."""
+    held = set(names)
+    for node in window:
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and _mentions(node.value, held):
+            if not (ctx.qualified_name(node.value.func) or "").startswith("torch."):
+                for target in node.targets:
+                    held.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
+    return held
+
+
+def _scratch(call: cst.Call, consumer: cst.Call, ctx: FileContext) -> bool:
+    """What the consumer does with the buffer is write it: the buffer starts uninitialized
+    (``empty``), or the consumer is a kernel (``device.KERNEL_CALLEES``); a filled buffer
+    given to ``torch.cat`` or a Python helper is data, not scratch."""
+    func = call.func
+    allocator = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    if allocator.startswith(("empty", "new_empty")):
+        return True
+    return KERNEL.search(ctx.code(consumer.func).strip()) is not None
 
 
 class WorkspaceAllocationPerCall:
@@ -190,9 +264,14 @@ class WorkspaceAllocationPerCall:
             function = ctx.enclosing_function(assign)
             if function is None:
                 continue
-            window = _after(function, assign, name.value, order)
+            window = _after(function, assign, name.value, order, ctx)
             names = _aliases(window, name.value)
-            if _handed_to_call(window, names) and not _escapes(window, names, ctx):
+            consumers = _consumers(window, names)
+            # A workspace is handed to one call, which writes it; a buffer one op writes and
+            # later ops read is an intermediate value, not scratch.
+            if len(consumers) != 1 or not _scratch(call, consumers[0], ctx) or not _only_handed_on(window, names, ctx):
+                continue
+            if not _escapes(window, _results_of_calls(window, names, ctx), ctx):
                 yield Match(call, {"X": name.value})
 
 
