@@ -335,7 +335,7 @@ def _reads(statement: cst.CSTNode, name: str) -> bool:
         for small in statement.body:
             if isinstance(small, cst.Assign):
                 if _mentions(small.value, {name}) or any(
-                    not (isinstance(t.target, cst.Name) and t.target.value == name) and _mentions(t.target, {name})
+                    not _binds_name(t.target, name) and _mentions(t.target, {name})
                     for t in small.targets
                 ):
                     return True
@@ -347,7 +347,7 @@ def _reads(statement: cst.CSTNode, name: str) -> bool:
 
 def _binds(statement: cst.CSTNode, name: str) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets)
+        isinstance(small, cst.Assign) and any(_binds_name(t.target, name) for t in small.targets)
         for small in statement.body
     )
 
