@@ -6,11 +6,15 @@ An allocation is a ``torch`` factory given a device that is not the host
 ``new_empty``/``new_zeros``/``new_ones``/``new_full`` of such a tensor. An in-place method
 chained on it (``torch.empty_like(idx).scatter_(...)``) returns the same tensor.
 
-A **workspace** is an allocation bound to a name that is handed to a call (a kernel, an
-op) and never leaves the function: not returned or yielded (itself, a view of it, or in
-a returned tuple), not stored on an object or in a container, not given to a call whose
-result is returned. A function's output (``out = torch.empty(...); kernel(x, out);
-return out``) is not a workspace: the caller owns it.
+A **workspace** is an allocation bound to a name that is handed to exactly one call,
+which writes it (the buffer is uninitialized, ``empty``, or the call is a kernel:
+``device.KERNEL_CALLEES``), whose every use hands it on (as an argument, or through a
+view) and that never leaves the function: not returned or yielded (itself, a view of it,
+or in a returned tuple), not stored on an object or in a container, not given to a call
+whose result is returned or kept. A function's output (``out = torch.empty(...);
+kernel(x, out); return out``) is not a workspace: the caller owns it; nor is a buffer one
+op writes and later ops read (an intermediate value), or a filled tensor given to
+``torch.cat`` (data).
 
 An **unread** allocation is bound to a name that is bound again, in the same block,
 before anything reads it; or never read at all.
