@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from rltrefactor.matchers.allocation import ArangeIndexForSlice, UnreadDeviceAllocation
+from rltrefactor.matchers.allocation import UnreadDeviceAllocation
+from rltrefactor.matchers.indexing import ArangeIndexForSlice
 from rltrefactor.matchers.implicit_sync import BooleanMaskWrite
 
 from .helpers import lines

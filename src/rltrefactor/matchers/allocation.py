@@ -34,7 +34,6 @@ from .context import in_per_step_function, subtree
 from .device import KERNEL_CALLEES
 from .options import Option
 from .residency import on_host
-from .tensor_values import is_device_tensor
 
 _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_strided"})
 _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
@@ -107,7 +106,7 @@ def _refers(expr: cst.BaseExpression | None, names: set[str]) -> bool:
     return False
 
 
-def _mentions(node: cst.CSTNode, names: set[str]) -> bool:
+def mentions(node: cst.CSTNode, names: set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in subtree(node))
 
 
@@ -128,7 +127,7 @@ def _after(
     for node in nodes[start + 1:]:  # an assignment comes before its targets and value
         if id(node) in inside:
             continue
-        if isinstance(node, cst.Assign) and any(_binds_name(t.target, name) for t in node.targets):
+        if isinstance(node, cst.Assign) and any(binds_name(t.target, name) for t in node.targets):
             block = next((a for a in ctx.ancestors(node) if isinstance(a, cst.IndentedBlock)), None)
             if id(block) in around and not _refers(node.value, {name}):
                 window.extend(subtree(node.value))  # evaluated before the new binding
@@ -152,7 +151,7 @@ def _may_return_argument(call: cst.Call, names: set[str], ctx: FileContext) -> b
     callee that is not a ``torch`` function (a wrapper may hand its buffer back)."""
     if any(a.keyword is not None and a.keyword.value == "out" and _refers(a.value, names) for a in call.args):
         return True
-    return _mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
+    return mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
 
 
 def _escapes(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> bool:
@@ -227,7 +226,7 @@ def _results_of_calls(window: list[cst.CSTNode], names: set[str], ctx: FileConte
     of them: a wrapper may return the buffer, or a record holding it."""
     held = set(names)
     for node in window:
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and _mentions(node.value, held):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and mentions(node.value, held):
             if not (ctx.qualified_name(node.value.func) or "").startswith("torch."):
                 for target in node.targets:
                     held.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
@@ -338,86 +337,25 @@ def _reads(statement: cst.CSTNode, name: str) -> bool:
     if isinstance(statement, cst.SimpleStatementLine):
         for small in statement.body:
             if isinstance(small, cst.Assign):
-                if _mentions(small.value, {name}) or any(
-                    not _binds_name(t.target, name) and _mentions(t.target, {name})
+                if mentions(small.value, {name}) or any(
+                    not binds_name(t.target, name) and mentions(t.target, {name})
                     for t in small.targets
                 ):
                     return True
-            elif _mentions(small, {name}):
+            elif mentions(small, {name}):
                 return True
         return False
-    return _mentions(statement, {name})
+    return mentions(statement, {name})
 
 
 def _binds(statement: cst.CSTNode, name: str) -> bool:
     return isinstance(statement, cst.SimpleStatementLine) and any(
-        isinstance(small, cst.Assign) and any(_binds_name(t.target, name) for t in small.targets)
+        isinstance(small, cst.Assign) and any(binds_name(t.target, name) for t in small.targets)
         for small in statement.body
     )
 
 
-class ArangeIndexForSlice:
-    """``x[:, torch.arange(start, end)]``: an index tensor where the slice ``x[:, start:end]`` selects the same elements."""
-
-    reach = MatcherReach(reads="function")
-    prefilter: Prefilter = ("arange(",)
-    OPTIONS: ClassVar[dict[str, Option]] = {}
-
-    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
-        self.rule_id = rule_id
-
-    def find(self, ctx: FileContext) -> Iterator[Match]:
-        for call in ctx.nodes(cst.Call):
-            if not _contiguous_arange(call, ctx):
-                continue
-            parent = ctx.parent(call)
-            if isinstance(parent, cst.Index) and _sole_tensor_index(parent, ctx):
-                yield Match(call, {"X": ctx.code(call)})
-            elif isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-                name = parent.targets[0].target.value
-                function = ctx.enclosing_function(parent)
-                uses = _uses(function, name, parent) if function is not None else []
-                if uses and all(_sole_tensor_index(use, ctx) for use in uses):
-                    yield Match(call, {"X": name})
-
-
-def _contiguous_arange(call: cst.Call, ctx: FileContext) -> bool:
-    """``torch.arange(end)`` or ``torch.arange(start, end)`` (step 1) of values not known to be device tensors."""
-    if ctx.qualified_name(call.func) != "torch.arange":
-        return False
-    positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
-    keywords = {a.keyword.value for a in call.args if a.keyword is not None}
-    if not 1 <= len(positional) <= 2 or keywords - {"device", "dtype"} or any(a.star for a in call.args):
-        return False
-    return not any(is_device_tensor(bound, ctx) for bound in positional)
-
-
-def _uses(function: cst.FunctionDef, name: str, binding: cst.Assign) -> list[cst.CSTNode]:
-    """Every read of ``name`` in ``function`` other than in ``binding``; empty when ``name`` is bound twice."""
-    bound = [n for n in subtree(function.body) if isinstance(n, cst.AssignTarget) and _binds_name(n.target, name)]
-    if len(bound) != 1:
-        return []
-    held = set(map(id, subtree(binding)))
-    return [n for n in subtree(function.body) if isinstance(n, cst.Name) and n.value == name and id(n) not in held]
-
-
-def _binds_name(target: cst.BaseExpression, name: str) -> bool:
+def binds_name(target: cst.BaseExpression, name: str) -> bool:
     if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds_name(element.value, name) for element in target.elements)
+        return any(binds_name(element.value, name) for element in target.elements)
     return isinstance(target, cst.Name) and target.value == name
-
-
-def _sole_tensor_index(node: cst.CSTNode, ctx: FileContext) -> bool:
-    """``node`` (or the ``Index`` holding it) is the one non-slice index of a subscript: ``x[:, :, node]``."""
-    index = node if isinstance(node, cst.Index) else ctx.parent(node)
-    if not isinstance(index, cst.Index):
-        return False
-    element = ctx.parent(index)
-    subscript = ctx.parent(element) if element is not None else None
-    if not isinstance(element, cst.SubscriptElement) or not isinstance(subscript, cst.Subscript):
-        return False
-    return all(
-        other is element or isinstance(other.slice, cst.Slice)
-        or (isinstance(other.slice, cst.Index) and isinstance(other.slice.value, cst.Ellipsis))
-        for other in subscript.slice
-    )

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import allocation, async_lifecycle, capability, device, environment, fallbacks, implicit_sync, interfaces, lifecycle, readability, resources, state, teardown
+from . import allocation, async_lifecycle, capability, device, environment, fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, resources, state, teardown
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -51,7 +51,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "per-step-host-staging": _factory(device.PerStepHostStaging),
     "workspace-allocation-per-call": _factory(allocation.WorkspaceAllocationPerCall),
     "unread-device-allocation": _factory(allocation.UnreadDeviceAllocation),
-    "arange-index-for-slice": _factory(allocation.ArangeIndexForSlice),
+    "arange-index-for-slice": _factory(indexing.ArangeIndexForSlice),
     "compared-probe": _factory(capability.ComparedProbe),
     "accelerator-probe": _factory(capability.AcceleratorProbe),
     "silent-import-fallback": _factory(fallbacks.SilentImportFallback),
