@@ -106,7 +106,7 @@ def _refers(expr: cst.BaseExpression | None, names: set[str]) -> bool:
     return False
 
 
-def mentions(node: cst.CSTNode, names: set[str]) -> bool:
+def _mentions(node: cst.CSTNode, names: set[str]) -> bool:
     return any(isinstance(n, cst.Name) and n.value in names for n in subtree(node))
 
 
@@ -151,7 +151,7 @@ def _may_return_argument(call: cst.Call, names: set[str], ctx: FileContext) -> b
     callee that is not a ``torch`` function (a wrapper may hand its buffer back)."""
     if any(a.keyword is not None and a.keyword.value == "out" and _refers(a.value, names) for a in call.args):
         return True
-    return mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
+    return _mentions(call, names) and not (ctx.qualified_name(call.func) or "").startswith("torch.")
 
 
 def _escapes(window: list[cst.CSTNode], names: set[str], ctx: FileContext) -> bool:
@@ -226,7 +226,7 @@ def _results_of_calls(window: list[cst.CSTNode], names: set[str], ctx: FileConte
     of them: a wrapper may return the buffer, or a record holding it."""
     held = set(names)
     for node in window:
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and mentions(node.value, held):
+        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and _mentions(node.value, held):
             if not (ctx.qualified_name(node.value.func) or "").startswith("torch."):
                 for target in node.targets:
                     held.update(n.value for n in subtree(target.target) if isinstance(n, cst.Name))
@@ -337,15 +337,15 @@ def _reads(statement: cst.CSTNode, name: str) -> bool:
     if isinstance(statement, cst.SimpleStatementLine):
         for small in statement.body:
             if isinstance(small, cst.Assign):
-                if mentions(small.value, {name}) or any(
-                    not binds_name(t.target, name) and mentions(t.target, {name})
+                if _mentions(small.value, {name}) or any(
+                    not binds_name(t.target, name) and _mentions(t.target, {name})
                     for t in small.targets
                 ):
                     return True
-            elif mentions(small, {name}):
+            elif _mentions(small, {name}):
                 return True
         return False
-    return mentions(statement, {name})
+    return _mentions(statement, {name})
 
 
 def _binds(statement: cst.CSTNode, name: str) -> bool:
