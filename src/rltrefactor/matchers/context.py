@@ -131,11 +131,20 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
 def is_cold_condition(test: cst.BaseExpression, names: Names | None = None) -> bool:
     """A condition that only holds when type checking, compiling, debugging or run as a script."""
     cold_name = (names or bundled_names()).regex("cold-conditions")
-    for node in subtree(test):
-        name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
-        if name is not None and cold_name.search(name):
+    attribute_names: set[int] = set()  # ``attr`` of an attribute: read through the attribute
+    for node in subtree(test):  # pre-order: an attribute comes before its ``attr``
+        if isinstance(node, cst.Attribute):
+            attribute_names.add(id(node.attr))
+            # ``obj.__class__.__name__`` is the name of a type, not the script's ``__name__``.
+            if not _is_dunder(node.attr.value) and cold_name.search(node.attr.value):
+                return True
+        elif isinstance(node, cst.Name) and id(node) not in attribute_names and cold_name.search(node.value):
             return True
     return False
+
+
+def _is_dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def is_target(node: cst.CSTNode, ctx: FileContext) -> bool:

@@ -20,7 +20,7 @@ from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .companions import residency_companions
-from .context import comparison_sides, is_cold_condition, truth_conditions
+from .context import comparison_sides, is_cold_condition, subtree, truth_conditions
 from .device import TensorToHostConversion
 from .options import Option
 from .residency import on_host
@@ -164,3 +164,71 @@ def _repeats(call: cst.Call, ctx: FileContext) -> cst.BaseExpression | None:
     if on_host(func.value, ctx):
         return None
     return keyword or (positional[0] if positional else None)
+
+
+# Methods whose result is a boolean tensor of their receiver's shape.
+_MASK_METHODS = frozenset("isnan isinf isfinite isneginf isposinf logical_and logical_or logical_not logical_xor bool eq ne gt lt ge le isclose".split())
+_MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
+_SUBSCRIPT_WRITE = re.compile(r"\]\s*(?:[-+*/|&^%@]|//|\*\*|<<|>>)?=(?!=)")
+
+
+def _boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+    """``expr`` is a boolean tensor on the device, as far as the function shows: a tensor
+    comparison, ``~mask``, ``a & b``, ``isnan()``/``logical_*``/``.bool()``, or a name bound to one."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Comparison):
+        return is_device_tensor(expr, ctx)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _boolean_mask(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _MASK_OPERATORS):
+        return _boolean_mask(expr.left, ctx, depth + 1) or _boolean_mask(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MASK_METHODS:
+        return is_device_tensor(expr, ctx)
+    if isinstance(expr, cst.Name):
+        value = _bound_before(expr, ctx)
+        return value is not None and _boolean_mask(value, ctx, depth + 1)
+    return False
+
+
+def _bound_before(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last plain assignment to ``name`` before this use, in source order."""
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return None
+    value = None
+    for node in subtree(function.body):  # pre-order: source order
+        if node is name:
+            return value
+        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets):
+            if not any(n is name for n in subtree(node)):
+                value = node.value
+    return None
+
+
+class BooleanMaskWrite:
+    """``x[mask] = tensor`` or ``x[mask] += v`` with a device boolean mask: a ``nonzero`` over the mask, read by the host."""
+
+    reach = MatcherReach(reads="function", hits_at_tokens=True)
+    prefilter: Prefilter = (_SUBSCRIPT_WRITE,)
+    OPTIONS: ClassVar[dict[str, Option]] = {}
+
+    def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
+        self.rule_id = rule_id
+
+    def find(self, ctx: FileContext) -> Iterator[Match]:
+        for assign in ctx.nodes(cst.Assign):
+            # ``x[mask] = 0`` (a Python number) becomes ``masked_fill_`` and does not wait:
+            # only a tensor value goes through ``index_put_``, which turns the mask into indices.
+            if len(assign.targets) == 1 and is_device_tensor(assign.value, ctx):
+                yield from self._masked(assign.targets[0].target, ctx, "assigning a tensor through it")
+        for update in ctx.nodes(cst.AugAssign):
+            yield from self._masked(update.target, ctx, "reading it for the update")
+
+    def _masked(self, target: cst.BaseExpression, ctx: FileContext, use: str) -> Iterator[Match]:
+        if not isinstance(target, cst.Subscript) or on_host(target.value, ctx):
+            return
+        for element in target.slice:
+            if isinstance(element.slice, cst.Index) and _boolean_mask(element.slice.value, ctx):
+                yield Match(target, {"X": ctx.code(target), "M": ctx.code(element.slice.value), "USE": use})
+                return

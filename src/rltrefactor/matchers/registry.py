@@ -13,7 +13,11 @@ from typing import Any, Mapping, Protocol
 
 from ..errors import RuleLibraryError
 from ..library.model import Rule
-from . import async_lifecycle, capability, coroutines, device, environment, exceptions, fallbacks, implicit_sync, interfaces, lifecycle, readability, registries, resources, shutdown, state, teardown, threads
+from . import (
+    allocation, async_lifecycle, capability, coroutines, device, environment, exceptions,
+    fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
+    resources, shutdown, state, teardown, threads,
+)
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -49,6 +53,9 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "tensor-to-host-conversion": _factory(device.TensorToHostConversion),
     "zero-filled-kernel-output": _factory(device.ZeroFilledKernelOutput),
     "per-step-host-staging": _factory(device.PerStepHostStaging),
+    "workspace-allocation-per-call": _factory(allocation.WorkspaceAllocationPerCall),
+    "unread-device-allocation": _factory(allocation.UnreadDeviceAllocation),
+    "arange-index-for-slice": _factory(indexing.ArangeIndexForSlice),
     "compared-probe": _factory(capability.ComparedProbe),
     "accelerator-probe": _factory(capability.AcceleratorProbe),
     "silent-import-fallback": _factory(fallbacks.SilentImportFallback),
@@ -89,6 +96,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "device-tensor-truth-test": _factory(implicit_sync.DeviceTensorTruthTest),
     "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
     "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
+    "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
 }
 
 
