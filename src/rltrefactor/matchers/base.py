@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 import libcst as cst
 
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..kernel_outputs import AccumulatingKernel
 from ..names import Names, bundled_names
 from ..regions.lines import file_line
 from ..regions.reach import MatcherReach
@@ -119,6 +120,7 @@ class FileContext:
         text: str | None = None,
         file_lines: Sequence[int] | None = None,
         names: Names | None = None,
+        accumulating_kernels: Mapping[str, AccumulatingKernel] | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -137,6 +139,8 @@ class FileContext:
         self.text = text
         self.execution = execution  # where each function of the whole file runs
         self.names = names if names is not None else bundled_names()  # name lists, as configured
+        # Kernels of the whole file that accumulate into an argument (``kernel_outputs``).
+        self.accumulating_kernels: Mapping[str, AccumulatingKernel] = accumulating_kernels or {}
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own
