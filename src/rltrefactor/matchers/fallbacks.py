@@ -50,12 +50,57 @@ class SilentImportFallback:
             if self._chosen_by_configuration(attempt, ctx):
                 continue
             for handler in attempt.handlers:
+                if _same_names_elsewhere(attempt, handler):
+                    continue
                 if _catches_import_error(handler) and _switches_silently(handler, self.placeholder, ctx):
                     yield Match(handler, {"MODULE": _first_import(attempt.body, ctx)})
 
     def _chosen_by_configuration(self, attempt: cst.Try, ctx: FileContext) -> bool:
         """The import is tried because a configuration value asked for it."""
         return any(self.configuration.search(ctx.code(branch.test)) for branch in guarded_by(attempt, ctx))
+
+
+def _same_names_elsewhere(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
+    """The handler only imports the names the ``try`` imports, under the same names, from
+    another module of the same package (``vllm.worker.worker_base`` then
+    ``vllm.v1.worker.worker_base``): one implementation found where an older or newer
+    release keeps it, not a switch to another."""
+    tried = {pair for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom) for pair in _imported(node)}
+    packages = {_package(node) for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom)}
+    statements = [s for s in handler.body.body if not _is_pass(s)]
+    found: set[tuple[str, str]] = set()
+    for statement in statements:
+        if not (isinstance(statement, cst.SimpleStatementLine) and all(isinstance(i, cst.ImportFrom) for i in statement.body)):
+            return False
+        for node in statement.body:
+            assert isinstance(node, cst.ImportFrom)  # checked just above
+            if _package(node) not in packages or not set(_imported(node)) <= tried:
+                return False
+            found |= set(_imported(node))
+    return bool(found)
+
+
+def _imported(node: cst.ImportFrom) -> list[tuple[str, str]]:
+    """(name in its module, name bound here) of each name ``node`` imports; none for ``*``."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    pairs = []
+    for alias in node.names:
+        name = dotted_name(alias.name) or ""
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        pairs.append((name, dotted_name(bound) or name if isinstance(bound, (cst.Name, cst.Attribute)) else name))
+    return pairs
+
+
+def _package(node: cst.ImportFrom) -> str:
+    """The top-level package of a ``from`` import; relative imports stay in their own."""
+    if node.relative:
+        return "."
+    return (dotted_name(node.module) or "").partition(".")[0] if node.module is not None else ""
+
+
+def _is_pass(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in statement.body)
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
