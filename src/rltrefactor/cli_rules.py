@@ -92,6 +92,7 @@ def _list(args: argparse.Namespace) -> int:
         rows = [
             {"id": r.id, "area": r.area, "title": r.title, "status": r.status, "group": r.group,
              "severity": r.severity, "confidence": r.confidence, "automated": r.automated,
+             "kept_default": r.kept_default or None,
              "precision": None if r.precision is None else {
                  "true": r.precision.true, "debatable": r.precision.debatable, "false": r.precision.false,
                  "measured": r.precision.measured}}
@@ -104,13 +105,18 @@ def _list(args: argparse.Namespace) -> int:
     for r in library.rules:
         kind = "auto" if r.automated else "manual"
         out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.group:<9} {r.severity:<8} {kind:<6} {_true_share(r):<9} {r.title}\n")
+    if any(r.kept_default for r in library.rules):
+        out.write("* under 50 % true, kept in the default set by exception (see 'rules show ID')\n")
     out.write(f"rule library {library.versions}: {len(library.rules)} rules\n")
     return 0
 
 
 def _true_share(rule: Rule) -> str:
     """``3/4`` findings judged true, ``0/0`` when none was found, ``-`` when not measured."""
-    return "-" if rule.precision is None else f"{rule.precision.true}/{rule.precision.judged}"
+    if rule.precision is None:
+        return "-"
+    kept = "*" if rule.kept_default else ""  # under half true, kept in the default set by exception
+    return f"{rule.precision.true}/{rule.precision.judged}{kept}"
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -121,6 +127,7 @@ def _show(args: argparse.Namespace) -> int:
         ("title", rule.title), ("area", rule.area), ("status", rule.status), ("group", rule.group), ("since", rule.since),
         ("severity", rule.severity), ("confidence", rule.confidence),
         ("precision", "not measured" if rule.precision is None else f"{rule.precision.figure}; measured on {rule.precision.measured}"),
+        ("kept default", rule.kept_default or "-"),
         ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
         ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
                        "runs: " + ("per-step" if scope.per_step else "anywhere") + f"; tests: {'yes' if scope.tests else 'no'}"),

@@ -192,8 +192,8 @@ def test_preexisting_hint_names_the_flag_only_while_hidden(repo, cli):
 
 def test_rules_list_has_a_header_and_rules_test_says_what_it_validated(repo, cli):
     listing = cli("rules", "list", cwd=repo.path).out.splitlines()
-    assert listing[0].split() == ["ID", "AREA", "STATUS", "SEVERITY", "CHECK", "TITLE"]
-    assert listing[1].split()[0] == "foreign-private-state-write"
+    assert listing[0].split() == ["ID", "AREA", "STATUS", "GROUP", "SEVERITY", "CHECK", "TRUE", "TITLE"]
+    assert listing[1].split()[:4] == ["foreign-private-state-write", "responsibilities-state", "active", "pedantic"]
     tested = cli("rules", "test", "host-sync-in-hot-path", cwd=repo.path)
     assert tested.out.startswith(
         "examples of 1 rule(s), each run through its matcher (a bad example must report exactly its marked lines, "

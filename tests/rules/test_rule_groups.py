@@ -66,8 +66,18 @@ def test_a_rule_under_half_true_must_be_in_the_opt_in_group(tmp_path):
     line = line_of(directory, "lifecycle.yaml", "precision:")
     assert load_error(directory).endswith(
         f"lifecycle.yaml:{line}: rule 'noisy-hazard': precision: 1/4 true (25 %), 2 debatable, 1 false is under "
-        "50 % true, too noisy for the default set; add `group: pedantic`"
+        "50 % true, too noisy for the default set; add `group: pedantic` (or `kept-default: <reason>` to keep it by exception)"
     )
+
+
+def test_a_noisy_rule_stays_in_the_default_set_only_with_its_reason_written_down(tmp_path):
+    fields = NOISY.replace("    group: pedantic\n", "    kept-default: it carries the area's recall\n")
+    library = load_library([str(write_rules(tmp_path, _rule("kept-hazard", fields)))])
+    rule = library.get("kept-hazard")
+    assert rule is not None and (rule.group, rule.kept_default) == ("default", "it carries the area's recall")
+    assert _selected(library) == {"kept-hazard"}
+    directory = write_rules(tmp_path, _rule("precise-hazard", PRECISE + "    kept-default: no need\n"))
+    assert "kept-default: only a default-group rule measured under 50 % true needs a reason; remove the key" in load_error(directory)
 
 
 def test_half_true_stays_in_the_default_set(tmp_path):

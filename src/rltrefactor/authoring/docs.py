@@ -98,7 +98,8 @@ def _precision(rule: Rule) -> list[str]:
         return []
     if not precision.judged:
         return [f"Measured precision: no findings on {precision.measured}, so nothing to judge yet.", ""]
-    return [f"Measured precision: {precision.figure} (judged by hand on {precision.measured}).", ""]
+    kept = f" Under 50 % true, kept in the default set by exception: {rule.kept_default}" if rule.kept_default else ""
+    return [f"Measured precision: {precision.figure} (judged by hand on {precision.measured}).{kept}", ""]
 
 
 def _what(rule: Rule) -> str:

@@ -128,6 +128,9 @@ class Rule:
     library: str = "bundled"  # "bundled" or the repo-local rule directory
     group: RuleGroup = "default"
     precision: Precision | None = None  # None: not measured
+    # Why a rule measured under DEFAULT_GROUP_MIN_TRUE stays in the default group; empty
+    # for every other rule. Shown wherever the figure is.
+    kept_default: str = ""
 
     @property
     def automated(self) -> bool:

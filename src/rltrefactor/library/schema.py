@@ -39,7 +39,7 @@ EXPECT = re.compile(r"#\s*expect\b")
 RULE_KEYS = (
     "id", "title", "area", "status", "since", "severity", "confidence", "applies-to",
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
-    "matcher", "manual", "examples", "group", "precision",
+    "matcher", "manual", "examples", "group", "precision", "kept-default",
 )  # fmt: skip
 # ``true`` and ``false`` are YAML booleans; the loader keys them by their ``str``.
 PRECISION_KEYS = {"true": ("true", "True"), "debatable": ("debatable",), "false": ("false", "False")}
@@ -92,7 +92,7 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
             "so lower the severity to warning or raise the confidence",
         )
     precision = _precision(r)
-    group = _group(r, precision)
+    group, kept_default = _group(r, precision)
     return Rule(
         id=rule_id,
         title=r.get("title", str, required=True),
@@ -115,6 +115,7 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
         library=library,
         group=group,
         precision=precision,
+        kept_default=kept_default,
     )
 
 
@@ -136,16 +137,24 @@ def _precision(r: Reader) -> Precision | None:
     return Precision(counts["true"], counts["debatable"], counts["false"], p.get("measured", str, required=True))
 
 
-def _group(r: Reader, precision: Precision | None) -> RuleGroup:
+def _group(r: Reader, precision: Precision | None) -> tuple[RuleGroup, str]:
+    """The rule's group, and why a rule measured under half true stays in the default one.
+
+    A default-group rule under half true needs ``kept-default: <reason>``, so that the
+    exception is written where the figure is, and shown beside it."""
     group = r.choice("group", GROUPS, default="default")
     share = precision.true_share if precision is not None else None
-    if group == "default" and share is not None and share < DEFAULT_GROUP_MIN_TRUE:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    noisy = share is not None and share < DEFAULT_GROUP_MIN_TRUE
+    kept = r.get("kept-default", str, default="").strip()
+    if kept and not (noisy and group == "default"):  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        raise r.error(r.line_of("kept-default"), "kept-default: only a default-group rule measured under 50 % true needs a reason; remove the key")
+    if noisy and group == "default" and not kept:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
         raise r.error(
             r.line_of("precision"),
             f"precision: {precision.figure if precision else ''} is under {round(DEFAULT_GROUP_MIN_TRUE * 100)} % true, "
-            "too noisy for the default set; add `group: pedantic`",
+            "too noisy for the default set; add `group: pedantic` (or `kept-default: <reason>` to keep it by exception)",
         )
-    return group
+    return group, kept
 
 
 def _matcher(r: Reader, origin: Origin) -> MatcherSpec | None:
