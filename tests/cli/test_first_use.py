@@ -84,7 +84,8 @@ def test_rule_names_and_options_in_pyproject_are_checked_there(repo, cli, table,
 
 def test_rule_options_from_pyproject_reach_the_matcher(repo, cli):
     _base(repo)
-    repo.write("pyproject.toml", '[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = { xq = "query" }\n')
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nselect = ["pedantic"]\n\n'
+               '[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = { xq = "query" }\n')
     repo.write(HOT, CLEAN.replace("    return x * 2\n", "    xq = x * 2\n    return xq\n"))
     found = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()["findings"]
     assert [f["rule"] for f in found] == ["abbreviated-identifier"]
