@@ -67,16 +67,16 @@ def _same_names_elsewhere(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
     release keeps it, not a switch to another."""
     tried = {pair for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom) for pair in _imported(node)}
     packages = {_package(node) for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom)}
-    statements = [s for s in handler.body.body if not _is_pass(s)]
+    smalls = _small_statements(handler.body)
+    if smalls is None:
+        return False
     found: set[tuple[str, str]] = set()
-    for statement in statements:
-        if not (isinstance(statement, cst.SimpleStatementLine) and all(isinstance(i, cst.ImportFrom) for i in statement.body)):
+    for small in smalls:
+        if isinstance(small, cst.Pass):
+            continue
+        if not isinstance(small, cst.ImportFrom) or _package(small) not in packages or not set(_imported(small)) <= tried:
             return False
-        for node in statement.body:
-            assert isinstance(node, cst.ImportFrom)  # checked just above
-            if _package(node) not in packages or not set(_imported(node)) <= tried:
-                return False
-            found |= set(_imported(node))
+        found |= set(_imported(small))
     return bool(found)
 
 
@@ -99,8 +99,16 @@ def _package(node: cst.ImportFrom) -> str:
     return (dotted_name(node.module) or "").partition(".")[0] if node.module is not None else ""
 
 
-def _is_pass(statement: cst.BaseStatement) -> bool:
-    return isinstance(statement, cst.SimpleStatementLine) and all(isinstance(s, cst.Pass) for s in statement.body)
+def _small_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
+    """The simple statements of a block; None when it holds a compound statement."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    found: list[cst.BaseSmallStatement] = []
+    for statement in body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        found.extend(statement.body)
+    return found
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
