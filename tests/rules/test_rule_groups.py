@@ -121,3 +121,23 @@ def test_every_bundled_error_is_high_confidence_and_every_released_checked_rule_
     released = [r for r in library.rules if r.statically_matched and r.status != "retired" and r.since != library.version]
     unmeasured = [r.id for r in released if r.precision is None]
     assert unmeasured == [], "record the measured precision of each checked rule (docs/writing-rules.md)"
+
+
+def test_rules_list_show_and_reference_state_the_group_and_the_figure(tmp_path, capsys):
+    from rltrefactor.authoring.docs import render_rules_markdown
+    from rltrefactor.cli import main
+
+    fields = NOISY.replace("    group: pedantic\n", "    kept-default: it carries the area's recall\n")
+    directory = write_rules(tmp_path, _rule("noisy-hazard", NOISY) + _rule("kept-hazard", fields))
+    assert main(["rules", "list", "--rule-dir", str(directory)]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()}
+    assert rows["noisy-hazard"][3:7] == ["pedantic", "warning", "auto", "1/4"]
+    assert rows["kept-hazard"][3:7] == ["default", "warning", "auto", "1/4*"]
+    assert main(["rules", "show", "--rule-dir", str(directory), "kept-hazard"]) == 0
+    shown = capsys.readouterr().out
+    assert "1/4 true (25 %), 2 debatable, 1 false; measured on corpus noise" in shown
+    assert "it carries the area's recall" in shown
+    reference = render_rules_markdown(load_library([str(directory)]))
+    assert "· group pedantic ·" in reference
+    assert ("Measured precision: 1/4 true (25 %), 2 debatable, 1 false (judged by hand on corpus noise). "
+            "Under 50 % true, kept in the default set by exception: it carries the area's recall") in reference
