@@ -50,7 +50,7 @@ class SilentImportFallback:
             if self._chosen_by_configuration(attempt, ctx):
                 continue
             for handler in attempt.handlers:
-                if _same_names_elsewhere(attempt, handler):
+                if _same_names_elsewhere(attempt, handler) or _defaults_a_derived_value(attempt, handler):
                     continue
                 if _catches_import_error(handler) and _switches_silently(handler, self.placeholder, ctx):
                     yield Match(handler, {"MODULE": _first_import(attempt.body, ctx)})
@@ -78,6 +78,28 @@ def _same_names_elsewhere(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
             return False
         found |= set(_imported(small))
     return bool(found)
+
+
+def _defaults_a_derived_value(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
+    """The handler rebinds none of the names the ``try`` imports and only gives values
+    built from the dependency (``Schema = schema_of(Llama.create)``) a default made on
+    the spot (``Schema = create_model("Schema")``): the dependency is optional and
+    nothing stands in for its implementation."""
+    imported = {bound for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom) for _, bound in _imported(node)}
+    imported |= {dotted_name(a.asname.name if a.asname else a.name) or "" for node in subtree(attempt.body)
+                 if isinstance(node, cst.Import) for a in node.names}
+    smalls = _small_statements(handler.body)
+    if not smalls:
+        return False
+    for small in smalls:
+        if isinstance(small, cst.Pass):
+            continue
+        if not (isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call)):
+            return False
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        if any((dotted_name(t) or "") in imported or not isinstance(t, cst.Name) for t in targets):
+            return False
+    return True
 
 
 def _imported(node: cst.ImportFrom) -> list[tuple[str, str]]:
