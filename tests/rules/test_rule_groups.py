@@ -118,7 +118,8 @@ def test_an_error_needs_high_confidence(tmp_path):
 def test_every_bundled_error_is_high_confidence_and_every_released_checked_rule_is_measured():
     library = load_library()
     assert all(r.confidence == "high" for r in library.rules if r.severity == "error")
-    released = [r for r in library.rules if r.statically_matched and r.status != "retired" and r.since != library.version]
+    # Experimental rules run only when named, so the scans that measure the others do not reach them.
+    released = [r for r in library.rules if r.statically_matched and r.status == "active" and r.since != library.version]
     unmeasured = [r.id for r in released if r.precision is None]
     assert unmeasured == [], "record the measured precision of each checked rule (docs/writing-rules.md)"
 
