@@ -81,7 +81,7 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
     parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
                         help="markdown: manual checklist of the areas the change touches (default) or of every area")
-    parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to run")
+    parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids, areas or opt-in groups (pedantic) to run")
     parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
     parser.add_argument("--statistics", action="store_true", help="text: counts per rule")

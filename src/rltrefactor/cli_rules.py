@@ -90,18 +90,33 @@ def _list(args: argparse.Namespace) -> int:
     library = _library(args)
     if args.format == "json":
         rows = [
-            {"id": r.id, "area": r.area, "title": r.title, "status": r.status, "severity": r.severity, "automated": r.automated}
+            {"id": r.id, "area": r.area, "title": r.title, "status": r.status, "group": r.group,
+             "severity": r.severity, "confidence": r.confidence, "automated": r.automated,
+             "kept_default": r.kept_default or None,
+             "precision": None if r.precision is None else {
+                 "true": r.precision.true, "debatable": r.precision.debatable, "false": r.precision.false,
+                 "measured": r.precision.measured}}
             for r in library.rules
         ]
         out.write(json.dumps(rows, indent=2) + "\n")
         return 0
     width = max(len(r.id) for r in library.rules)
-    out.write(f"{'ID':<{width}}  {'AREA':<26} {'STATUS':<12} {'SEVERITY':<8} {'CHECK':<6} TITLE\n")
+    out.write(f"{'ID':<{width}}  {'AREA':<26} {'STATUS':<12} {'GROUP':<9} {'SEVERITY':<8} {'CHECK':<6} {'TRUE':<9} TITLE\n")
     for r in library.rules:
         kind = "auto" if r.automated else "manual"
-        out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.severity:<8} {kind:<6} {r.title}\n")
+        out.write(f"{r.id:<{width}}  {r.area:<26} {r.status:<12} {r.group:<9} {r.severity:<8} {kind:<6} {_true_share(r):<9} {r.title}\n")
+    if any(r.kept_default for r in library.rules):
+        out.write("* under 50 % true, kept in the default set by exception (see 'rules show ID')\n")
     out.write(f"rule library {library.versions}: {len(library.rules)} rules\n")
     return 0
+
+
+def _true_share(rule: Rule) -> str:
+    """``3/4`` findings judged true, ``0/0`` when none was found, ``-`` when not measured."""
+    if rule.precision is None:
+        return "-"
+    kept = "*" if rule.kept_default else ""  # under half true, kept in the default set by exception
+    return f"{rule.precision.true}/{rule.precision.judged}{kept}"
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -109,8 +124,10 @@ def _show(args: argparse.Namespace) -> int:
     rule = _find(_library(args), args.rule_id)
     scope = rule.applicability
     fields = [
-        ("title", rule.title), ("area", rule.area), ("status", rule.status), ("since", rule.since),
+        ("title", rule.title), ("area", rule.area), ("status", rule.status), ("group", rule.group), ("since", rule.since),
         ("severity", rule.severity), ("confidence", rule.confidence),
+        ("precision", "not measured" if rule.precision is None else f"{rule.precision.figure}; measured on {rule.precision.measured}"),
+        ("kept default", rule.kept_default or "-"),
         ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
         ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
                        "runs: " + ("per-step" if scope.per_step else "anywhere") + f"; tests: {'yes' if scope.tests else 'no'}"),

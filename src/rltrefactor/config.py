@@ -31,7 +31,7 @@ DEFAULT_EXCLUDE = ("**/third_party/**", "**/vendor/**", "**/vendors/**", "**/_ve
 
 @dataclass(frozen=True)
 class Config:
-    select: tuple[str, ...] = ()  # rule ids or areas; empty = every active rule
+    select: tuple[str, ...] = ()  # rule ids, areas or opt-in groups; empty = every default-group rule
     ignore: tuple[str, ...] = ()
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
@@ -56,7 +56,7 @@ class Config:
 
 
 _KEYS = {
-    "select": "list of rule ids or areas",
+    "select": "list of rule ids, areas or opt-in groups (pedantic)",
     "ignore": "list of rule ids or areas",
     "per-path-ignores": "table of glob = [rule ids or areas]",
     "hot-paths": "list of globs",
@@ -277,15 +277,20 @@ def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> N
     A name given on the command line is blamed on its flag, a name from pyproject.toml on
     the file and line that holds it. ``library`` is the loaded rule library.
     """
+    from .library.model import GROUPS
+
     rules = {rule.id: rule for rule in library.rules}
     known = list(rules) + sorted({rule.area for rule in library.rules})
+    # An opt-in group is selected by name; "default" runs anyway and names nothing to select.
+    selectable = known + [group for group in GROUPS if group != "default"]
     text = _read_text(config.source)
     for key, flag in _NAMING_FLAGS.items():
         from_flag = overrides.get(key) not in (None, ())
+        names_here = selectable if key == "select" else known
         for name in getattr(config, key):
-            if name not in known:
+            if name not in names_here:
                 where = flag if from_flag else f"{_where(config.source, text, key)}: [tool.rltrefactor] {key}"
-                _unknown_name(where, name, known)
+                _unknown_name(where, name, names_here)
     for glob, names in config.per_path_ignores.items():
         for name in names:
             if name not in known:

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
 from .rule_findings import fill_template, guards_at, rule_finding, with_execution
 from .globs import matches
-from .library.model import Library, Rule
+from .library.model import GROUPS, Library, Rule
 from .config import Config, declared_for
 from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
 from .aliases import ImportTable, import_table
 from .contents import FileTexts, ModuleTexts, text_digest
 from .module_kinds import module_kinds
+from .kernel_outputs import AccumulatingKernel, accumulating_kernels
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions.code import code_text
@@ -36,26 +37,38 @@ if TYPE_CHECKING:
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
-    """Rules this run applies: active ones and repository-local experimental ones, plus
-    bundled experimental ones selected by id."""
-    return tuple(rule for rule in _wanted(library, config) if not _held_back(rule, config))
+    """Rules this run applies: active ones of the default group and repository-local
+    experimental ones, plus bundled experimental ones selected by id and opt-in group
+    rules selected by id or by their group's name."""
+    return tuple(
+        rule for rule in _wanted(library, config) if not _held_back(rule, config) and _opted_in(rule, config)
+    )
 
 
 def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
     """Bundled experimental rules this run would apply if they were selected by id."""
-    return tuple(rule for rule in _wanted(library, config) if _held_back(rule, config))
+    return tuple(rule for rule in _wanted(library, config) if _held_back(rule, config) and _opted_in(rule, config))
 
 
 def _wanted(library: Library, config: Config) -> Iterable[Rule]:
-    """Rules the selection and ignores leave in, whatever their status but retired."""
+    """Rules the selection and ignores leave in, whatever their status but retired.
+
+    A group name in ``select`` opts its rules in without narrowing the run: only ids and
+    areas narrow it."""
+    narrowing = [name for name in config.select if name not in GROUPS]
     for rule in library.rules:
         if rule.status == "retired":
             continue
-        if config.select and not (rule.id in config.select or rule.area in config.select):
+        if narrowing and not (rule.id in narrowing or rule.area in narrowing):
             continue
         if rule.id in config.ignore or rule.area in config.ignore:
             continue
         yield rule
+
+
+def _opted_in(rule: Rule, config: Config) -> bool:
+    """A rule outside the default group runs only when its group or its id is selected."""
+    return rule.group == "default" or rule.group in config.select or rule.id in config.select  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
 
 
 def _held_back(rule: Rule, config: Config) -> bool:
@@ -170,8 +183,9 @@ class Engine:
         hits: list[Hit] = []
         errors: list[FileError] = []
         sources = FileTexts(path, text, self.repository_texts)
+        kernels = accumulating_kernels(tree) if regions and "atomic" in text else {}
         for region in regions:
-            ctx = self._context(path, region, defs, imports, execution, errors, sources)
+            ctx = self._context(path, region, defs, imports, execution, errors, sources, kernels)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
@@ -210,7 +224,7 @@ class Engine:
 
     def _context(
         self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap,
-        errors: list[FileError], sources: FileTexts,
+        errors: list[FileError], sources: FileTexts, kernels: Mapping[str, AccumulatingKernel],
     ) -> FileContext | None:
         try:
             module = parse_module(region.text)
@@ -236,6 +250,7 @@ class Engine:
             text=region.text,
             names=names_for(self.config.names),
             sources=sources,
+            accumulating_kernels=kernels,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:

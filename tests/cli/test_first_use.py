@@ -84,7 +84,8 @@ def test_rule_names_and_options_in_pyproject_are_checked_there(repo, cli, table,
 
 def test_rule_options_from_pyproject_reach_the_matcher(repo, cli):
     _base(repo)
-    repo.write("pyproject.toml", '[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = { xq = "query" }\n')
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nselect = ["pedantic"]\n\n'
+               '[tool.rltrefactor.rule-options.abbreviated-identifier]\nabbreviations = { xq = "query" }\n')
     repo.write(HOT, CLEAN.replace("    return x * 2\n", "    xq = x * 2\n    return xq\n"))
     found = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()["findings"]
     assert [f["rule"] for f in found] == ["abbreviated-identifier"]
@@ -192,8 +193,8 @@ def test_preexisting_hint_names_the_flag_only_while_hidden(repo, cli):
 
 def test_rules_list_has_a_header_and_rules_test_says_what_it_validated(repo, cli):
     listing = cli("rules", "list", cwd=repo.path).out.splitlines()
-    assert listing[0].split() == ["ID", "AREA", "STATUS", "SEVERITY", "CHECK", "TITLE"]
-    assert listing[1].split()[0] == "foreign-private-state-write"
+    assert listing[0].split() == ["ID", "AREA", "STATUS", "GROUP", "SEVERITY", "CHECK", "TRUE", "TITLE"]
+    assert listing[1].split()[:4] == ["foreign-private-state-write", "responsibilities-state", "active", "pedantic"]
     tested = cli("rules", "test", "host-sync-in-hot-path", cwd=repo.path)
     assert tested.out.startswith(
         "examples of 1 rule(s), each run through its matcher (a bad example must report exactly its marked lines, "

@@ -141,6 +141,8 @@ def test_reports_and_rules_commands_name_the_local_library_beside_the_bundled_on
     assert f"· library {versions} ·" in text
     header = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out.split("\n\n")[1]
     assert f"rule library {versions}" in header
-    loaded = load_library([str(repo.path / "review/rules")]).rules
-    run = len([r for r in loaded if not (r.status == "experimental" and r.library == "bundled")])
+    from rltrefactor.config import Config
+    from rltrefactor.engine import select_rules
+
+    run = len(select_rules(load_library([str(repo.path / "review/rules")]), Config()))
     assert f"{run} of {total} rules run on 1 file." in header

@@ -38,7 +38,7 @@ def test_unknown_key_names_key_line_and_suggestion(tmp_path):
 @pytest.mark.parametrize(
     "body, fragment",
     [
-        ('select = "device-residency"\n', "select: expected a list of rule ids or areas"),
+        ('select = "device-residency"\n', "select: expected a list of rule ids, areas or opt-in groups (pedantic)"),
         ('fail-on = "fatal"\n', "fail-on: expected one of error, warning, info (got 'fatal')"),
         ('hot-paths = ["/abs/**"]\n', "invalid glob '/abs/**'"),
         ('hot-paths = ["a/[b"]\n', "unclosed '['"),

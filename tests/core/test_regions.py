@@ -442,3 +442,19 @@ def test_word_lines_find_what_whole_word_regexes_find():
     index = LineIndex(text)
     for name in ("étape", "version", "x", "_version", "absent"):
         assert word_lines(index, [name]) == token_lines(text, [whole_word(name)], index), name
+
+
+def test_a_comment_right_above_a_read_statement_is_kept_and_a_trailing_one_goes_with_its_code():
+    text = (
+        "def forward(self, n):\n"
+        "    rows = self.split(\n"
+        "        n)  # a trailing comment\n"
+        "    # 8192: the fused kernel's limit\n"
+        "    if n > 8192:\n"
+        "        return 1\n"
+        "    return 0\n"
+    )
+    (region,) = plan_regions(text, parse_tree(text), {"r": (("8192",), MatcherReach(reads="header"))}, lines=None)
+    kept = region.text.splitlines()
+    assert "    # 8192: the fused kernel's limit" in kept and "    if n > 8192:" in kept
+    assert not any("trailing" in line for line in kept)  # the emptied statement's last line stays out

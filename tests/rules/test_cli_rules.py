@@ -27,10 +27,16 @@ def test_list_json_has_one_row_per_rule(capsys):
     assert main(["rules", "list", "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == len(load_library().rules)
-    assert set(rows[0]) == {"id", "area", "title", "status", "severity", "automated"}
+    assert set(rows[0]) == {
+        "id", "area", "title", "status", "group", "severity", "confidence", "automated", "precision", "kept_default",
+    }
     by_id = {row["id"]: row for row in rows}
     assert by_id["host-sync-in-hot-path"]["automated"] is True
     assert by_id["rng-state-on-resume"]["automated"] is False
+    assert by_id["rng-state-on-resume"]["precision"] is None  # a checklist rule is not measured
+    pedantic = [row for row in rows if row["group"] == "pedantic"]
+    assert pedantic and all(row["precision"]["true"] * 2 < sum(
+        row["precision"][k] for k in ("true", "debatable", "false")) for row in pedantic)
 
 
 def test_show_prints_the_rule_and_rejects_unknown_ids(capsys):

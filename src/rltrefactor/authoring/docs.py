@@ -39,6 +39,11 @@ def render_rules_markdown(library: Library) -> str:
         "",
         "Suppress a finding on its line with `# rltrefactor: ignore[rule-id] reason`.",
         "",
+        "Each checked rule states its measured precision: how many of its findings on real "
+        "engine code were judged, by hand, true (worth acting on), debatable or false. A rule "
+        "under 50 % true is in the `pedantic` group, which runs only when selected "
+        "(`select = [\"pedantic\"]` or `--select pedantic`).",
+        "",
     ]
     for area in AREAS:
         area_rules = [r for r in rules if r.area == area]
@@ -62,8 +67,10 @@ def render_rule(rule: Rule) -> list[str]:
         "",
         f"### `{rule.id}`",
         "",
-        f"**{rule.title}** · {rule.severity} · confidence {rule.confidence} · {rule.status} · since {rule.since}",
+        f"**{rule.title}** · {rule.severity} · confidence {rule.confidence} · {rule.status} · "
+        f"group {rule.group} · since {rule.since}",
         "",
+        *_precision(rule),
         "#### What it does",
         "",
         _what(rule),
@@ -83,6 +90,16 @@ def render_rule(rule: Rule) -> list[str]:
     out += ["#### References", ""]
     out += [f"- <{ref}>" for ref in rule.references] or ["- None yet."]
     return out + [""]
+
+
+def _precision(rule: Rule) -> list[str]:
+    precision = rule.precision
+    if precision is None:
+        return []
+    if not precision.judged:
+        return [f"Measured precision: no findings on {precision.measured}, so nothing to judge yet.", ""]
+    kept = f" Under 50 % true, kept in the default set by exception: {rule.kept_default}" if rule.kept_default else ""
+    return [f"Measured precision: {precision.figure} (judged by hand on {precision.measured}).{kept}", ""]
 
 
 def _what(rule: Rule) -> str:

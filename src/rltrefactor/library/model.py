@@ -19,6 +19,12 @@ AREAS = (
 )
 RuleStatus = Literal["active", "experimental", "retired"]
 STATUSES: tuple[RuleStatus, ...] = get_args(RuleStatus)
+# "default": runs unless ignored. "pedantic": an opt-in group, for rules whose measured
+# findings are less than half worth acting on; it runs only when selected by name or id.
+RuleGroup = Literal["default", "pedantic"]
+GROUPS: tuple[RuleGroup, ...] = get_args(RuleGroup)
+# Below this share of findings judged true, a rule belongs in the pedantic group.
+DEFAULT_GROUP_MIN_TRUE = 0.5
 ExampleKind = Literal["bad", "good"]
 ModuleKind = Literal["kernel", "configuration"]
 MODULE_KINDS: tuple[ModuleKind, ...] = get_args(ModuleKind)
@@ -47,6 +53,33 @@ class Applicability:
     # Kinds of module (read from their content, see ``module_kinds``) the rule leaves alone.
     exclude_modules: tuple[ModuleKind, ...] = ()
     tests: bool = False  # whether test files are reviewed by this rule
+
+
+@dataclass(frozen=True)
+class Precision:
+    """How a rule's findings were judged by hand on real code, and on what."""
+
+    true: int
+    debatable: int
+    false: int
+    measured: str  # which findings were judged: library version and corpus
+
+    @property
+    def judged(self) -> int:
+        return self.true + self.debatable + self.false
+
+    @property
+    def true_share(self) -> float | None:
+        """Share of judged findings worth acting on; None when nothing was judged."""
+        return self.true / self.judged if self.judged else None
+
+    @property
+    def figure(self) -> str:
+        """``4/9 true (44 %), 3 debatable, 2 false``, or that nothing was found to judge."""
+        share = self.true_share
+        if share is None:
+            return "no findings to judge"
+        return f"{self.true}/{self.judged} true ({round(share * 100)} %), {self.debatable} debatable, {self.false} false"
 
 
 @dataclass(frozen=True)
@@ -93,6 +126,11 @@ class Rule:
     matcher: MatcherSpec | None  # None: a manual (checklist) rule
     origin: Origin
     library: str = "bundled"  # "bundled" or the repo-local rule directory
+    group: RuleGroup = "default"
+    precision: Precision | None = None  # None: not measured
+    # Why a rule measured under DEFAULT_GROUP_MIN_TRUE stays in the default group; empty
+    # for every other rule. Shown wherever the figure is.
+    kept_default: str = ""
 
     @property
     def automated(self) -> bool:

@@ -17,7 +17,9 @@ from .fields import Reader, _kind, _short, suggest
 from .model import (
     AREAS,
     CONFIDENCES,
+    DEFAULT_GROUP_MIN_TRUE,
     FIX_SAFETY,
+    GROUPS,
     MODULE_KINDS,
     STATUSES,
     Applicability,
@@ -26,7 +28,9 @@ from .model import (
     MatcherSpec,
     ModuleKind,
     Origin,
+    Precision,
     Rule,
+    RuleGroup,
 )
 
 RULE_ID = re.compile(r"^[a-z][a-z0-9]*(?:-[a-z0-9]+)+$")
@@ -35,8 +39,10 @@ EXPECT = re.compile(r"#\s*expect\b")
 RULE_KEYS = (
     "id", "title", "area", "status", "since", "severity", "confidence", "applies-to",
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
-    "matcher", "manual", "examples",
+    "matcher", "manual", "examples", "group", "precision", "kept-default",
 )  # fmt: skip
+# ``true`` and ``false`` are YAML booleans; the loader keys them by their ``str``.
+PRECISION_KEYS = {"true": ("true", "True"), "debatable": ("debatable",), "false": ("false", "False")}
 APPLIES_KEYS = ("paths", "exclude", "exclude-modules", "runs", "tests")
 # ``runs``: where a rule's findings can be (see docs/writing-rules.md), and whether that is per-step code only.
 RUNS = {"anywhere": False, "per-step": True}
@@ -78,14 +84,23 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
         raise r.error(r.line_of("since"), f"since: expected a library version such as 1.0.0 (got {since!r}); fix the value")
     origin = Origin(file, r.line)
     matcher = _matcher(r, origin)
+    severity, confidence = r.choice("severity", SEVERITIES), r.choice("confidence", CONFIDENCES)
+    if severity == "error" and confidence != "high":  # rltrefactor: ignore[string-state-comparison] values checked by choice() above
+        raise r.error(
+            r.line_of("severity"),
+            f"severity: error needs confidence: high (got confidence {confidence}); an error fails the run, "
+            "so lower the severity to warning or raise the confidence",
+        )
+    precision = _precision(r)
+    group, kept_default = _group(r, precision)
     return Rule(
         id=rule_id,
         title=r.get("title", str, required=True),
         area=area,
         status=r.choice("status", STATUSES),
         since=since,
-        severity=r.choice("severity", SEVERITIES),
-        confidence=r.choice("confidence", CONFIDENCES),
+        severity=severity,
+        confidence=confidence,
         applicability=_applicability(r),
         problem=r.get("problem", str, required=True).strip(),
         preferred=r.get("preferred", str, required=True).strip(),
@@ -98,7 +113,48 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
         matcher=matcher,
         origin=origin,
         library=library,
+        group=group,
+        precision=precision,
+        kept_default=kept_default,
     )
+
+
+def _precision(r: Reader) -> Precision | None:
+    data = r.get("precision", dict, default=None)
+    if data is None:
+        return None
+    p = Reader(data, r.file, r.where + ": precision", r.line_of("precision"))
+    p.check_keys(("measured", *(spelling for spellings in PRECISION_KEYS.values() for spelling in spellings)))
+    counts: dict[str, int] = {}
+    for name, spellings in PRECISION_KEYS.items():
+        key = next((s for s in spellings if p.has(s)), None)
+        if key is None:
+            raise p.error(p.line, f"missing required key {name!r}; add the number of findings judged {name}")
+        count = p.get(key, int)
+        if count < 0:
+            raise p.error(p.line_of(key), f"{name}: a count of findings cannot be negative (got {count}); fix the value")
+        counts[name] = count
+    return Precision(counts["true"], counts["debatable"], counts["false"], p.get("measured", str, required=True))
+
+
+def _group(r: Reader, precision: Precision | None) -> tuple[RuleGroup, str]:
+    """The rule's group, and why a rule measured under half true stays in the default one.
+
+    A default-group rule under half true needs ``kept-default: <reason>``, so that the
+    exception is written where the figure is, and shown beside it."""
+    group = r.choice("group", GROUPS, default="default")
+    share = precision.true_share if precision is not None else None
+    noisy = share is not None and share < DEFAULT_GROUP_MIN_TRUE
+    kept = r.get("kept-default", str, default="").strip()
+    if kept and not (noisy and group == "default"):  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        raise r.error(r.line_of("kept-default"), "kept-default: only a default-group rule measured under 50 % true needs a reason; remove the key")
+    if noisy and group == "default" and not kept:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+        raise r.error(
+            r.line_of("precision"),
+            f"precision: {precision.figure if precision else ''} is under {round(DEFAULT_GROUP_MIN_TRUE * 100)} % true, "
+            "too noisy for the default set; add `group: pedantic` (or `kept-default: <reason>` to keep it by exception)",
+        )
+    return group, kept
 
 
 def _matcher(r: Reader, origin: Origin) -> MatcherSpec | None:

@@ -16,6 +16,7 @@ import libcst as cst
 
 from ..contents import ModuleTexts
 from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..kernel_outputs import AccumulatingKernel
 from ..names import Names, bundled_names
 from ..regions.lines import file_line
 from ..regions.reach import MatcherReach
@@ -121,6 +122,7 @@ class FileContext:
         file_lines: Sequence[int] | None = None,
         names: Names | None = None,
         sources: ModuleTexts | None = None,
+        accumulating_kernels: Mapping[str, AccumulatingKernel] | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -142,6 +144,8 @@ class FileContext:
         self.execution = execution  # where each function of the whole file runs
         self.names = names if names is not None else bundled_names()  # name lists, as configured
         self.sources = sources
+        # Kernels of the whole file that accumulate into an argument (``kernel_outputs``).
+        self.accumulating_kernels: Mapping[str, AccumulatingKernel] = accumulating_kernels or {}
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own

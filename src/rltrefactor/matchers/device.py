@@ -163,7 +163,26 @@ class ZeroFilledKernelOutput:
             return set()
         plain = {a.value.value for a in call.args if isinstance(a.value, cst.Name)}
         elsewhere = _names_in(call.func)
-        return {n for n in names if n in plain and n not in elsewhere}
+        accumulated = _accumulated_arguments(call, ctx)
+        return {n for n in names if n in plain and n not in elsewhere and n not in accumulated}
+
+
+def _accumulated_arguments(call: cst.Call, ctx: FileContext) -> set[str]:
+    """Names passed to a kernel of this module that updates the receiving parameter with
+    an atomic (``kernels.accumulating_kernels``): it adds to what is there, so the zeros
+    are its starting value."""
+    func = call.func.value if isinstance(call.func, cst.Subscript) else call.func
+    kernel = ctx.accumulating_kernels.get(func.value) if isinstance(func, cst.Name) else None
+    if kernel is None:
+        return set()
+    accumulated: set[str] = set()
+    for position, arg in enumerate(call.args):
+        if not isinstance(arg.value, cst.Name) or arg.star:
+            continue
+        param = arg.keyword.value if arg.keyword is not None else kernel.params[position] if position < len(kernel.params) else None
+        if param in kernel.accumulated:
+            accumulated.add(arg.value.value)
+    return accumulated
 
 
 def _names_in(node: cst.CSTNode) -> set[str]:

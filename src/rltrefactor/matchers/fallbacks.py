@@ -50,12 +50,87 @@ class SilentImportFallback:
             if self._chosen_by_configuration(attempt, ctx):
                 continue
             for handler in attempt.handlers:
+                if _same_names_elsewhere(attempt, handler) or _defaults_a_derived_value(attempt, handler):
+                    continue
                 if _catches_import_error(handler) and _switches_silently(handler, self.placeholder, ctx):
                     yield Match(handler, {"MODULE": _first_import(attempt.body, ctx)})
 
     def _chosen_by_configuration(self, attempt: cst.Try, ctx: FileContext) -> bool:
         """The import is tried because a configuration value asked for it."""
         return any(self.configuration.search(ctx.code(branch.test)) for branch in guarded_by(attempt, ctx))
+
+
+def _same_names_elsewhere(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
+    """The handler only imports the names the ``try`` imports, under the same names, from
+    another module of the same package (``vllm.worker.worker_base`` then
+    ``vllm.v1.worker.worker_base``): one implementation found where an older or newer
+    release keeps it, not a switch to another."""
+    tried = {pair for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom) for pair in _imported(node)}
+    packages = {_package(node) for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom)}
+    smalls = _small_statements(handler.body)
+    if smalls is None:
+        return False
+    found: set[tuple[str, str]] = set()
+    for small in smalls:
+        if isinstance(small, cst.Pass):
+            continue
+        if not isinstance(small, cst.ImportFrom) or _package(small) not in packages or not set(_imported(small)) <= tried:
+            return False
+        found |= set(_imported(small))
+    return bool(found)
+
+
+def _defaults_a_derived_value(attempt: cst.Try, handler: cst.ExceptHandler) -> bool:
+    """The handler rebinds none of the names the ``try`` imports and only gives values
+    built from the dependency (``Schema = schema_of(Llama.create)``) a default made on
+    the spot (``Schema = create_model("Schema")``): the dependency is optional and
+    nothing stands in for its implementation."""
+    imported = {bound for node in subtree(attempt.body) if isinstance(node, cst.ImportFrom) for _, bound in _imported(node)}
+    imported |= {dotted_name(a.asname.name if a.asname else a.name) or "" for node in subtree(attempt.body)
+                 if isinstance(node, cst.Import) for a in node.names}
+    smalls = _small_statements(handler.body)
+    if not smalls:
+        return False
+    for small in smalls:
+        if isinstance(small, cst.Pass):
+            continue
+        if not (isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Call)):
+            return False
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+        if any((dotted_name(t) or "") in imported or not isinstance(t, cst.Name) for t in targets):
+            return False
+    return True
+
+
+def _imported(node: cst.ImportFrom) -> list[tuple[str, str]]:
+    """(name in its module, name bound here) of each name ``node`` imports; none for ``*``."""
+    if isinstance(node.names, cst.ImportStar):
+        return []
+    pairs = []
+    for alias in node.names:
+        name = dotted_name(alias.name) or ""
+        bound = alias.asname.name if alias.asname is not None else alias.name
+        pairs.append((name, dotted_name(bound) or name if isinstance(bound, (cst.Name, cst.Attribute)) else name))
+    return pairs
+
+
+def _package(node: cst.ImportFrom) -> str:
+    """The top-level package of a ``from`` import; relative imports stay in their own."""
+    if node.relative:
+        return "."
+    return (dotted_name(node.module) or "").partition(".")[0] if node.module is not None else ""
+
+
+def _small_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement] | None:
+    """The simple statements of a block; None when it holds a compound statement."""
+    if isinstance(body, cst.SimpleStatementSuite):
+        return list(body.body)
+    found: list[cst.BaseSmallStatement] = []
+    for statement in body.body:
+        if not isinstance(statement, cst.SimpleStatementLine):
+            return None
+        found.extend(statement.body)
+    return found
 
 
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:

@@ -33,6 +33,9 @@ ABBREVIATIONS = {
 }
 # Comparisons with these read as facts about the value, not as tuning constants.
 _SELF_EXPLAINING = ("dim", "ndim", "ndimension", "version_info", "__len__")
+# A float below this magnitude is a tolerance (an epsilon guarding a division or an
+# equality test), not a threshold that selects a path.
+TOLERANCE_BELOW = 1e-3
 
 
 def _bound_names(ctx: FileContext) -> Iterator[cst.Name]:
@@ -126,18 +129,51 @@ class UnexplainedNumberInBranch:
             for branch in ctx.nodes(kind):
                 if ctx.enclosing_function(branch) is None:
                     continue
+                comments = _comments_at(branch, ctx)
                 for node in subtree(branch.test):
                     if isinstance(node, cst.Comparison):
-                        yield from self._numbers(node, ctx)
+                        yield from self._numbers(node, ctx, comments)
 
-    def _numbers(self, comparison: cst.Comparison, ctx: FileContext) -> Iterator[Match]:
+    def _numbers(self, comparison: cst.Comparison, ctx: FileContext, comments: str) -> Iterator[Match]:
         operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
         if any(_self_explaining(o) for o in operands):
             return
         for operand in operands:
             text = ctx.code(operand).replace(" ", "")
-            if _is_number(operand) and text not in self.allowed:
-                yield Match(operand, {"VALUE": text, "CONDITION": ctx.code(comparison)})
+            if not _is_number(operand) or text in self.allowed or _is_tolerance(operand):
+                continue
+            if re.search(rf"(?<![\w.]){re.escape(text.lstrip('-'))}(?![\w.])", comments):
+                continue  # the comment beside the branch already says what the number is
+            yield Match(operand, {"VALUE": text, "CONDITION": ctx.code(comparison)})
+
+
+def _comments_at(branch: cst.If | cst.While | cst.IfExp, ctx: FileContext) -> str:
+    """The comment lines right above the statement holding ``branch`` and the comment
+    ending its first line: where a writer explains the condition."""
+    statement: cst.CSTNode | None = branch
+    while statement is not None and not isinstance(statement, (cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+        statement = ctx.parent(statement)
+    if statement is None:
+        return ""
+    above: list[str] = []
+    for line in reversed(getattr(statement, "leading_lines", ())):
+        if line.comment is None:
+            break
+        above.append(line.comment.value)
+    trailing: cst.TrailingWhitespace | None = None
+    if isinstance(statement, cst.SimpleStatementLine):
+        trailing = statement.trailing_whitespace
+    elif isinstance(getattr(statement, "body", None), cst.IndentedBlock):
+        trailing = statement.body.header  # type: ignore[attr-defined]  # checked just above
+    if trailing is not None and trailing.comment is not None:
+        above.append(trailing.comment.value)
+    return "\n".join(above)
+
+
+def _is_tolerance(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    return isinstance(node, cst.Float) and 0 < abs(float(node.value.replace("_", ""))) < TOLERANCE_BELOW
 
 
 def _literal_start(allowed: frozenset[str]) -> "re.Pattern[str]":

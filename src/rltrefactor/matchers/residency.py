@@ -164,12 +164,38 @@ def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
 
 
 def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
-    """Inside ``if name.is_cpu:`` or ``if name.device.type == "cpu":``."""
+    """Inside ``if name.is_cpu:``, ``if name.device.type == "cpu":`` or a test that
+    ``name`` is a numpy or Python value (``if isinstance(name, np.generic):``)."""
     for branch in guarded_by(name, ctx):
         text = ctx.code(branch.test)
         if re.search(rf"\b{re.escape(name.value)}\.(is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])", text):
             return True
+        if _tested_as_host_type(branch.test, name.value, ctx):
+            return True
     return False
+
+
+# Python types whose values live in host memory (``isinstance(x, (int, float))``).
+_HOST_BUILTINS = frozenset("int float bool complex str bytes list tuple dict".split())
+
+
+def _tested_as_host_type(test: cst.BaseExpression, name: str, ctx: FileContext) -> bool:
+    """``test`` holds only when ``name`` is an instance of numpy or Python value types:
+    ``isinstance(name, np.ndarray)``, alone or as one operand of an ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tested_as_host_type(test.left, name, ctx) or _tested_as_host_type(test.right, name, ctx)
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"):
+        return False
+    if len(test.args) != 2 or not (isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == name):
+        return False
+    kinds = test.args[1].value
+    types = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return bool(types) and all(_host_type(t, ctx) for t in types)
+
+
+def _host_type(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    name = ctx.qualified_name(expr) or dotted_name(expr) or ""
+    return name in _HOST_BUILTINS or name.partition(".")[0] in ("numpy", "np")
 
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:

@@ -99,6 +99,8 @@ def _unread_in_block(block: Node, reads: ReadLines, index: LineIndex) -> dict[in
                 emptied.append(child)
                 blank.update((line, "") for line in range(first, last + 1))
             continue
+        for line in _comment_lines_above(child, block, index):
+            blank.pop(line, None)  # a comment right above a read statement may explain it
         for inner in _blocks_to_open(child, reads.statement):
             blank.update(_unread_in_block(inner, reads, index))
     if emptied and len(emptied) == len(children):
@@ -119,6 +121,22 @@ def _comment_lines(block: Node, index: LineIndex) -> dict[int, str]:
         line: "" for comment in comments
         if index.line_text(line := comment.start_point[0] + 1).lstrip(" \t").startswith("#")
     }
+
+
+def _comment_lines_above(statement: Node, block: Node, index: LineIndex) -> list[int]:
+    """Lines holding only a comment right above ``statement``, with no blank line
+    between (tree-sitter puts those above a block's first statement before the block).
+    A comment ending the line of the code before it belongs to that code."""
+    lines: list[int] = []
+    below = statement.start_point[0]
+    before = statement.prev_sibling if statement.prev_sibling is not None else block.prev_sibling
+    while before is not None and before.type == "comment" and before.end_point[0] == below - 1:
+        if not index.line_text(before.start_point[0] + 1).lstrip(" \t").startswith("#"):
+            break
+        lines.append(before.start_point[0] + 1)
+        below = before.start_point[0]
+        before = before.prev_sibling
+    return lines
 
 
 def _placeholder(statement: Node, index: LineIndex) -> str:

@@ -117,7 +117,8 @@ def _findings(title: str, findings: Sequence[Finding], links: _Links, *, empty: 
         return f"### {title}\n\n{empty}" if empty else ""
     rows = ["| Severity | Location | Rule | Impact | Fix |", "|---|---|---|---|---|"]
     for f in sorted(findings, key=lambda f: (f.path, f.span.line, f.span.column, f.rule_id)):
-        severity = f.severity + (" · confirmed by perf" if f.confirmed else "")
+        confidence = f" · {f.confidence} confidence" if f.confidence else ""
+        severity = f.severity + confidence + (" · confirmed by perf" if f.confirmed else "")
         where = links.location(f.path, f.span.line, f.span.end_line)
         rule = f"{links.rule(f.rule_id)} {_cell(f.title)}"
         rows.append(f"| {severity} | {where} | {rule} | {_cell(f.impact)} | {_cell(f.fix)} |")

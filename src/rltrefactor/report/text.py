@@ -61,6 +61,7 @@ def _print_finding(console: Console, finding: Finding) -> None:
         (f"  {finding.path}:{span.line}:{span.column}", "bold"),
         "  ",
         (finding.severity, _SEVERITY_STYLE.get(finding.severity, "")),
+        (f" ({finding.confidence} confidence)" if finding.confidence else "", "dim"),
         "  ",
         (finding.rule_id, "bold"),
         f"  {finding.title}",
