@@ -5,7 +5,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rltrefactor.matchers.context import is_cold_condition
+from rltrefactor.matchers.context import is_cold_condition, is_never_true, runs_cold
+
+from .helpers import context
 
 
 @pytest.mark.parametrize(
@@ -34,3 +36,38 @@ def test_cold_conditions(test: str) -> None:
 )
 def test_hot_conditions(test: str) -> None:
     assert not is_cold_condition(cst.parse_expression(test))
+
+
+@pytest.mark.parametrize("test", ["False", "0", "None", "self.bc is not None and False", "False and x.any()",
+                                  "(False) or 0"])
+def test_conditions_false_as_written(test: str) -> None:
+    assert is_never_true(cst.parse_expression(test))
+
+
+@pytest.mark.parametrize("test", ["True", "1", "x and y", "False or x.any()", "not False", "self.enabled is False"])
+def test_conditions_that_may_hold(test: str) -> None:
+    assert not is_never_true(cst.parse_expression(test))
+
+
+def test_a_cache_rebuilt_only_when_missing_or_stale_runs_cold_and_its_look_alikes_do_not() -> None:
+    code = """
+    class Decoder:
+        def output(self, n):
+            if self.out is None or self.out.shape[1] != 2 * n:
+                self.out = upload(n)
+            if self.out is None or n > self.limit:
+                self.out = upload(n)
+            if self.spare is None or self.spare.shape[0] < n:
+                other = upload(n)
+            if self.bc is not None and False:
+                upload(n)
+            if self.ready or self.out is None:
+                self.out = upload(n)
+            return self.out
+    """
+    ctx = context(code)
+    calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "upload"]
+    cold = sorted(ctx.span(c).line for c in calls if runs_cold(c, ctx))
+    # Line 6's second operand is not the cache; line 8 does not rebuild what it tests;
+    # line 12's ``self.ready`` is not the cache either.
+    assert cold == [5, 11]

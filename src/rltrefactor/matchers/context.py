@@ -42,14 +42,15 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
 
 
 def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
-    """``node`` runs once or offline: in a function the execution stage found so
+    """``node`` runs once, offline or never: in a function the execution stage found so
     (configuration included; never a name alone), in a message, or under a cold or
-    one-time guard. The engine drops hits of ``runs: per-step`` rules there; matchers
+    one-time guard, or under a condition that is false as written. The engine drops hits of ``runs: per-step`` rules there; matchers
     never ask."""
     if in_message(node, ctx) or in_cold_function(node, ctx):
         return True
     return any(
-        is_cold_condition(branch.test, ctx.names) or is_one_time_guard(branch, ctx.names) for branch in guarded_by(node, ctx)
+        is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx.names)
+        for branch in guarded_by(node, ctx)
     )
 
 
@@ -80,10 +81,36 @@ def enclosing_qualname(node: cst.CSTNode, ctx: FileContext) -> str | None:
     return ".".join(reversed(parts))
 
 
+def is_never_true(test: cst.BaseExpression) -> bool:
+    """``if False:``, ``if 0:``, ``if cond and False:``: the body never runs as written."""
+    if isinstance(test, cst.Name):
+        return test.value in ("False", "None")
+    if isinstance(test, cst.Integer):
+        return test.evaluated_value == 0
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return is_never_true(test.left) or is_never_true(test.right)
+    if isinstance(test, cst.BooleanOperation):  # ``or``
+        return is_never_true(test.left) and is_never_true(test.right)
+    return False
+
+
 def is_one_time_guard(branch: cst.If, names: Names | None = None) -> bool:
     """``if not self._initialized:``, ``if self._buf is None: self._buf = ...`` or
-    ``if not hasattr(self, "_buf"):``: the body runs once, then never again."""
+    ``if not hasattr(self, "_buf"):``: the body runs once, then never again. A cache
+    rebuilt only when missing or stale (``if self._buf is None or self._buf.shape[0] <
+    n: self._buf = ...``) counts too: every other operand of the ``or`` reads the
+    cached attribute, so the body runs again only when what it caches changes."""
     test = branch.test
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        operands = list(_or_operands(test))
+        for index, operand in enumerate(operands):
+            cached = _missing_attribute(operand)
+            if cached is None or cached not in _assigned_attributes(branch.body):
+                continue
+            others = operands[:index] + operands[index + 1:]
+            if all(_reads_attribute(other, cached) for other in others):
+                return True
+        return False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if isinstance(inner, cst.Attribute) and (names or bundled_names()).regex("one-time-flags").search(inner.attr.value):
@@ -98,6 +125,30 @@ def is_one_time_guard(branch: cst.If, names: Names | None = None) -> bool:
     ):
         return test.left.attr.value in _assigned_attributes(branch.body)
     return False
+
+
+def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        yield from _or_operands(test.left)
+        yield from _or_operands(test.right)
+    else:
+        yield test
+
+
+def _missing_attribute(test: cst.BaseExpression) -> str | None:
+    """``self.x is None``: the attribute found missing."""
+    if (
+        isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.left, cst.Attribute)
+    ):
+        return test.left.attr.value
+    return None
+
+
+def _reads_attribute(test: cst.BaseExpression, name: str) -> bool:
+    return any(isinstance(node, cst.Attribute) and node.attr.value == name for node in subtree(test))
 
 
 def _assigned_attributes(body: cst.BaseSuite) -> set[str]:
