@@ -14,16 +14,18 @@ from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 
 import libcst as cst
 
-from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
-from ..names import Names, bundled_names
+from ..execution import ExecutionMap, FunctionExecution
+from ..filemodel import FileModel
+from ..names import Names
 from ..regions.lines import file_line
 from ..regions.reach import MatcherReach
 from ..prefilter import Prefilter
-from ..types import Definition, Span
+from ..syntax import DefinitionMap
+from ..types import Span
 from .imports import ImportTable, resolve, table_from_nodes
 from .positions import AllPositions, AnchoredPositions
 
-__all__ = ["DefinitionLookup", "FileContext", "Match", "Matcher", "child_nodes"]
+__all__ = ["FileContext", "Match", "Matcher", "child_nodes"]
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -103,22 +105,21 @@ class Match:
 
 
 class FileContext:
-    """One parsed file as matchers see it. Built by the engine, read-only for matchers."""
+    """One parsed file as matchers see it. Built by the engine, read-only for matchers.
+
+    File-wide facts (definitions, where code runs, what the configuration says about the
+    file) come from its ``FileModel``, built once per file; a context adds the LibCST tree
+    of the region being matched."""
 
     def __init__(
         self,
-        path: str,
+        model: FileModel,
         module: cst.Module,
         *,
-        is_hot_path: bool,
-        is_test: bool,
-        definitions: "DefinitionLookup",
         line_offset: int = 0,
         imports: ImportTable | None = None,
-        execution: ExecutionMap = NO_FUNCTIONS,
         text: str | None = None,
         file_lines: Sequence[int] | None = None,
-        names: Names | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -127,20 +128,46 @@ class FileContext:
         file's columns; ``imports`` then carries the file's top-level imports. ``text``,
         the source ``module`` was parsed from, lets positions be computed per statement.
         """
-        self.path = path
+        self.model = model
         self.module = module
-        self.is_hot_path = is_hot_path
-        self.is_test = is_test
-        self.definitions = definitions
         self.line_offset = line_offset
         self.file_lines = file_lines
         self.text = text
-        self.execution = execution  # where each function of the whole file runs
-        self.names = names if names is not None else bundled_names()  # name lists, as configured
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own
         self._positions: AnchoredPositions | AllPositions | None = None
+
+    @property
+    def path(self) -> str:
+        return self.model.path
+
+    @property
+    def is_hot_path(self) -> bool:
+        return self.model.is_hot_path
+
+    @property
+    def is_test(self) -> bool:
+        return self.model.is_test
+
+    @property
+    def definitions(self) -> DefinitionMap:
+        return self.model.definitions
+
+    @property
+    def execution(self) -> ExecutionMap:
+        """Where each function of the whole file runs."""
+        return self.model.execution
+
+    @property
+    def names(self) -> Names:
+        """The name lists, as configured."""
+        return self.model.names
+
+    def function_at(self, node: cst.CSTNode) -> FunctionExecution | None:
+        """Where the innermost function holding ``node`` runs (found by ``node``'s line in
+        the file's one definition walk); None outside functions."""
+        return self.model.function_at(self.span(node).line)
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
@@ -194,10 +221,6 @@ class FileContext:
         else:
             end = file_line(end_line, offset, lines)
         return Span(file_line(line, offset, lines), column + 1, end, end_column + 1)
-
-
-class DefinitionLookup(Protocol):
-    def enclosing(self, line: int) -> Definition: ...
 
 
 class Matcher(Protocol):
