@@ -85,7 +85,7 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
     kept = _name_baselined(kept, drops) + still_measured
     drops.extend(repeats)
-    looped = _changes_looped_code(matched.change, texts)
+    looped = _changes_looped_code(matched.change, texts, matched.engine)
     return Finished(
         findings=tuple(sorted(kept, key=_location)),
         drops=tuple(drops),
@@ -208,12 +208,14 @@ def manual_checklist(
     return tuple(r for r in rules if not r.automated and r.area in areas)
 
 
-def _changes_looped_code(change: ChangeSet, texts: _HeadTexts) -> bool:
+def _changes_looped_code(change: ChangeSet, texts: _HeadTexts, engine: Engine) -> bool:
     """Whether a changed line, at the reviewed head, lies in code iterating a recurrence
     (every line of a full scan)."""
     from .report.recurrence import changes_recurrence
 
     files = [f for f in change.files if f.is_python and f.status != "deleted"]  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    path_of = {texts.get(f.path): f.path for f in files}
     return changes_recurrence(
-        (texts.get(f.path), None if change.full_scan else f.added_lines | f.deletion_anchors) for f in files
+        ((texts.get(f.path), None if change.full_scan else f.added_lines | f.deletion_anchors) for f in files),
+        tree_of=lambda text: engine.model(path_of[text], text).tree,
     )

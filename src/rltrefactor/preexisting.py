@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+import functools
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from .regions.lines import LineIndex
 from .regions.tokens import token_lines
@@ -29,6 +30,7 @@ from .types import ChangedFile, ChangeSet, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .filemodel import FileModel
 
 
 def complete_head(
@@ -55,8 +57,8 @@ def complete_head(
         text = head_texts.get(outcome.path)
         if not kept_on_lines or outcome.path not in kept_in or text is None:
             continue
-        model = engine.model(outcome.path, text)
-        at_head = identity_lines(text, kept_in[outcome.path], text, defs=model.definitions)
+        model = engine.model(outcome.path, text)  # held by the engine: the head is parsed once
+        at_head = identity_lines(text, kept_in[outcome.path], text, definitions_of=lambda: model.definitions)
         if at_head is None or not at_head <= by_path[outcome.path].added_lines:
             heads[outcome.path] = engine.review_file(outcome.path, text, at_head, model=model).findings
     return heads
@@ -95,10 +97,10 @@ def mark_preexisting(
             continue
         compared.add(path)
         head_counts.update((path, f.fingerprint) for f in heads.get(path, ()))
-        base = engine.model(path, text)
-        lines = identity_lines(text, kept_in[path], head_texts.get(path), defs=base.definitions)
+        base = _Made(engine, path, text)  # parsed only when needed, then once
+        lines = identity_lines(text, kept_in[path], head_texts.get(path), definitions_of=lambda: base.model.definitions)
         if lines is None or lines:
-            base_counts.update((path, f.fingerprint) for f in engine.review_file(path, text, lines, model=base).findings)
+            base_counts.update((path, f.fingerprint) for f in engine.review_file(path, text, lines, model=base.model).findings)
     kept_by_print: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, finding in enumerate(kept):
         kept_by_print[(finding.path, finding.fingerprint)].append(index)
@@ -121,18 +123,19 @@ def _touches(finding: Finding, lines: frozenset[int]) -> bool:
 
 
 def identity_lines(
-    text: str, findings: Iterable[Finding], head_text: str | None, *, defs: DefinitionMap | None = None
+    text: str, findings: Iterable[Finding], head_text: str | None, *,
+    definitions_of: Callable[[], DefinitionMap] | None = None,
 ) -> frozenset[int] | None:
     """Lines of ``text`` (the base, or the head itself) on which a finding with one of
     these fingerprints can start; None when that cannot be narrowed (the whole text is
-    then reviewed). ``head_text``: where the findings were made. ``defs``: the
-    definitions of ``text``, when its model has them (walked here otherwise)."""
+    then reviewed). ``head_text``: where the findings were made. ``definitions_of``:
+    gives the definitions of ``text`` from its model (walked here otherwise)."""
     head_lines = head_text.split("\n") if head_text is not None else None
     words = [(finding, _first_word(finding, head_lines)) for finding in findings]
     words = [(finding, word) for finding, word in words if word is None or word in text]
     if not words:
         return frozenset()  # no matched text occurs in ``text``: nothing to parse there
-    defs = defs if defs is not None else definitions(text)
+    defs = definitions_of() if definitions_of is not None else definitions(text)
     index = LineIndex(text)
     found: set[int] = set()
     for finding, word in words:
@@ -146,6 +149,17 @@ def identity_lines(
             if _encloses(defs, ranges, finding.definition, line):
                 found.add(line)
     return frozenset(found)
+
+
+class _Made:
+    """The model of one file version, made when first asked for."""
+
+    def __init__(self, engine: Engine, path: str, text: str) -> None:
+        self._engine, self._path, self._text = engine, path, text
+
+    @functools.cached_property
+    def model(self) -> FileModel:
+        return self._engine.model(self._path, self._text)
 
 
 def _first_word(finding: Finding, head_lines: list[str] | None) -> str | None:

@@ -212,8 +212,11 @@ class FileContext:
     def span(self, node: cst.CSTNode) -> Span:
         """Location of ``node`` in the file (1-based lines and columns)."""
         if self._positions is None:
-            self._positions = AnchoredPositions(self.module, self.text, self._parent) if self.text is not None \
-                else AllPositions(self.module)
+            if self.text is None:
+                self._positions = AllPositions(self.module)
+            else:  # a region that is the whole file reads the file's own tree
+                whole = self.line_offset == 0 and self.file_lines is None and self.text == self.model.text
+                self._positions = AnchoredPositions(self.module, self.text, self._parent, self.model.tree if whole else None)
         line, column, end_line, end_column = self._positions.of(node)
         offset, lines = self.line_offset, self.file_lines
         if end_column == 0 and end_line > 1:  # ends with the line before: just after it in the file
