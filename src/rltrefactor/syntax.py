@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Literal, Protocol, Sequence, TypeVar
+from typing import TYPE_CHECKING, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar
 
 from .types import Definition
 
@@ -108,48 +108,59 @@ def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMa
     return walk_definitions(tree if tree is not None else parse_tree(text))
 
 
-def walk_definitions(tree: tree_sitter.Tree) -> DefinitionMap:
-    """The one walk over a file's definitions: each function and class with its
+def walk_definitions(tree: tree_sitter.Tree, nodes: Iterable[tree_sitter.Node] | None = None) -> DefinitionMap:
+    """The one naming of a file's definitions: each function and class with its
     Python-style qualified name, its class (for methods), the function it is nested in
-    and its decorators. A decorated definition starts at its first decorator."""
-    found: list[DefinitionSite] = []
-    # (node, qualname prefix, class whose body holds it, innermost function, decorated start)
-    stack: list[tuple[tree_sitter.Node, str, str | None, DefinitionSite | None, int | None]] = [
-        (tree.root_node, "", None, None, None)
-    ]
-    while stack:
-        node, prefix, owner, parent, decorated_start = stack.pop()
-        kind = _DEFINITION_TYPES.get(node.type)
-        if kind is None:
-            if node.type not in _CONTAINERS:
-                continue  # definitions only nest inside blocks and compound statements
-            decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-            stack.extend((child, prefix, owner, parent, decorated) for child in reversed(node.children)
-                         if child.type in DEFINITION_HOLDERS)
-            continue
+    and its decorators. A decorated definition starts at its first decorator.
+
+    ``nodes``: the function_definition and class_definition nodes of ``tree``, where the
+    caller's own query already found them (the call index); otherwise found by walking
+    the statements that can hold a definition."""
+    found = sorted(nodes if nodes is not None else _definition_nodes(tree), key=lambda n: (n.start_byte, -n.end_byte))
+    sites: list[DefinitionSite] = []
+    around: list[DefinitionSite] = []  # the definitions holding the current one, outermost first
+    for node in found:
+        while around and around[-1].node.end_byte <= node.start_byte:
+            around.pop()
+        outer = around[-1] if around else None
+        kind = _DEFINITION_TYPES[node.type]
         name = _text(node.child_by_field_name("name")) or "?"
-        qualname = prefix + name
-        start = decorated_start if decorated_start is not None else node.start_point[0] + 1
+        if outer is None:
+            qualname, owner, parent = name, None, None
+        elif outer.definition.kind == "function":
+            qualname, owner, parent = f"{outer.definition.qualname}.<locals>.{name}", None, outer
+        else:  # in a class body: a member, nested in the function around the class
+            qualname, owner, parent = f"{outer.definition.qualname}.{name}", outer.definition.qualname, outer.parent
+        decorated = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else None
         site = DefinitionSite(
-            Definition(qualname, kind, start, node.end_point[0] + 1), name,
-            owner if kind == "function" else None, parent, _decorators(node) if decorated_start is not None else "", node,
+            Definition(qualname, kind, (decorated or node).start_point[0] + 1, node.end_point[0] + 1), name,
+            owner if kind == "function" else None, parent, _decorators(decorated), node,
         )
-        found.append(site)
-        # Inside a function: its locals, owned by no class; inside a class: its members.
-        inner_prefix, inner_owner, inner_parent = (
-            (qualname + ".<locals>.", None, site) if kind == "function" else (qualname + ".", qualname, parent)
-        )
-        body = node.child_by_field_name("body")
-        if body is not None:
-            stack.extend((child, inner_prefix, inner_owner, inner_parent, None)
-                         for child in reversed(body.children) if child.type in DEFINITION_HOLDERS)
-    found.sort(key=lambda s: (s.definition.start_line, -s.definition.end_line))
-    return DefinitionMap(tuple(found))
+        sites.append(site)
+        around.append(site)
+    sites.sort(key=lambda s: (s.definition.start_line, -s.definition.end_line))
+    return DefinitionMap(tuple(sites))
 
 
-def _decorators(node: tree_sitter.Node) -> str:
-    decorated = node.parent
-    if decorated is None or decorated.type != "decorated_definition":
+def _definition_nodes(tree: tree_sitter.Tree) -> Iterator[tree_sitter.Node]:
+    """Every function_definition and class_definition, visiting only statements that can
+    hold one (cheaper than a query, which visits every node)."""
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type in _DEFINITION_TYPES:
+            yield node
+            body = node.child_by_field_name("body")
+            children = body.children if body is not None else []
+        elif node.type in _CONTAINERS:
+            children = node.children
+        else:
+            continue
+        stack.extend(child for child in children if child.type in DEFINITION_HOLDERS)
+
+
+def _decorators(decorated: tree_sitter.Node | None) -> str:
+    if decorated is None:
         return ""
     return " ".join(_text(child) for child in decorated.children if child.type == "decorator")
 
