@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import time
 import traceback
@@ -30,6 +31,11 @@ from .types import FileError, FileOutcome, Finding, Hit, Span
 if TYPE_CHECKING:
     from .callindex import CallIndex
     from .matchers.base import FileContext, Matcher
+
+
+# The most file models a review keeps: a tree holds about 20 bytes per byte of source,
+# so a change of thousands of files would otherwise keep them all in memory.
+HELD_MODELS = 256
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
@@ -111,8 +117,9 @@ class Engine:
         """Keep the models of these file versions (path -> text) once made, until
         ``release_models``: a review reads the files of a change again after matching
         them (where changed functions run, scoping, pre-existing findings), and each is
-        parsed and classified once. Never for a full scan: its trees would all be kept."""
-        self._holding = dict(texts)
+        parsed and classified once. Never for a full scan: its trees would all be kept.
+        Beyond ``HELD_MODELS`` files, the rest are parsed again where read again."""
+        self._holding = dict(itertools.islice(texts.items(), HELD_MODELS))
 
     def release_models(self) -> None:
         self._held, self._holding = {}, {}

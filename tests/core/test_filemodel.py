@@ -166,3 +166,21 @@ def test_each_file_version_is_parsed_and_classified_once_per_review(repo, monkey
     assert {text: parsed[text] for text in heads | bases if text in parsed} == dict.fromkeys(
         [text for text in heads | bases if text in parsed], 1)
     assert set(classified.values()) == {1}
+
+
+def test_the_engine_keeps_the_models_it_is_told_to_hold_up_to_its_bound(monkeypatch):
+    from rltrefactor import engine as engine_module
+    from rltrefactor.config import Config
+    from rltrefactor.engine import Engine
+
+    monkeypatch.setattr(engine_module, "HELD_MODELS", 2)
+    engine = Engine((), Config(), frozenset())
+    texts = {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(3)}
+    engine.hold_models(texts)
+    first = engine.model("m0.py", texts["m0.py"])
+    assert engine.model("m0.py", texts["m0.py"]) is first
+    assert engine.model("m0.py", "def other():\n    pass\n") is not first  # another version of the file
+    assert engine.model("m0.py", texts["m0.py"]) is first
+    assert engine.model("m2.py", texts["m2.py"]) is not engine.model("m2.py", texts["m2.py"])  # past the bound
+    engine.release_models()
+    assert engine.model("m0.py", texts["m0.py"]) is not first
