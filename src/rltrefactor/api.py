@@ -15,16 +15,14 @@ from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
 from .cache import ResultCache
 from .changes import collect_changes
-from .config import Config, check_names, declared_for, default_cache_dir, load_config
+from .config import Config, check_names, default_cache_dir, load_config
 from .engine import Engine, select_rules, skipped_experimental
-from .execution import execution_map
 from .executor import default_jobs, review_files
 from .globs import matches
 from .library.model import Library, Rule
 from .rule_index import load_rules
 from .contents import RepositoryTexts, read_sources
 from .finishing import Matched, Scope, finish, finish_measured
-from .syntax import parse_tree
 from .perf.records import PerfSummary
 from .result import ReviewResult
 from .severity import Severity, at_least
@@ -103,6 +101,7 @@ def review_change(request: ReviewRequest) -> ReviewReport:
         matched, result = _with_perf(matched, result, request.perf, loaded)
     started = time.perf_counter()
     finished = finish(matched, baseline)
+    matched.engine.release_models()
     total = result.timings.get("total", 0.0) + time.perf_counter() - started
     result = replace(result, findings=finished.findings, drops=finished.drops, checklist=finished.checklist,
                      timings={**result.timings, "total": total})
@@ -151,7 +150,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
     cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
-    outcomes, sources, errors = _review_targets(request, change, targets, engine, cache)
+    outcomes, sources, errors, changed_functions = _review_targets(request, change, targets, engine, cache, rules)
     matched_at = time.perf_counter()
 
     by_path = {f.path: f for f in targets}
@@ -177,7 +176,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
         docs_url=config.docs_url,
         library_versions=library.versions,
         library_rules=len(library.rules),
-        changed_functions=_changed_functions(change, targets, sources, rules, config, engine.call_index),
+        changed_functions=changed_functions,
     )
     return Matched(change, by_path, tuple(outcomes), sources, request.scope, engine, rules), result, loaded
 
@@ -208,31 +207,23 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
     # Findings outside the added lines are dropped: the index is asked only about the
     # functions that hold them, unless every line of a reviewed file counts.
     lines = None if change.full_scan or request.scope == "files" else {f.path: f.added_lines for f in change.files}
-    return build_index(change, engine.config, cache_dir, paths=texts.keys(), lines=lines)
+    return build_index(change, engine.config, cache_dir, paths=texts.keys(), lines=lines, tree_of=engine.held_tree)
 
 
 def _changed_functions(
-    change: ChangeSet,
-    targets: list[ChangedFile],
-    sources: Mapping[str, str | FileError],
-    rules: tuple[Rule, ...],
-    config: Config,
-    call_index: CallIndex | None = None,
+    change: ChangeSet, targets: list[ChangedFile], texts: Mapping[str, str], rules: tuple[Rule, ...], engine: Engine,
 ) -> tuple[ChangedFunction, ...]:
     """Where each function the change adds lines to runs, for rules that depend on it."""
     if change.full_scan or not any(rule.applicability.per_step for rule in rules):
         return ()
     found: dict[tuple[str, str], ChangedFunction] = {}
     for target in targets:
-        text = sources.get(target.path)
-        if not isinstance(text, str) or not target.added_lines or matches(target.path, config.test_paths):
+        text = texts.get(target.path)
+        if text is None or not target.added_lines or matches(target.path, engine.config.test_paths):
             continue
-        where = execution_map(
-            parse_tree(text), declared_for(config, target.path),
-            call_index.for_file(target.path) if call_index is not None else None,
-        )
+        model = engine.model(target.path, text)
         for line in sorted(target.added_lines):
-            function = where.at(line)
+            function = model.function_at(line)
             if function is None:
                 key = (target.path, "<module>")
                 found.setdefault(key, ChangedFunction(target.path, "<module>", "module", "top-level statements"))
@@ -243,14 +234,21 @@ def _changed_functions(
 
 
 def _review_targets(
-    request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache: ResultCache | None
-) -> tuple[list[FileOutcome], dict[str, str], list[FileError]]:
-    """Outcomes of the files to review, the texts read, and every per-file error."""
+    request: ReviewRequest, change: ChangeSet, targets: list[ChangedFile], engine: Engine, cache: ResultCache | None,
+    rules: tuple[Rule, ...],
+) -> tuple[list[FileOutcome], dict[str, str], list[FileError], tuple[ChangedFunction, ...]]:
+    """Outcomes of the files to review, the texts read, every per-file error, and where
+    the functions the change adds lines to run."""
     sources = read_sources(change, [f.path for f in targets])
     errors: list[FileError] = [text for text in sources.values() if isinstance(text, FileError)]
     texts = {path: text for path, text in sources.items() if isinstance(text, str)}
+    if not change.full_scan:
+        # A change's files are read again after matching; each is parsed and classified once.
+        engine.hold_models(texts)
     engine.call_index = _call_index(change, texts, engine, request)
     engine.repository_texts = RepositoryTexts(change)
+    # Before matching: the models made here are those the engine (and its forked workers) match.
+    changed_functions = _changed_functions(change, targets, texts, rules, engine)
     # Outside the changed statements no finding can be kept, so they are not matched.
     limits = None
     if not change.full_scan and request.scope != "files":
@@ -262,7 +260,7 @@ def _review_targets(
     outcomes = [by_file[f.path] for f in targets if f.path in by_file]
     for outcome in outcomes:
         errors.extend(outcome.errors)
-    return outcomes, texts, errors
+    return outcomes, texts, errors, changed_functions
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:

@@ -3,7 +3,8 @@
 Facts depend on the file's text alone (never on its path), so the call index caches
 them by blob hash and re-reads only files whose content changed. They are read with a
 single tree-sitter query per file (matched in C) and one sweep that gives every call,
-assignment and return to the function whose body holds it.
+assignment and return to the function whose body holds it; definitions and their
+qualified names are those of the file's one definition walk (``syntax.walk_definitions``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .syntax import DefinitionMap, walk_definitions
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -157,7 +160,7 @@ def read_facts(tree: tree_sitter.Tree) -> FileFacts:
     import tree_sitter
 
     captures = tree_sitter.QueryCursor(_query()).captures(tree.root_node)
-    functions, classes, scopes = _definitions(captures.get("function", []) + captures.get("class", []))
+    functions, classes, scopes = _definitions(walk_definitions(tree, captures.get("function", []) + captures.get("class", [])))
     imports = tuple(item for node in captures.get("import", []) for item in _imports(node))
     events: list[tuple[int, str, Node]] = [(n.start_byte, "loop", n) for n in captures.get("loop", [])]
     events += [(n.start_byte, "call", n) for n in captures.get("callee", [])]
@@ -185,30 +188,21 @@ def read_facts(tree: tree_sitter.Tree) -> FileFacts:
     return FileFacts(facts, class_facts, imports, tuple(module.calls), tuple(main.calls))
 
 
-def _definitions(nodes: list[Node]) -> tuple[list[_Builder], list[_Builder], list[tuple[int, int, _Builder]]]:
-    """Builders of every function and class, named by nesting, and the byte range of each
-    body (a call in a definition's header belongs to the scope around it)."""
-    nodes.sort(key=lambda n: (n.start_byte, -n.end_byte))
+def _definitions(defs: DefinitionMap) -> tuple[list[_Builder], list[_Builder], list[tuple[int, int, _Builder]]]:
+    """Builders of every function and class of the file's definition walk, with its
+    qualified names, and the byte range of each body (a call in a definition's header
+    belongs to the scope around it). A method's ``parent`` is "": its class stands between."""
     functions: list[_Builder] = []
     classes: list[_Builder] = []
     scopes: list[tuple[int, int, _Builder]] = []
-    stack: list[tuple[Node, _Builder]] = []
-    for node in nodes:
-        while stack and stack[-1][0].end_byte <= node.start_byte:
-            stack.pop()
-        outer = stack[-1][1] if stack else None
-        is_function = node.type == "function_definition"
-        outer_is_function = outer is not None and outer.node.type == "function_definition"
-        prefix = "" if outer is None else outer.qualname + (".<locals>." if outer_is_function else ".")
-        qualname = prefix + _text(node.child_by_field_name("name"))
-        owner = outer.qualname if outer is not None and not outer_is_function and is_function else ""
-        parent = outer.qualname if outer is not None and outer_is_function else (outer.parent if outer is not None else "")
-        builder = _Builder(node, qualname, owner, parent if is_function else "")
+    for site in defs.sites:
+        is_function = site.definition.kind == "function"
+        parent = site.parent.definition.qualname if is_function and site.owner is None and site.parent is not None else ""
+        builder = _Builder(site.node, site.definition.qualname, site.owner or "", parent)
         (functions if is_function else classes).append(builder)
-        body = node.child_by_field_name("body")
+        body = site.node.child_by_field_name("body")
         if body is not None:
             scopes.append((body.start_byte, body.end_byte, builder))
-        stack.append((node, builder))
     scopes.sort(key=lambda scope: (scope[0], -scope[1]))
     return functions, classes, scopes
 

@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping
 
 from .cache import code_stamp
 from .callcontexts import CallContexts
@@ -48,6 +48,9 @@ from .errors import GitError
 from .execution import names_for
 from .syntax import parse_fresh, parse_tree
 from .types import ChangeSet
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
 
 _FORMAT = "2"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
@@ -91,13 +94,14 @@ class CallIndex:
 
 def build_index(
     change: ChangeSet, config: Config, cache_dir: str | None, paths: Iterable[str] | None = None,
-    lines: Mapping[str, Collection[int]] | None = None,
+    lines: Mapping[str, Collection[int]] | None = None, tree_of: Callable[[str, str], Tree | None] | None = None,
 ) -> CallIndex:
     """The index of the repository ``change`` is read from, at its head revision, told
     to ``paths`` (None: every Python file of the repository): about the functions that
     hold one of the path's ``lines`` (None, or a path not in it: every function).
 
-    ``cache_dir`` None: no disk cache. A repository that cannot be listed gives an
+    ``tree_of(path, text)``: the reviewer's own parse of a reviewed file, when it has one,
+    so that the file is parsed once. ``cache_dir`` None: no disk cache. A repository that cannot be listed gives an
     empty index (every function keeps the per-file verdict)."""
     root = change.repo_root
     if root is None:
@@ -114,7 +118,7 @@ def build_index(
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
-    facts = _Facts(root, blobs, store, told if paths is not None else ())
+    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of)
     index = _told(Repository(facts.summaries(), facts.load), config, told, asked)
     index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
     if store is not None:
@@ -236,9 +240,13 @@ class _Facts:
     read once. The summaries of a revision come from one pack (``_FactsCache``), so that a
     review after a small change reads one cache entry, not one per file."""
 
-    def __init__(self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = ()) -> None:
+    def __init__(
+        self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = (),
+        tree_of: Callable[[str, str], Tree | None] | None = None,
+    ) -> None:
         self.root, self.blobs, self.store = root, blobs, store
-        self.reviewed = frozenset(reviewed)  # parsed through the engine's tree cache: it parses them too
+        self.reviewed = frozenset(reviewed)  # the reviewer parses them too: their trees are shared
+        self.tree_of = tree_of
         self.parsed = 0  # distinct blobs parsed this time
         self._by_blob: dict[str, FileFacts] = {}
 
@@ -278,10 +286,17 @@ class _Facts:
                 self._by_blob[blob] = EMPTY_FACTS  # unreadable, too large or binary: defines nothing
                 continue
             text = data.decode("utf-8", "replace")
-            self._by_blob[blob] = read_facts(parse_tree(text) if path in self.reviewed else parse_fresh(text))
+            self._by_blob[blob] = read_facts(self._tree(path, text))
             self.parsed += 1
             if self.store is not None:
                 self.store.put(blob, self._by_blob[blob])
+
+
+    def _tree(self, path: str, text: str) -> Tree:
+        if path not in self.reviewed:
+            return parse_fresh(text)
+        shared = self.tree_of(path, text) if self.tree_of is not None else None
+        return shared if shared is not None else parse_tree(text)
 
 
 def _contents(root: str, missing: Mapping[str, str]) -> dict[str, bytes]:

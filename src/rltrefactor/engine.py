@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import time
 import traceback
@@ -13,27 +14,32 @@ from .rule_findings import fill_template, guards_at, rule_finding, with_executio
 from .globs import matches
 from .library.model import GROUPS, Library, Rule
 from .config import Config, declared_for
-from .execution import COLD_KINDS, EMPTY, ExecutionMap, execution_map, is_setup_name, names_for
+from .execution import COLD_KINDS, EMPTY, ExecutionMap, is_setup_name, names_for
+from .filemodel import FileModel
+from . import syntax
 from .aliases import ImportTable, import_table
 from .contents import FileTexts, ModuleTexts, text_digest
 from .module_kinds import module_kinds
-from .kernel_outputs import AccumulatingKernel, accumulating_kernels
 from .rule_index import build_matcher
 from .parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions.code import code_text
 from .regions.plan import Region, plan_regions
 from .regions.reach import MatcherReach, SearchScope, search_scope
 from .regions.windows import ChangeWindows, change_windows
-from .syntax import enclosing_definition, parse_tree
 from .suppressions import INVALID_SUPPRESSION, invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
-from .types import Definition, FileError, FileOutcome, Finding, Hit, Span
+from .types import FileError, FileOutcome, Finding, Hit, Span
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
     from .callindex import CallIndex
     from .matchers.base import FileContext, Matcher
+
+
+# The most file models a review keeps: a tree holds about 20 bytes per byte of source,
+# so a change of thousands of files would otherwise keep them all in memory.
+HELD_MODELS = 256
 
 
 def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
@@ -68,7 +74,7 @@ def _wanted(library: Library, config: Config) -> Iterable[Rule]:
 
 def _opted_in(rule: Rule, config: Config) -> bool:
     """A rule outside the default group runs only when its group or its id is selected."""
-    return rule.group == "default" or rule.group in config.select or rule.id in config.select  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    return rule.group == "default" or rule.group in config.select or rule.id in config.select
 
 
 def _held_back(rule: Rule, config: Config) -> bool:
@@ -106,6 +112,46 @@ class Engine:
         self._rule_by_id = {rule.id: rule for rule in rules}
         # Seconds spent in each rule's matcher (positions of its hits included).
         self.rule_seconds: dict[str, float] = {}
+        # The models of the file versions a review reads again after matching them (see
+        # ``hold_models``), by path; every other model lives as long as one review_file.
+        self._held: dict[str, FileModel] = {}
+        self._holding: dict[str, str] = {}
+        self._trees: dict[str, Tree] = {}  # held file versions' trees, made before their models
+
+    def model(self, path: str, text: str) -> FileModel:
+        """The model of ``text``, the file at ``path``: the one held for it, or a new one."""
+        held = self._held.get(path)
+        if held is not None and held.text == text:
+            return held
+        made = FileModel(
+            path, text, self.held_tree(path, text) or syntax.parse_tree(text), declared=declared_for(self.config, path),
+            repository=self.call_index.for_file(path) if self.call_index is not None else None,
+            is_test=matches(path, self.config.test_paths),
+        )
+        if self._holding.get(path) == text:
+            self._held[path] = made
+        return made
+
+    def hold_models(self, texts: Mapping[str, str]) -> None:
+        """Keep the models of these file versions (path -> text) once made, until
+        ``release_models``: a review reads the files of a change again after matching
+        them (where changed functions run, scoping, pre-existing findings), and each is
+        parsed and classified once. Never for a full scan: its trees would all be kept.
+        Beyond ``HELD_MODELS`` files, the rest are parsed again where read again."""
+        self._holding = dict(itertools.islice(texts.items(), HELD_MODELS))
+
+    def held_tree(self, path: str, text: str) -> Tree | None:
+        """The one parse of a held file version, shared by its model and the call index
+        (which reads the reviewed files before any model can be made); None for the rest."""
+        if self._holding.get(path) != text:
+            return None
+        tree = self._trees.get(path)
+        if tree is None:
+            tree = self._trees[path] = syntax.parse_fresh(text)
+        return tree
+
+    def release_models(self) -> None:
+        self._held, self._holding, self._trees = {}, {}, {}
 
     def add_rule_seconds(self, seconds: Mapping[str, float]) -> None:
         """Fold in matcher times measured elsewhere (a worker process)."""
@@ -138,13 +184,17 @@ class Engine:
         return chosen
 
     def review_file(
-        self, path: str, text: str, lines: frozenset[int] | None = None, *, kept_on_lines: bool = True
+        self, path: str, text: str, lines: frozenset[int] | None = None, *, kept_on_lines: bool = True,
+        model: FileModel | None = None,
     ) -> FileOutcome:
         """Findings in one file; with ``lines``, only statements touching those lines are
         matched. ``kept_on_lines``: the caller keeps only hits that touch ``lines``, not
-        every hit in a function that holds one, so less needs matching."""
+        every hit in a function that holds one, so less needs matching. ``model``: the
+        file's model when the caller has made it (``self.model(path, text)``)."""
         has_directive = "rltrefactor:" in text
-        tree = parse_tree(text)  # cheap; always run so that syntax errors are reported
+        # Parsing is cheap; always done so that syntax errors are reported.
+        model = model if model is not None else self.model(path, text)
+        tree = model.tree
         # Matchers match code: tokens in comments and docstrings select nothing.
         code = code_text(text, tree)
         # With ``lines``, most rules' tokens select only inside the touched statements.
@@ -165,9 +215,9 @@ class Engine:
             }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
-        defs = _LazyDefinitions(tree)
         imports = import_table(tree) if candidates else ImportTable({})
-        execution = self._execution(path, tree, candidates.values())
+        # Worked out only when a rule that depends on where code runs may hit.
+        execution = model.execution if any(rule.applicability.per_step for rule, _ in candidates.values()) else EMPTY
         planned = {
             rule_id: (
                 _with_aliases(matcher.prefilter, imports),
@@ -183,33 +233,23 @@ class Engine:
         hits: list[Hit] = []
         errors: list[FileError] = []
         sources = FileTexts(path, text, self.repository_texts)
-        kernels = accumulating_kernels(tree) if regions and "atomic" in text else {}
         for region in regions:
-            ctx = self._context(path, region, defs, imports, execution, errors, sources, kernels)
+            ctx = self._context(model, region, imports, errors, sources)
             if ctx is not None:
                 hits.extend(self._run_matchers(ctx, [candidates[r] for r in sorted(region.rule_ids)], errors))
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
-        findings = self._to_findings(path, text, tree, defs, execution, hits)
+        findings = self._to_findings(model, execution, hits)
         # Directives are reported here; which findings they silence is decided once, for
         # every source of findings, by ``finishing``.
         if has_directive and INVALID_SUPPRESSION in self._rule_by_id:
             findings += invalid_suppressions(
-                path, text, defs.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
+                path, text, model.enclosing, self.known_ids, self._rule_by_id[INVALID_SUPPRESSION]
             )
         parsed_lines = sum(region.parsed_lines for region in regions)
         return FileOutcome(path, tuple(findings), tuple(errors), parsed_lines=parsed_lines, modules_read=sources.modules_read())
-
-    def _execution(self, path: str, tree: Tree, candidates: Iterable[tuple[Rule, Matcher]]) -> ExecutionMap:
-        """Where each function runs; only worked out when a rule that depends on it may hit."""
-        if not any(rule.applicability.per_step for rule, _ in candidates):
-            return EMPTY
-        return execution_map(
-            tree, declared_for(self.config, path),
-            self.call_index.for_file(path) if self.call_index is not None else None,
-        )
 
     def still_holds(self, outcome: FileOutcome) -> bool:
         """A cached outcome holds while the other modules its matchers read are unchanged."""
@@ -223,9 +263,9 @@ class Engine:
         return told.digest if told is not None else ""
 
     def _context(
-        self, path: str, region: Region, defs: _LazyDefinitions, imports: ImportTable, execution: ExecutionMap,
-        errors: list[FileError], sources: FileTexts, kernels: Mapping[str, AccumulatingKernel],
+        self, model: FileModel, region: Region, imports: ImportTable, errors: list[FileError], sources: FileTexts,
     ) -> FileContext | None:
+        path = model.path
         try:
             module = parse_module(region.text)
         except CodeSyntaxError as exc:
@@ -238,19 +278,8 @@ class Engine:
         from .matchers.base import FileContext
 
         return FileContext(
-            path,
-            module,
-            is_hot_path=matches(path, self.config.hot_paths),
-            is_test=matches(path, self.config.test_paths),
-            definitions=defs,
-            line_offset=region.start_line - 1,
-            file_lines=region.file_lines,
-            imports=imports,
-            execution=execution,
-            text=region.text,
-            names=names_for(self.config.names),
+            model, module, line_offset=region.start_line - 1, file_lines=region.file_lines, imports=imports, text=region.text,
             sources=sources,
-            accumulating_kernels=kernels,
         )
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
@@ -278,14 +307,13 @@ class Engine:
             self.rule_seconds[rule.id] = self.rule_seconds.get(rule.id, 0.0) + time.perf_counter() - started
         return hits
 
-    def _to_findings(
-        self, path: str, text: str, tree: Tree, defs: "_LazyDefinitions", execution: ExecutionMap, hits: Iterable[Hit]
-    ) -> list[Finding]:
-        lines = text.splitlines()
+    def _to_findings(self, model: FileModel, execution: ExecutionMap, hits: Iterable[Hit]) -> list[Finding]:
+        path, tree = model.path, model.tree
+        lines = model.text.splitlines()
         findings = []
         for hit in hits:
             rule = self._rule_by_id[hit.rule_id]
-            definition = defs.enclosing(hit.span.line).qualname
+            definition = model.enclosing(hit.span.line).qualname
             finding = rule_finding(
                     rule,
                     path,
@@ -307,21 +335,6 @@ def _byte_column(lines: list[str], span: Span) -> int:
     """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
     row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
     return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))
-
-
-class _LazyDefinitions:
-    """The definition around a line, looked up in the file's tree only for the lines
-    that hits and directives ask about."""
-
-    def __init__(self, tree: Tree) -> None:
-        self._tree = tree
-        self._found: dict[int, Definition] = {}
-
-    def enclosing(self, line: int) -> Definition:
-        found = self._found.get(line)
-        if found is None:
-            found = self._found[line] = enclosing_definition(self._tree, line)
-        return found
 
 
 def _reach(reach: MatcherReach, *, never_in_cold: bool) -> MatcherReach:

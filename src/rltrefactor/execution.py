@@ -1,8 +1,8 @@
 """Where code runs: every function of a file is per-step, one-time, offline or unknown.
 
 A stage of its own, after parsing and before matching. It reads the file's tree-sitter
-tree (already built for the definition map), never LibCST, so it costs one walk of a
-tree the engine has anyway. Every verdict carries its evidence, read from the code:
+tree and its definition walk (``syntax.walk_definitions``), both held by the file's
+``FileModel``, never LibCST. Every verdict carries its evidence, read from the code:
 
 - *per-step*: ``forward``/``__call__`` of a class, functions named by a per-step verb
   (``hot-functions``), kernels (``@torch.compile``, ``@triton.jit``), functions run
@@ -24,10 +24,10 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from .names import NameChange, Names, bundled_names, name_words
-from .syntax import DEFINITION_HOLDERS
+from .syntax import DefinitionMap, DefinitionSite, innermost, walk_definitions
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -67,20 +67,9 @@ class ExecutionMap:
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
-        """The innermost function holding ``line``; None at module level."""
-        best = None
-        for function in self.functions:
-            if function.start_line > line:
-                break
-            if line <= function.end_line:
-                best = function
-        return best
-
-    def named(self, qualname: str) -> FunctionExecution | None:
-        for function in self.functions:
-            if function.qualname == qualname:
-                return function
-        return None
+        """The innermost function holding ``line``; None at module level (or in a class body
+        outside any function). The same lookup as ``DefinitionMap.enclosing``."""
+        return innermost(self.functions, line)
 
 
 EMPTY = ExecutionMap(())
@@ -140,7 +129,7 @@ class RepositoryContexts(Protocol):
 
 
 def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
-                  repository: RepositoryContexts | None = None) -> ExecutionMap:
+                  repository: RepositoryContexts | None = None, *, definitions: DefinitionMap | None = None) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
     Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
@@ -149,13 +138,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     named by ``cold-functions`` or ``hot-functions`` is what the configuration says.
     ``repository``: the call index's verdicts for this file; a context it proves by a
     call chain replaces what the file alone says, never what the configuration declares.
+    ``definitions``: the file's definition walk, when already made (``FileModel`` hands
+    over its own); walked here otherwise.
     """
-    return _classified(tree, declared, repository)
-
-
-@functools.lru_cache(maxsize=2)  # keyed by the tree itself, as many as syntax.parse_tree keeps
-def _classified(tree: Tree, declared: Declared, repository: RepositoryContexts | None = None) -> ExecutionMap:
-    functions = list(_functions(tree.root_node))
+    functions = _functions(definitions if definitions is not None else walk_definitions(tree))
     if not functions:
         return EMPTY
     _collect_calls(tree.root_node, functions)
@@ -297,42 +283,16 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
-def _functions(root: Node) -> Iterator[_Function]:
-    """Every function definition, parents before the functions nested in them."""
-    stack: list[tuple[Node, str, str | None, _Function | None, str, int | None]] = [(root, "", None, None, "", None)]
-    while stack:
-        node, prefix, owner, parent, decorators, decorated_start = stack.pop()
-        kind = node.type
-        if kind == "decorated_definition":
-            text = " ".join(_text(c) for c in node.children if c.type == "decorator")
-            for child in reversed(node.children):
-                if child.type != "decorator":
-                    stack.append((child, prefix, owner, parent, text, node.start_point[0] + 1))
-            continue
-        if kind == "class_definition":
-            name = _text(node.child_by_field_name("name"))
-            qual = prefix + name
-            body = node.child_by_field_name("body")
-            if body is not None:
-                stack.extend((c, qual + ".", qual, parent, "", None) for c in reversed(body.children) if c.type in DEFINITION_HOLDERS)
-            continue
-        if kind == "function_definition":
-            name = _text(node.child_by_field_name("name"))
-            body = node.child_by_field_name("body")
-            function = _Function(
-                name=name, qualname=prefix + name, owner=owner, parent=parent, decorators=decorators,
-                start_line=decorated_start or node.start_point[0] + 1, end_line=node.end_point[0] + 1,
-                calls=set(), node=node,
-            )
-            yield function
-            if body is not None:
-                stack.extend(
-                    (c, function.qualname + ".<locals>.", None, function, "", None)
-                    for c in reversed(body.children) if c.type in DEFINITION_HOLDERS
-                )
-            continue
-        if kind in DEFINITION_HOLDERS:  # a block or compound statement: definitions nest inside
-            stack.extend((c, prefix, owner, parent, "", None) for c in reversed(node.children) if c.type in DEFINITION_HOLDERS)
+def _functions(defs: DefinitionMap) -> list[_Function]:
+    """Every function of the definition walk, parents before the functions nested in them."""
+    made: dict[DefinitionSite, _Function] = {}
+    for site in defs.functions:  # sorted: a parent comes before what it holds
+        made[site] = _Function(
+            name=site.name, qualname=site.definition.qualname, owner=site.owner,
+            parent=made.get(site.parent) if site.parent is not None else None, decorators=site.decorators,
+            start_line=site.definition.start_line, end_line=site.definition.end_line, calls=set(), node=site.node,
+        )
+    return list(made.values())
 
 
 _CALLS_QUERY = """

@@ -17,7 +17,7 @@ The manual checklist is derived from what remains.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from .contents import read_sources
 from .perf.delta_findings import confirm
@@ -25,7 +25,7 @@ from .preexisting import complete_head, mark_preexisting
 from .repeats import group_repeats
 from .rule_findings import number_occurrences
 from .suppressions import mark_suppressed
-from .syntax import definitions
+from .syntax import DefinitionMap, definitions
 from .types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     texts = _HeadTexts(matched.change, matched.texts)
     outcomes = [replace(o, findings=tuple(mark_suppressed(o.findings, texts.get(o.path)))) for o in matched.outcomes]
     measured = [f for path, group in _by_path(matched.measured).items() for f in mark_suppressed(group, texts.get(path))]
-    kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts)
+    kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts,
+                                 definitions_of=lambda path, text: matched.engine.model(path, text).definitions)
     line_limited = matched.scope == "lines" and not matched.change.full_scan
     heads = complete_head(kept, outcomes, matched.files, matched.engine, matched.texts, kept_on_lines=line_limited)
     kept = mark_preexisting(kept, heads, matched.files, matched.change, matched.engine, matched.texts)
@@ -84,7 +85,7 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
     kept = _name_baselined(kept, drops) + still_measured
     drops.extend(repeats)
-    looped = _changes_looped_code(matched.change, texts)
+    looped = _changes_looped_code(matched.change, texts, matched.engine)
     return Finished(
         findings=tuple(sorted(kept, key=_location)),
         drops=tuple(drops),
@@ -130,8 +131,10 @@ class _HeadTexts:
 def scope_findings(
     outcomes: Iterable[FileOutcome], by_path: Mapping[str, ChangedFile], change: ChangeSet, scope: Scope,
     texts: Mapping[str, str],
+    definitions_of: Callable[[str, str], DefinitionMap] = lambda path, text: definitions(text),
 ) -> tuple[list[Finding], list[Drop]]:
-    """Findings of the change (``scope``), and the others as ``outside-change`` drops."""
+    """Findings of the change (``scope``), and the others as ``outside-change`` drops.
+    ``definitions_of``: the definitions of a file (path, text), as its review read them."""
     kept: list[Finding] = []
     drops: list[Drop] = []
     for outcome in outcomes:
@@ -142,7 +145,7 @@ def scope_findings(
                 inside = True
             elif scope == "changed-functions":
                 if touched_defs is None:
-                    defs = definitions(texts[outcome.path])
+                    defs = definitions_of(outcome.path, texts[outcome.path])
                     touched_defs = {defs.enclosing(line).qualname for line in changed.added_lines}
                 inside = finding.definition in touched_defs
             else:
@@ -205,12 +208,14 @@ def manual_checklist(
     return tuple(r for r in rules if not r.automated and r.area in areas)
 
 
-def _changes_looped_code(change: ChangeSet, texts: _HeadTexts) -> bool:
+def _changes_looped_code(change: ChangeSet, texts: _HeadTexts, engine: Engine) -> bool:
     """Whether a changed line, at the reviewed head, lies in code iterating a recurrence
     (every line of a full scan)."""
     from .report.recurrence import changes_recurrence
 
     files = [f for f in change.files if f.is_python and f.status != "deleted"]
+    path_of = {texts.get(f.path): f.path for f in files}
     return changes_recurrence(
-        (texts.get(f.path), None if change.full_scan else f.added_lines | f.deletion_anchors) for f in files
+        ((texts.get(f.path), None if change.full_scan else f.added_lines | f.deletion_anchors) for f in files),
+        tree_of=lambda text: engine.model(path_of[text], text).tree,
     )

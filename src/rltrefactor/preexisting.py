@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+import functools
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from .regions.lines import LineIndex
 from .regions.tokens import token_lines
 from .contents import read_base_sources
-from .syntax import DefinitionMap, definitions, parse_tree
+from .syntax import DefinitionMap, definitions
 from .types import ChangedFile, ChangeSet, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .filemodel import FileModel
 
 
 def complete_head(
@@ -55,9 +57,10 @@ def complete_head(
         text = head_texts.get(outcome.path)
         if not kept_on_lines or outcome.path not in kept_in or text is None:
             continue
-        at_head = identity_lines(text, kept_in[outcome.path], text)
+        model = engine.model(outcome.path, text)  # held by the engine: the head is parsed once
+        at_head = identity_lines(text, kept_in[outcome.path], text, definitions_of=lambda: model.definitions)
         if at_head is None or not at_head <= by_path[outcome.path].added_lines:
-            heads[outcome.path] = engine.review_file(outcome.path, text, at_head).findings
+            heads[outcome.path] = engine.review_file(outcome.path, text, at_head, model=model).findings
     return heads
 
 
@@ -94,9 +97,10 @@ def mark_preexisting(
             continue
         compared.add(path)
         head_counts.update((path, f.fingerprint) for f in heads.get(path, ()))
-        lines = identity_lines(text, kept_in[path], head_texts.get(path))
+        base = _Made(engine, path, text)  # parsed only when needed, then once
+        lines = identity_lines(text, kept_in[path], head_texts.get(path), definitions_of=lambda: base.model.definitions)
         if lines is None or lines:
-            base_counts.update((path, f.fingerprint) for f in engine.review_file(path, text, lines).findings)
+            base_counts.update((path, f.fingerprint) for f in engine.review_file(path, text, lines, model=base.model).findings)
     kept_by_print: dict[tuple[str, str], list[int]] = defaultdict(list)
     for index, finding in enumerate(kept):
         kept_by_print[(finding.path, finding.fingerprint)].append(index)
@@ -118,16 +122,20 @@ def _touches(finding: Finding, lines: frozenset[int]) -> bool:
     return any(line in lines for line in range(finding.span.line, finding.span.end_line + 1))
 
 
-def identity_lines(text: str, findings: Iterable[Finding], head_text: str | None) -> frozenset[int] | None:
+def identity_lines(
+    text: str, findings: Iterable[Finding], head_text: str | None, *,
+    definitions_of: Callable[[], DefinitionMap] | None = None,
+) -> frozenset[int] | None:
     """Lines of ``text`` (the base, or the head itself) on which a finding with one of
     these fingerprints can start; None when that cannot be narrowed (the whole text is
-    then reviewed). ``head_text``: where the findings were made."""
+    then reviewed). ``head_text``: where the findings were made. ``definitions_of``:
+    gives the definitions of ``text`` from its model (walked here otherwise)."""
     head_lines = head_text.split("\n") if head_text is not None else None
     words = [(finding, _first_word(finding, head_lines)) for finding in findings]
     words = [(finding, word) for finding, word in words if word is None or word in text]
     if not words:
         return frozenset()  # no matched text occurs in ``text``: nothing to parse there
-    defs = definitions(text, parse_tree(text))
+    defs = definitions_of() if definitions_of is not None else definitions(text)
     index = LineIndex(text)
     found: set[int] = set()
     for finding, word in words:
@@ -141,6 +149,17 @@ def identity_lines(text: str, findings: Iterable[Finding], head_text: str | None
             if _encloses(defs, ranges, finding.definition, line):
                 found.add(line)
     return frozenset(found)
+
+
+class _Made:
+    """The model of one file version, made when first asked for."""
+
+    def __init__(self, engine: Engine, path: str, text: str) -> None:
+        self._engine, self._path, self._text = engine, path, text
+
+    @functools.cached_property
+    def model(self) -> FileModel:
+        return self._engine.model(self._path, self._text)
 
 
 def _first_word(finding: Finding, head_lines: list[str] | None) -> str | None:

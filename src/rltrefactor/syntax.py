@@ -1,10 +1,14 @@
-"""tree-sitter syntax trees of whole files, and the line -> definition map."""
+"""tree-sitter syntax trees of whole files, and the one walk over their definitions.
+
+Every stage that names a definition reads the names this walk gives: Python's
+qualified names (``A.f``, ``A.f.<locals>.g``), one per function or class.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import TYPE_CHECKING, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar
 
 from .types import Definition
 
@@ -22,20 +26,58 @@ _CONTAINERS = {
 DEFINITION_HOLDERS = frozenset(_CONTAINERS | _DEFINITION_TYPES.keys())
 
 
+@dataclass(frozen=True, eq=False)
+class DefinitionSite:
+    """One function or class as the definition walk found it."""
+
+    definition: Definition  # qualified name and lines, decorators included
+    name: str  # as written after ``def``/``class``
+    owner: str | None  # a method's class (qualified); None for every other definition
+    parent: DefinitionSite | None  # the innermost function this one is defined in, through classes
+    decorators: str  # the decorators' text, joined by spaces
+    node: tree_sitter.Node = field(repr=False)  # the function_definition or class_definition
+
+
+class _Lines(Protocol):
+    @property
+    def start_line(self) -> int: ...
+
+    @property
+    def end_line(self) -> int: ...
+
+
+L = TypeVar("L", bound=_Lines)
+
+
+def innermost(spans: Sequence[L], line: int) -> L | None:
+    """The innermost of ``spans`` (sorted by start line, outer before inner, nested
+    properly) that holds ``line``; None when none does."""
+    best: L | None = None
+    for span in spans:
+        if span.start_line > line:
+            break  # sorted by start line
+        if line <= span.end_line:
+            best = span  # later starts are nested deeper
+    return best
+
+
 @dataclass(frozen=True)
 class DefinitionMap:
-    """Innermost enclosing function or class for each line of one file."""
+    """Every function and class of one file, and the innermost one around each line."""
 
-    definitions: tuple[Definition, ...]  # sorted by start line, outer before inner
+    sites: tuple[DefinitionSite, ...]  # sorted by start line, outer before inner
+
+    @cached_property
+    def definitions(self) -> tuple[Definition, ...]:
+        return tuple(site.definition for site in self.sites)
+
+    @cached_property
+    def functions(self) -> tuple[DefinitionSite, ...]:
+        return tuple(site for site in self.sites if site.definition.kind == "function")
 
     def enclosing(self, line: int) -> Definition:
-        best: Definition | None = None
-        for definition in self.definitions:
-            if definition.start_line > line:
-                break  # sorted by start line
-            if line <= definition.end_line:
-                best = definition  # later starts are nested deeper
-        return best or Definition("<module>", "module", 1, max(line, 1))
+        found = innermost(self.definitions, line)
+        return found or Definition("<module>", "module", 1, max(line, 1))
 
 
 @lru_cache(maxsize=1)
@@ -46,8 +88,9 @@ def _parser() -> tree_sitter.Parser:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_python.language()))
 
 
-# Trees are never edited, so one tree stands for its text: the engine and the review's
-# changed-function summary share the parse of a file (and, through it, its execution map).
+# Trees are never edited, so one tree stands for its text. A review reads the files it
+# reviews through ``filemodel.FileModel``, which holds their trees; this cache serves the
+# stages that read a file once more after its review (reports, the perf hook).
 # Two entries: a tree of a 400 KB file holds about 8 MiB, and a scan's workers keep theirs.
 @lru_cache(maxsize=2)
 def parse_tree(text: str) -> tree_sitter.Tree:
@@ -61,76 +104,69 @@ def parse_fresh(text: str) -> tree_sitter.Tree:
 
 
 def definitions(text: str, tree: tree_sitter.Tree | None = None) -> DefinitionMap:
-    """Functions and classes with Python-style qualified names (``A.f.<locals>.g``)."""
-    tree = tree if tree is not None else parse_tree(text)
-    found: list[Definition] = []
-    stack: list[tuple[tree_sitter.Node, str, int | None]] = [(tree.root_node, "", None)]
+    """Functions and classes of ``text`` (whose tree ``tree`` is, when given)."""
+    return walk_definitions(tree if tree is not None else parse_tree(text))
+
+
+def walk_definitions(tree: tree_sitter.Tree, nodes: Iterable[tree_sitter.Node] | None = None) -> DefinitionMap:
+    """The one naming of a file's definitions: each function and class with its
+    Python-style qualified name, its class (for methods), the function it is nested in
+    and its decorators. A decorated definition starts at its first decorator.
+
+    ``nodes``: the function_definition and class_definition nodes of ``tree``, where the
+    caller's own query already found them (the call index); otherwise found by walking
+    the statements that can hold a definition."""
+    found = sorted(nodes if nodes is not None else _definition_nodes(tree), key=lambda n: (n.start_byte, -n.end_byte))
+    sites: list[DefinitionSite] = []
+    around: list[DefinitionSite] = []  # the definitions holding the current one, outermost first
+    for node in found:
+        while around and around[-1].node.end_byte <= node.start_byte:
+            around.pop()
+        outer = around[-1] if around else None
+        kind = _DEFINITION_TYPES[node.type]
+        name = _text(node.child_by_field_name("name")) or "?"
+        if outer is None:
+            qualname, owner, parent = name, None, None
+        elif outer.definition.kind == "function":
+            qualname, owner, parent = f"{outer.definition.qualname}.<locals>.{name}", None, outer
+        else:  # in a class body: a member, nested in the function around the class
+            qualname, owner, parent = f"{outer.definition.qualname}.{name}", outer.definition.qualname, outer.parent
+        decorated = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else None
+        site = DefinitionSite(
+            Definition(qualname, kind, (decorated or node).start_point[0] + 1, node.end_point[0] + 1), name,
+            owner if kind == "function" else None, parent, _decorators(decorated), node,
+        )
+        sites.append(site)
+        around.append(site)
+    sites.sort(key=lambda s: (s.definition.start_line, -s.definition.end_line))
+    return DefinitionMap(tuple(sites))
+
+
+def _definition_nodes(tree: tree_sitter.Tree) -> Iterator[tree_sitter.Node]:
+    """Every function_definition and class_definition, visiting only statements that can
+    hold one (cheaper than a query, which visits every node)."""
+    stack = [tree.root_node]
     while stack:
-        node, prefix, decorated_start = stack.pop()
-        kind = _DEFINITION_TYPES.get(node.type)
-        child_prefix = prefix
-        if kind is not None:
-            name_node = node.child_by_field_name("name")
-            name = name_node.text.decode("utf-8", "replace") if name_node is not None and name_node.text is not None else "?"
-            qualname = prefix + name
-            start = decorated_start if decorated_start is not None else node.start_point[0] + 1
-            found.append(Definition(qualname, kind, start, node.end_point[0] + 1))
-            child_prefix = qualname + (".<locals>." if kind == "function" else ".")
-        if kind is None and node.type not in _CONTAINERS:
-            continue  # definitions only nest inside blocks and compound statements
-        decorated = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-        stack.extend((child, child_prefix, decorated) for child in reversed(node.children) if child.type in DEFINITION_HOLDERS)
-    found.sort(key=lambda d: (d.start_line, -d.end_line))
-    return DefinitionMap(tuple(found))
-
-
-def enclosing_definition(tree: tree_sitter.Tree, line: int) -> Definition:
-    """``definitions(...).enclosing(line)``, found by descending from the root through
-    the statements that hold ``line`` instead of walking every definition of the file."""
-    row = line - 1
-    found: Definition | None = None
-    prefix = ""
-    node: tree_sitter.Node | None = tree.root_node
-    decorated_start: int | None = None
-    while node is not None:
-        kind = _DEFINITION_TYPES.get(node.type)
-        if kind is not None:
-            name_node = node.child_by_field_name("name")
-            name = name_node.text.decode("utf-8", "replace") if name_node is not None and name_node.text is not None else "?"
-            start = decorated_start if decorated_start is not None else node.start_point[0] + 1
-            found = Definition(prefix + name, kind, start, node.end_point[0] + 1)
-            prefix = found.qualname + (".<locals>." if kind == "function" else ".")
-        elif node.type not in _CONTAINERS:
-            break
-        decorated_start = node.start_point[0] + 1 if node.type == "decorated_definition" else None
-        node = _holder_of(node, row, decorated=decorated_start is not None)
-    return found or Definition("<module>", "module", 1, max(line, 1))
-
-
-def _holder_of(node: tree_sitter.Node, row: int, *, decorated: bool) -> tree_sitter.Node | None:
-    """The child of ``node`` that is or may hold a definition around ``row``; a
-    decorated definition holds its decorators' rows."""
-    if decorated:
-        definition = node.child_by_field_name("definition")
-        return definition if definition is not None and row <= definition.end_point[0] else None
-    # The last child starting at or before ``row``, by bisection: a module may hold
-    # thousands of statements.
-    low, high = 0, node.child_count
-    while low < high:
-        middle = (low + high) // 2
-        child = node.child(middle)
-        if child is not None and child.start_point[0] <= row:
-            low = middle + 1
+        node = stack.pop()
+        if node.type in _DEFINITION_TYPES:
+            yield node
+            body = node.child_by_field_name("body")
+            children = body.children if body is not None else []
+        elif node.type in _CONTAINERS:
+            children = node.children
         else:
-            high = middle
-    # Children before it hold ``row`` only where they end on it: the last that does wins.
-    for position in range(low - 1, -1, -1):
-        child = node.child(position)
-        if child is None or child.end_point[0] < row:
-            break
-        if child.type in DEFINITION_HOLDERS:
-            return child
-    return None
+            continue
+        stack.extend(child for child in children if child.type in DEFINITION_HOLDERS)
+
+
+def _decorators(decorated: tree_sitter.Node | None) -> str:
+    if decorated is None:
+        return ""
+    return " ".join(_text(child) for child in decorated.children if child.type == "decorator")
+
+
+def _text(node: tree_sitter.Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
 def first_syntax_error(tree: tree_sitter.Tree) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rltrefactor.changes import collect_changes
 from rltrefactor.contents import read_sources
-from rltrefactor.syntax import definitions, enclosing_definition, parse_tree
+from rltrefactor.syntax import definitions
 from rltrefactor.types import FileError
 
 NESTED = '''\
@@ -32,14 +32,6 @@ def test_definitions_use_python_qualified_names():
     assert defs.enclosing(8).qualname == "Runner.step.<locals>.inner"
     assert defs.enclosing(9).qualname == "Runner.step"
     assert defs.enclosing(13).qualname == "serve"
-
-
-def test_the_definition_around_one_line_is_the_one_the_map_gives():
-    text = NESTED + "\n@a\n@b(\n    1)\nclass Late:\n    x = 1; y = 2\n    def m(self): return 0\n"
-    tree, defs = parse_tree(text), definitions(text)
-    for line in range(1, text.count("\n") + 3):
-        assert enclosing_definition(tree, line) == defs.enclosing(line), line
-    assert enclosing_definition(tree, 16).qualname == "Late"  # a decorator line
 
 
 def test_definitions_survive_syntax_errors():

@@ -19,7 +19,7 @@ SYNC_FN = "def {name}(x):\n    y = x * 2\n    return y.sum().item()\n"
 
 def _statuses(repo, base: str, head: str, *, whole_base: bool = False, monkeypatch=None) -> list[tuple]:
     if whole_base:
-        monkeypatch.setattr(preexisting, "identity_lines", lambda *args: None)
+        monkeypatch.setattr(preexisting, "identity_lines", lambda *args, **kwargs: None)
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", use_cache=False))
     return [(f.path, f.span.line, f.rule_id, f.status) for f in result.findings if f.area == "device-residency"]
 
@@ -166,7 +166,7 @@ def test_one_function_change_in_a_large_file_reviews_only_that_function_at_the_b
 
     seen: list = []
     real = preexisting.identity_lines
-    monkeypatch.setattr(preexisting, "identity_lines", lambda *args: seen.append(real(*args)) or seen[-1])
+    monkeypatch.setattr(preexisting, "identity_lines", lambda *args, **kwargs: seen.append(real(*args, **kwargs)) or seen[-1])
     statuses = _statuses(repo, base, head)
     monkeypatch.undo()
     assert statuses == _statuses(repo, base, head, whole_base=True, monkeypatch=monkeypatch)

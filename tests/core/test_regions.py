@@ -15,6 +15,7 @@ from rltrefactor.regions.plan import plan_regions
 from rltrefactor.regions.reach import MatcherReach, search_scope
 from rltrefactor.regions.tokens import token_lines, word_lines
 from rltrefactor.regions.windows import change_windows
+from rltrefactor.filemodel import FileModel
 from rltrefactor.syntax import parse_tree
 from rltrefactor.types import Span
 
@@ -131,7 +132,7 @@ def _all_spans(text):
     from rltrefactor.matchers.base import FileContext
 
     module = cst.parse_module(text)
-    ctx = FileContext("f.py", module, is_hot_path=False, is_test=False, definitions=None, text=text)
+    ctx = FileContext(FileModel.read("f.py", text), module, text=text)
     kinds = _NodeKinds()
     module.visit(kinds)
     nodes = [node for kind in kinds.found if kind is not cst.Module for node in ctx.nodes(kind)]
@@ -179,7 +180,7 @@ def test_spans_in_a_region_with_emptied_lines_left_out_are_the_files_spans():
                              lines=None)
     assert region.file_lines is not None and len(region.text.splitlines()) < region.end_line - region.start_line + 1
     module = cst.parse_module(region.text)
-    ctx = FileContext("f.py", module, is_hot_path=False, is_test=False, definitions=None,
+    ctx = FileContext(FileModel.read("f.py", ANCHORS_SOURCE), module,
                       line_offset=region.start_line - 1, text=region.text, file_lines=region.file_lines)
     _, whole_ctx, _ = _all_spans(ANCHORS_SOURCE)
     in_file = {whole_ctx.code(node): whole_ctx.span(node) for node in whole_ctx.nodes(cst.Call)}

@@ -6,18 +6,16 @@ import textwrap
 
 import libcst as cst
 
+from rltrefactor.execution import Declared
+from rltrefactor.filemodel import FileModel
 from rltrefactor.matchers.base import FileContext
 from rltrefactor.matchers.pattern import compile_pattern
-from rltrefactor.types import Definition
-
-
-class _ModuleOnly:
-    def enclosing(self, line: int) -> Definition:
-        return Definition("<module>", "module", 1, line)
 
 
 def context(code: str, path: str = "model_executor/m.py", *, hot: bool = True, test: bool = False) -> FileContext:
-    return FileContext(path, cst.parse_module(textwrap.dedent(code)), is_hot_path=hot, is_test=test, definitions=_ModuleOnly())
+    text = textwrap.dedent(code)
+    model = FileModel.read(path, text, declared=Declared(hot_file=hot), is_test=test)
+    return FileContext(model, cst.parse_module(text))
 
 
 def hits(matcher, code: str, **kwargs) -> list[tuple[int, dict]]:

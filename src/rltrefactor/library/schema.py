@@ -85,7 +85,7 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
     origin = Origin(file, r.line)
     matcher = _matcher(r, origin)
     severity, confidence = r.choice("severity", SEVERITIES), r.choice("confidence", CONFIDENCES)
-    if severity == "error" and confidence != "high":  # rltrefactor: ignore[string-state-comparison] values checked by choice() above
+    if severity == "error" and confidence != "high":
         raise r.error(
             r.line_of("severity"),
             f"severity: error needs confidence: high (got confidence {confidence}); an error fails the run, "
@@ -146,9 +146,9 @@ def _group(r: Reader, precision: Precision | None) -> tuple[RuleGroup, str]:
     share = precision.true_share if precision is not None else None
     noisy = share is not None and share < DEFAULT_GROUP_MIN_TRUE
     kept = r.get("kept-default", str, default="").strip()
-    if kept and not (noisy and group == "default"):  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if kept and not (noisy and group == "default"):
         raise r.error(r.line_of("kept-default"), "kept-default: only a default-group rule measured under 50 % true needs a reason; remove the key")
-    if noisy and group == "default" and not kept:  # rltrefactor: ignore[string-state-comparison] a typed Literal, checked by the type checker
+    if noisy and group == "default" and not kept:
         raise r.error(
             r.line_of("precision"),
             f"precision: {precision.figure if precision else ''} is under {round(DEFAULT_GROUP_MIN_TRUE * 100)} % true, "

@@ -15,17 +15,19 @@ from typing import Iterable, Iterator, Mapping, Protocol, Sequence, TypeVar
 import libcst as cst
 
 from ..contents import ModuleTexts
-from ..execution import EMPTY as NO_FUNCTIONS, ExecutionMap
+from ..execution import ExecutionMap, FunctionExecution
+from ..filemodel import FileModel
 from ..kernel_outputs import AccumulatingKernel
-from ..names import Names, bundled_names
+from ..names import Names
 from ..regions.lines import file_line
 from ..regions.reach import MatcherReach
 from ..prefilter import Prefilter
-from ..types import Definition, Span
+from ..syntax import DefinitionMap
+from ..types import Span
 from .imports import ImportTable, resolve, table_from_nodes
 from .positions import AllPositions, AnchoredPositions
 
-__all__ = ["DefinitionLookup", "FileContext", "Match", "Matcher", "child_nodes"]
+__all__ = ["FileContext", "Match", "Matcher", "child_nodes"]
 
 N = TypeVar("N", bound=cst.CSTNode)
 
@@ -105,24 +107,22 @@ class Match:
 
 
 class FileContext:
-    """One parsed file as matchers see it. Built by the engine, read-only for matchers."""
+    """One parsed file as matchers see it. Built by the engine, read-only for matchers.
+
+    File-wide facts (definitions, where code runs, what the configuration says about the
+    file) come from its ``FileModel``, built once per file; a context adds the LibCST tree
+    of the region being matched."""
 
     def __init__(
         self,
-        path: str,
+        model: FileModel,
         module: cst.Module,
         *,
-        is_hot_path: bool,
-        is_test: bool,
-        definitions: "DefinitionLookup",
         line_offset: int = 0,
         imports: ImportTable | None = None,
-        execution: ExecutionMap = NO_FUNCTIONS,
         text: str | None = None,
         file_lines: Sequence[int] | None = None,
-        names: Names | None = None,
         sources: ModuleTexts | None = None,
-        accumulating_kernels: Mapping[str, AccumulatingKernel] | None = None,
     ) -> None:
         """``module`` may be a region of the file: its line 1 is file line ``line_offset + 1``
         or, given ``file_lines`` (the file line of each of its lines), ``file_lines[0]``.
@@ -133,23 +133,52 @@ class FileContext:
         ``sources`` reads the whole file (at ``path``) and the repository modules it
         imports, for matchers that look up declarations outside the region.
         """
-        self.path = path
+        self.model = model
         self.module = module
-        self.is_hot_path = is_hot_path
-        self.is_test = is_test
-        self.definitions = definitions
         self.line_offset = line_offset
         self.file_lines = file_lines
         self.text = text
-        self.execution = execution  # where each function of the whole file runs
-        self.names = names if names is not None else bundled_names()  # name lists, as configured
         self.sources = sources
-        # Kernels of the whole file that accumulate into an argument (``kernel_outputs``).
-        self.accumulating_kernels: Mapping[str, AccumulatingKernel] = accumulating_kernels or {}
         self._by_type, self._parent = _index(module)
         own = table_from_nodes([*self.nodes(cst.Import), *self.nodes(cst.ImportFrom)])
         self.imports = imports.merged(own) if imports is not None else own
         self._positions: AnchoredPositions | AllPositions | None = None
+
+    @property
+    def path(self) -> str:
+        return self.model.path
+
+    @property
+    def is_hot_path(self) -> bool:
+        return self.model.is_hot_path
+
+    @property
+    def is_test(self) -> bool:
+        return self.model.is_test
+
+    @property
+    def definitions(self) -> DefinitionMap:
+        return self.model.definitions
+
+    @property
+    def execution(self) -> ExecutionMap:
+        """Where each function of the whole file runs."""
+        return self.model.execution
+
+    @property
+    def names(self) -> Names:
+        """The name lists, as configured."""
+        return self.model.names
+
+    @property
+    def accumulating_kernels(self) -> Mapping[str, AccumulatingKernel]:
+        """Kernels of the whole file that accumulate into an argument (``kernel_outputs``)."""
+        return self.model.accumulating_kernels
+
+    def function_at(self, node: cst.CSTNode) -> FunctionExecution | None:
+        """Where the innermost function holding ``node`` runs (found by ``node``'s line in
+        the file's one definition walk); None outside functions."""
+        return self.model.function_at(self.span(node).line)
 
     def nodes(self, node_type: type[N]) -> list[N]:
         """Every node of exactly this type, in source order."""
@@ -194,8 +223,11 @@ class FileContext:
     def span(self, node: cst.CSTNode) -> Span:
         """Location of ``node`` in the file (1-based lines and columns)."""
         if self._positions is None:
-            self._positions = AnchoredPositions(self.module, self.text, self._parent) if self.text is not None \
-                else AllPositions(self.module)
+            if self.text is None:
+                self._positions = AllPositions(self.module)
+            else:  # a region that is the whole file reads the file's own tree
+                whole = self.line_offset == 0 and self.file_lines is None and self.text == self.model.text
+                self._positions = AnchoredPositions(self.module, self.text, self._parent, self.model.tree if whole else None)
         line, column, end_line, end_column = self._positions.of(node)
         offset, lines = self.line_offset, self.file_lines
         if end_column == 0 and end_line > 1:  # ends with the line before: just after it in the file
@@ -203,10 +235,6 @@ class FileContext:
         else:
             end = file_line(end_line, offset, lines)
         return Span(file_line(line, offset, lines), column + 1, end, end_column + 1)
-
-
-class DefinitionLookup(Protocol):
-    def enclosing(self, line: int) -> Definition: ...
 
 
 class Matcher(Protocol):

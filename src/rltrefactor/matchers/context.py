@@ -56,29 +56,14 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
 
 def in_cold_function(node: cst.CSTNode, ctx: FileContext) -> bool:
     """The execution-context stage found the enclosing function one-time or offline."""
-    qualname = enclosing_qualname(node, ctx)
-    found = ctx.execution.named(qualname) if qualname else None
+    found = ctx.function_at(node)
     return found is not None and found.kind in COLD_KINDS
 
 
 def in_per_step_function(node: cst.CSTNode, ctx: FileContext) -> bool:
     """The execution-context stage found the enclosing function per-step."""
-    qualname = enclosing_qualname(node, ctx)
-    found = ctx.execution.named(qualname) if qualname else None
+    found = ctx.function_at(node)
     return found is not None and found.kind == "per-step"
-
-
-def enclosing_qualname(node: cst.CSTNode, ctx: FileContext) -> str | None:
-    """Qualified name of the innermost function holding ``node`` (``A.f.<locals>.g``)."""
-    parts: list[str] = []
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, cst.FunctionDef):
-            parts.append(ancestor.name.value + (".<locals>" if parts else ""))
-        elif isinstance(ancestor, cst.ClassDef) and parts:
-            parts.append(ancestor.name.value)
-    if not parts:
-        return None
-    return ".".join(reversed(parts))
 
 
 def is_never_true(test: cst.BaseExpression) -> bool:

@@ -38,13 +38,18 @@ class AnchoredPositions:
     j-th member of a class body. Where the two parsers do not agree on the count, the
     whole module is generated, as ``positions`` does."""
 
-    def __init__(self, module: cst.Module, text: str, parent: Mapping[int, cst.CSTNode]) -> None:
+    def __init__(
+        self, module: cst.Module, text: str, parent: Mapping[int, cst.CSTNode], tree: tree_sitter.Tree | None = None
+    ) -> None:
+        """``tree``: the tree-sitter tree of ``text`` when one is already made (the file's,
+        for a region that is the whole file); parsed when first needed otherwise."""
         """``text``: what ``module`` was parsed from."""
         self._module = module
         self._text = text
         self._parent = parent
         self._by_anchor: dict[int, dict[int, Position]] = {}
         self._rows: _StatementRows | None = None
+        self._tree = tree
         self._whole: dict[int, Position] | None = None
 
     def of(self, node: cst.CSTNode) -> Position:
@@ -93,7 +98,7 @@ class AnchoredPositions:
 
     def _statement_rows(self) -> _StatementRows:
         if self._rows is None:
-            self._rows = _StatementRows(self._text)
+            self._rows = _StatementRows(self._text, self._tree)
         return self._rows
 
 
@@ -105,10 +110,10 @@ class _StatementRows:
     """Where tree-sitter starts the statements of a text, grouped as LibCST groups
     them: statements sharing a line (``a = 1; b = 2``) make one."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, tree: tree_sitter.Tree | None = None) -> None:
         from ..syntax import parse_fresh
 
-        tree = parse_fresh(code)
+        tree = tree if tree is not None else parse_fresh(code)
         self._ok = not tree.root_node.has_error
         self._top = _grouped(tree.root_node.children)
 

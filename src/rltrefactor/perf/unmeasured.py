@@ -65,7 +65,7 @@ def not_measured(change: ChangeSet, reached: Iterable[str], classify: Classify) 
             continue  # unreadable at head: touched_definitions read nothing of it either
         where = classify(path, text)
         for name in names:
-            function = where.named(name)
+            function = next((f for f in where.functions if f.qualname == name), None)
             if function is None or function.kind not in ("per-step", "unknown"):
                 continue
             if any(q == name or q.startswith(name + ".") for q in ran.get(path, ())):

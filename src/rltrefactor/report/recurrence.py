@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import ast
 import builtins
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
-    from tree_sitter import Node
+    from tree_sitter import Node, Tree
 
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -42,25 +42,28 @@ def recurrence_spans(text: str) -> tuple[tuple[int, int], ...]:
     return tuple(spans)
 
 
-def changes_recurrence(files: Iterable[tuple[str, frozenset[int] | None]]) -> bool:
+def changes_recurrence(
+    files: Iterable[tuple[str, frozenset[int] | None]], *, tree_of: Callable[[str], Tree] | None = None
+) -> bool:
     """Whether a changed line of one of ``files`` (text, changed lines; None: every line)
-    lies in a definition that iterates a recurrence."""
+    lies in a definition that iterates a recurrence. ``tree_of``: the tree-sitter tree of
+    a text, where the caller already has it (parsed here otherwise)."""
     for text, lines in files:
-        focus = text if lines is None else _around(text, lines)
+        focus = text if lines is None else _around(text, lines, tree_of(text) if tree_of is not None else None)
         for first, last in recurrence_spans(focus):
             if lines is None or any(first <= line <= last for line in lines):
                 return True
     return False
 
 
-def _around(text: str, lines: frozenset[int]) -> str:
+def _around(text: str, lines: frozenset[int], tree: Tree | None = None) -> str:
     """``text`` with only the imports and the top-level statements (in a class: the
     members) holding ``lines`` left; every other line is emptied, so line numbers hold.
     A definition holding no changed line cannot make the change touch a recurrence."""
     from ..syntax import parse_tree
 
     keep: set[int] = set()
-    for node in parse_tree(text).root_node.children:
+    for node in (tree if tree is not None else parse_tree(text)).root_node.children:
         first, last = node.start_point[0] + 1, node.end_point[0] + 1
         if node.type in ("import_statement", "import_from_statement", "future_import_statement"):
             keep.update(range(first, last + 1))
