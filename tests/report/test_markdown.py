@@ -241,3 +241,21 @@ def test_without_a_docs_url_rules_are_not_linked_and_their_texts_are_folded_in(r
     )
     linked = render_markdown(res, remote_url=GH, docs_url=DOCS)
     assert f"[`host-sync-in-hot-path`]({DOCS}#host-sync-in-hot-path)" in linked and "### Rules" not in linked
+
+
+def test_perf_tests_left_out_and_unstable_lines_are_listed(rec):
+    from rltrefactor.perf.records import PerfTestsRun, PerfUnstableLine
+
+    tests = PerfTestsRun(
+        selected=("tests/test_runner.py::test_step", "tests/test_runner.py::test_decode"),
+        left_out={"tests/test_runner.py::test_decode": "failed at base: AssertionError"},
+        unstable=(PerfUnstableLine("tests/test_runner.py::test_step", "head", "alloc", "engine/runner.py", 88,
+                                   "buf = torch.empty(n)", (2, 3)),),
+        traced=True,
+    )
+    text = render_markdown(rec.result(perf=_perf(tests=tests)), remote_url=GH)
+    assert "#### Tests\n\n2 tests reach the changed functions (traced at the head)." in text
+    assert "- `tests/test_runner.py::test_decode`: failed at base: AssertionError" in text
+    head_link = f"https://github.com/acme/engine/blob/{rec.HEAD_SHA}/engine/runner.py#L88"
+    assert f"- [`engine/runner.py:88`]({head_link}) alloc 2 then 3 in `tests/test_runner.py::test_step`" in text
+    assert "#### Tests" not in render_markdown(rec.result(perf=_perf()))

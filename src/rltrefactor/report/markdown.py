@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
-from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary, UnmeasuredFunction
+from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary, PerfTestsRun, UnmeasuredFunction
 from ..result import ReviewResult
 from ..types import Finding
 from .links import WebRepo, permalink, rule_url, tool_version, web_repo
@@ -149,6 +149,8 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
         parts.append(f"No device synchronization, copy or allocation was added or removed{reached}.")
     if perf.not_measured:
         parts.append(_not_measured(perf.not_measured, links))
+    if perf.tests is not None:
+        parts.append(_tests(perf.tests, links))
     if perf.profile_rows:
         parts.append(_profile_table(perf.profile_rows))
     if perf.artifacts_dir:
@@ -168,6 +170,20 @@ def _not_measured(functions: Sequence[UnmeasuredFunction], links: _Links) -> str
     return ("#### Not measured\n\nChanged code that runs per step, or might, and that no micro-check reached; "
             "the result above says nothing about it.\n\n" + "\n".join(items)
             + f"\n\nWrite a micro-check for one with `{SCAFFOLD_COMMAND} {functions[0].target}`.")
+
+
+def _tests(tests: PerfTestsRun, links: _Links) -> str:
+    """The tests that measured the change, and what was left out of the comparison."""
+    how = "traced at the head" if tests.traced else "selection read from the cache"
+    out = [f"#### Tests\n\n{_plural(len(tests.selected), 'test')} reach the changed functions ({how})."]
+    if tests.left_out:
+        out.append("Left out (failed, errored or skipped on a side):\n\n"
+                   + "\n".join(f"- `{name}`: {_inline(reason)}" for name, reason in sorted(tests.left_out.items())))
+    if tests.unstable:
+        out.append("Unstable lines, dropped (counts differed between a test's two runs):\n\n" + "\n".join(
+            f"- {links.location(u.path, u.line, base=u.side == 'base')} {u.category} {u.runs[0]} then {u.runs[1]}"
+            f" in `{u.test}`" for u in tests.unstable))
+    return "\n\n".join(out)
 
 
 def _perf_changes(perf: PerfSummary) -> str:
