@@ -230,6 +230,16 @@ def _uses_name(handler: cst.ExceptHandler) -> bool:
     return any(isinstance(n, cst.Name) and n.value == bound for n in subtree(handler.body))
 
 
+def removal_from_self_registry() -> Prefilter:
+    """``del self.x[k]`` or ``self.x.pop(k)`` (``remove``, ``discard``): a removal from a
+    registry on ``self``, by key (``pop()`` of a list's end and ``d[k] = v`` alone are
+    everywhere). A wrapped call puts its key on the next line, so the regex also searches
+    the line after a guard."""
+    removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
+    return (re.compile(DEL_KEYWORD + r"\s+self\s*\.[\w.]+\["),
+            GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1))
+
+
 class RegistrationNotUndoneOnFailure:
     """``d[k] = v``, a call that can raise, then ``del d[k]``: a failure leaves ``k`` registered."""
 
@@ -239,13 +249,7 @@ class RegistrationNotUndoneOnFailure:
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        # The removal from a registry on ``self``, by key (``pop()`` of a list's end and
-        # ``d[k] = v`` alone are everywhere); the whole function is read. A wrapped call
-        # puts its key on the next line, so the regex also searches the line after a guard.
-        removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
-        self.prefilter: Prefilter = (
-            re.compile(DEL_KEYWORD + r"\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
-        )
+        self.prefilter: Prefilter = removal_from_self_registry()  # the whole function is read
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):

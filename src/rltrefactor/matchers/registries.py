@@ -9,16 +9,16 @@ and the entry stays for ever.
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
-from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
+from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .context import subtree
 from .imports import dotted_name
+from .lifecycle import removal_from_self_registry
 from .options import Option
 from .teardown import name_words
 
@@ -40,10 +40,7 @@ class RemovalAfterAwaitNotInFinally:
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        removal = re.compile(r"self\s*\.[\w.]+\.(?:pop|remove|discard)\(\s*[^\s)]")
-        self.prefilter: Prefilter = (
-            re.compile(DEL_KEYWORD + r"\s+self\s*\.[\w.]+\["), GuardedRegex(removal, (".pop(", ".remove(", ".discard("), context=1)
-        )
+        self.prefilter: Prefilter = removal_from_self_registry()
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for line in ctx.nodes(cst.SimpleStatementLine):
