@@ -47,7 +47,7 @@ class Config:
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
-    call_index: bool = True  # read where functions run across the repository (``callindex``)
+    call_index: bool = False  # read where functions run across the repository (``callindex``)
     perf_hooks: str = "perf_hooks"
     perf_tests: tuple[str, ...] = ()  # pytest arguments (test paths) for ``perf --tests``; (): pytest's own
     docs_url: str | None = None  # the rules reference rule ids link to; None: no links
@@ -164,7 +164,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
-        call_index=get("call-index") is not False,
+        call_index=get("call-index") is True,
         perf_hooks=get("perf-hooks") or "perf_hooks",
         perf_tests=tuple(get("perf-tests") or ()),
         docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),

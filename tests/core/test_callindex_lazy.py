@@ -62,7 +62,7 @@ def test_a_context_reads_only_the_files_that_call_the_names_on_its_chain() -> No
     assert sorted(set(loaded)) == ["eng/model.py", "eng/ops.py"]  # loader.py and server.py never read
 
 
-def _repo(tmp_path: Path, files: dict[str, str], pyproject: str = "[tool.rltrefactor]\n") -> tuple[GitRepo, str]:
+def _repo(tmp_path: Path, files: dict[str, str], pyproject: str = "[tool.rltrefactor]\ncall-index = true\n") -> tuple[GitRepo, str]:
     repo = GitRepo(tmp_path / "repo")
     repo.write("pyproject.toml", pyproject)
     for path, text in files.items():

@@ -52,10 +52,10 @@ def test_bad_values(tmp_path, body, fragment):
     assert fragment in str(info.value)
 
 
-def test_the_call_index_is_on_unless_the_configuration_turns_it_off(tmp_path):
-    assert load_config(str(tmp_path)).call_index is True
-    _write(tmp_path, "call-index = false\n")
+def test_the_call_index_is_off_unless_the_configuration_turns_it_on(tmp_path):
     assert load_config(str(tmp_path)).call_index is False
+    _write(tmp_path, "call-index = true\n")
+    assert load_config(str(tmp_path)).call_index is True
 
 
 def test_invalid_toml(tmp_path):

@@ -127,6 +127,8 @@ def _changed_repo(repo, count: int = 3) -> str:
     """``count`` modified hot files, each with a kept finding, a moved pre-existing one
     and a line added to a function: every stage after matching reads the head again."""
     body = "import torch\n\n\ndef forward(x):\n    return x.sum().item()\n\n\ndef helper(y):\n    return y\n"
+    # The call index reads the reviewed files too: it shares their one parse.
+    repo.write("pyproject.toml", "[tool.rltrefactor]\ncall-index = true\n")
     for index in range(count):
         repo.write(f"model_executor/runner_{index}.py", f"# runner {index}\n{body}")
     base = repo.commit("base")
