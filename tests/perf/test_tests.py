@@ -213,3 +213,16 @@ def test_the_map_is_read_from_the_cache_while_the_blobs_are_the_same(repo, measu
     other = testmap.trace_tests(change, str(repo.path), touched, ["tests/test_runner.py"], timeout=60,
                                 memory_mb=8192, cache_dir=cache_dir)
     assert traced == [["tests/test_runner.py"]] and other.traced
+
+
+def test_the_plan_names_what_it_runs_with_and_without_checks() -> None:
+    from rltrefactor.perf.hook import PerfPlan
+    from rltrefactor.perf.report import plan_text
+
+    tests_only = plan_text(PerfPlan("/r", "a" * 40, "working tree", "perf_hooks", (), tests=("tests",)))
+    assert tests_only.splitlines()[0] == "perf: executing the tests reaching the change, of pytest tests"
+    both = plan_text(PerfPlan("/r", "a" * 40, "working tree", "perf_hooks", ("perf_hooks/c.py",), tests=()))
+    assert both.splitlines()[:2] == ["perf: executing micro-checks from perf_hooks/c.py",
+                                     "  and the tests reaching the change, of pytest (its own discovery)"]
+    checks_only = plan_text(PerfPlan("/r", "a" * 40, "working tree", "perf_hooks", ("perf_hooks/c.py",)))
+    assert "tests" not in checks_only.splitlines()[1]

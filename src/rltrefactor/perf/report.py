@@ -25,11 +25,13 @@ _TABLE_ROWS = 15
 
 
 def plan_text(the_plan: PerfPlan) -> str:
-    files = ", ".join(the_plan.files) or "(none)"
-    lines = [f"perf: executing micro-checks from {files}",
-             *([f"  and the tests reaching the change, of pytest {' '.join(the_plan.tests) or '(its own discovery)'}"]
-               if the_plan.tests is not None else []),
-             f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}"]
+    tests = (f"the tests reaching the change, of pytest {' '.join(the_plan.tests) or '(its own discovery)'}"
+             if the_plan.tests is not None else "")
+    if the_plan.files:
+        lines = [f"perf: executing micro-checks from {', '.join(the_plan.files)}", *([f"  and {tests}"] if tests else [])]
+    else:
+        lines = [f"perf: executing {tests}"]  # no checks: the plan is refused unless tests were asked for
+    lines.append(f"  base {the_plan.base[:12]} (temporary worktree) vs head {the_plan.head[:12]}")
     if the_plan.note:
         lines.append(f"  note: {the_plan.note}")
     return "\n".join(lines)
