@@ -137,14 +137,17 @@ class Engine:
         ``release_models``: a review reads the files of a change again after matching
         them (where changed functions run, scoping, pre-existing findings), and each is
         parsed and classified once. Never for a full scan: its trees would all be kept.
-        Beyond ``HELD_MODELS`` files, the rest are parsed again where read again."""
-        self._holding = dict(itertools.islice(texts.items(), HELD_MODELS))
+        Beyond ``HELD_MODELS`` files, the rest are parsed again where read again. Models and
+        trees held before are dropped: they may be of other versions of the same paths."""
+        self._held, self._holding, self._trees = {}, dict(itertools.islice(texts.items(), HELD_MODELS)), {}
 
     def held_tree(self, path: str, text: str) -> Tree | None:
         """The one parse of a held file version, shared by its model and the call index
         (which reads the reviewed files before any model can be made); None for the rest."""
         if self._holding.get(path) != text:
             return None
+        if path in self._held:
+            return self._held[path].tree
         tree = self._trees.get(path)
         if tree is None:
             tree = self._trees[path] = syntax.parse_fresh(text)

@@ -186,3 +186,19 @@ def test_the_engine_keeps_the_models_it_is_told_to_hold_up_to_its_bound(monkeypa
     assert engine.model("m2.py", texts["m2.py"]) is not engine.model("m2.py", texts["m2.py"])  # past the bound
     engine.release_models()
     assert engine.model("m0.py", texts["m0.py"]) is not first
+
+
+def test_a_held_tree_is_of_the_version_held_now_and_shared_with_its_model():
+    from rltrefactor.config import Config
+    from rltrefactor.engine import Engine
+
+    engine = Engine((), Config(), frozenset())
+    old, new = "def f():\n    return 1\n", "def g():\n    return 2\n"
+    engine.hold_models({"m.py": old})
+    assert engine.held_tree("m.py", old).root_node.text == old.encode()
+    engine.hold_models({"m.py": new})  # the same path, another version
+    tree = engine.held_tree("m.py", new)
+    assert tree.root_node.text == new.encode()
+    assert engine.model("m.py", new).tree is tree
+    assert engine.held_tree("m.py", new) is tree
+    assert engine.held_tree("m.py", old) is None
