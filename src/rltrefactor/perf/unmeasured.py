@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from .. import contents
 from ..config import Config, declared_for
-from ..execution import EMPTY, ExecutionMap, execution_map
+from ..execution import EMPTY, ExecutionMap
+from ..filemodel import FileModel
 from ..globs import matches
-from ..syntax import parse_tree
 from ..types import ChangeSet
 from .coverage import touched_definitions
 from .records import PerfSummary, UnmeasuredFunction
@@ -44,7 +44,7 @@ def classifier(config: Config, call_index: CallIndex | None = None) -> Classify:
         if matches(path, config.test_paths):
             return EMPTY
         context = call_index.for_file(path) if call_index is not None else None
-        return execution_map(parse_tree(text), declared_for(config, path), context)
+        return FileModel.read(path, text, declared=declared_for(config, path), repository=context).execution
 
     return classify
 
