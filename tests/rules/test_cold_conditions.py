@@ -71,3 +71,24 @@ def test_a_cache_rebuilt_only_when_missing_or_stale_runs_cold_and_its_look_alike
     # Line 6's second operand is not the cache; line 8 does not rebuild what it tests;
     # line 12's ``self.ready`` is not the cache either.
     assert cold == [5, 11]
+
+
+def test_a_cache_built_in_a_conditional_expression_runs_cold_and_its_look_alikes_do_not() -> None:
+    code = """
+    class Attention:
+        def forward(self, x, n):
+            self.mask = upload(n) if self.mask is None else self.mask
+            self.rope = self.rope if self.rope is not None else upload(n)
+            self.buf = upload(n) if self.buf is None or self.buf.shape[0] < n else self.buf
+            self.buf = upload(n) if self.buf is None or n > self.limit else self.buf
+            other = upload(n) if self.mask is None else self.mask
+            self.mask = self.mask if self.mask is None else upload(n)
+            self.rope = upload(n) if self.mask is None else self.rope
+            return x
+    """
+    ctx = context(code)
+    calls = [c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "upload"]
+    cold = sorted(ctx.span(c).line for c in calls if runs_cold(c, ctx))
+    # Line 7's second operand is not the cache; line 8 does not keep what it builds;
+    # line 9 builds when the cache is present; line 10 tests another attribute.
+    assert cold == [4, 5, 6]

@@ -46,7 +46,7 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
     (configuration included; never a name alone), in a message, or under a cold or
     one-time guard, or under a condition that is false as written. The engine drops hits of ``runs: per-step`` rules there; matchers
     never ask."""
-    if in_message(node, ctx) or in_cold_function(node, ctx):
+    if in_message(node, ctx) or in_cold_function(node, ctx) or in_cached_value(node, ctx):
         return True
     return any(
         is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx.names)
@@ -110,6 +110,52 @@ def is_one_time_guard(branch: cst.If, names: Names | None = None) -> bool:
     ):
         return test.left.attr.value in _assigned_attributes(branch.body)
     return False
+
+
+def in_cached_value(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``self.x = build() if self.x is None else self.x`` (or the ``is not None`` form with
+    the branches swapped): ``node`` lies in the branch that builds the cached attribute, which
+    runs only while the cache is missing, or stale when every other ``or`` operand of the
+    test reads it, as for ``is_one_time_guard``."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.IfExp):
+            builds = ancestor.body if child is ancestor.body else ancestor.orelse if child is ancestor.orelse else None
+            cached = _cached_attribute(ancestor.test, missing=builds is ancestor.body)
+            if builds is not None and cached is not None and cached in _assigned_by_value(ancestor, ctx):
+                return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        child = ancestor
+    return False
+
+
+def _cached_attribute(test: cst.BaseExpression, *, missing: bool) -> str | None:
+    """The attribute ``test`` finds missing (``missing``) or present, where the test reads
+    nothing but that attribute in its other ``or`` operands."""
+    if not missing:
+        comparison = test if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else None
+        if comparison is None or not isinstance(comparison.comparisons[0].operator, cst.IsNot):
+            return None
+        comparator = comparison.comparisons[0].comparator
+        if isinstance(comparator, cst.Name) and comparator.value == "None" and isinstance(comparison.left, cst.Attribute):
+            return comparison.left.attr.value
+        return None
+    operands = list(_or_operands(test))
+    for index, operand in enumerate(operands):
+        cached = _missing_attribute(operand)
+        if cached is not None and all(_reads_attribute(o, cached) for o in operands[:index] + operands[index + 1:]):
+            return cached
+    return None
+
+
+def _assigned_by_value(value: cst.BaseExpression, ctx: FileContext) -> set[str]:
+    """The attributes an assignment whose whole value is ``value`` writes (``self.x = value``)."""
+    parent = ctx.parent(value)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is value:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        return {t.attr.value for t in targets if isinstance(t, cst.Attribute)}
+    return set()
 
 
 def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
