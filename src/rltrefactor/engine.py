@@ -52,8 +52,13 @@ def select_rules(library: Library, config: Config) -> tuple[Rule, ...]:
 
 
 def skipped_experimental(library: Library, config: Config) -> tuple[Rule, ...]:
-    """Bundled experimental rules this run would apply if they were selected by id."""
-    return tuple(rule for rule in _wanted(library, config) if _held_back(rule, config) and _opted_in(rule, config))
+    """Bundled experimental rules of an area the run selects by name, which run only when
+    selected by id. A run of the default set says nothing of them (``rules list`` shows them)."""
+    areas = {name for name in config.select if name not in GROUPS}
+    return tuple(
+        rule for rule in _wanted(library, config)
+        if rule.area in areas and _held_back(rule, config) and _opted_in(rule, config)
+    )
 
 
 def _wanted(library: Library, config: Config) -> Iterable[Rule]:
