@@ -132,7 +132,7 @@ def _first_exposed_await(
         if isinstance(ancestor, cst.Try) and child is ancestor.body and (_rolls_back(ancestor, refused, ctx) or _swallows(ancestor)):
             return None
         if isinstance(ancestor, cst.IndentedBlock):
-            body = list(ancestor.body)
+            body: list[cst.CSTNode] = list(ancestor.body)
             for statement in body[body.index(child) + 1 :]:
                 found = _scan(statement, refused, ctx)
                 if found is _DECIDED:
@@ -150,6 +150,8 @@ def _scan(statement: cst.CSTNode, refused: RefusedKey, ctx: FileContext) -> cst.
     stack = [statement]
     while stack:
         node = stack.pop()
+        if isinstance(node, _NESTED):
+            continue  # defined here, run elsewhere
         if isinstance(node, cst.Try):
             if _rolls_back(node, refused, ctx):
                 return _DECIDED
