@@ -50,8 +50,8 @@ class RefusedKeyLeftOnFailure:
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
-            cls = ctx.enclosing_class(function)
-            if function.asynchronous is None or cls is None or ctx.parent(ctx.parent(function) or function) is not cls:
+            cls = _class_of_method(function, ctx)
+            if function.asynchronous is None or cls is None:
                 continue  # only methods, only coroutines: every await there is a cancellation point
             own = list(_own_nodes(function.body))
             for index, refused in _refusals(own, ctx):
@@ -61,7 +61,14 @@ class RefusedKeyLeftOnFailure:
                 exposed = _first_exposed_await(registration, function, refused, ctx)
                 if exposed is not None:
                     yield Match(exposed, {"CONTAINER": refused.container, "KEY": refused.key})
-                break  # one report per coroutine
+                    break  # one report per coroutine
+
+
+def _class_of_method(function: cst.FunctionDef, ctx: FileContext) -> cst.ClassDef | None:
+    """The class ``function`` is defined in directly; None for functions and nested ones."""
+    block = ctx.parent(function)
+    owner = ctx.parent(block) if block is not None else None
+    return owner if isinstance(owner, cst.ClassDef) else None
 
 
 def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
