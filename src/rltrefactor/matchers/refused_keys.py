@@ -58,6 +58,8 @@ class RefusedKeyLeftOnFailure:
                 registration = _registration(own[index + 1 :], refused, ctx)
                 if registration is None or not _removed_by_sibling(cls, function, refused.container, ctx):
                     continue
+                if any(_removes(n, refused, ctx) for n in own[own.index(registration) :]):
+                    continue  # removed here too: ``registration-not-undone-on-failure`` reads that
                 exposed = _first_exposed_await(registration, function, refused, ctx)
                 if exposed is not None:
                     yield Match(exposed, {"CONTAINER": refused.container, "KEY": refused.key})
