@@ -18,6 +18,8 @@ from . import (
     fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
     resources, shutdown, state, teardown, threads,
 )
+from . import refused_keys
+from . import paired_records
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -97,6 +99,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
     "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
     "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
+    "refused-key-left-registered-on-failure": _factory(refused_keys.RefusedKeyLeftOnFailure),
+    "undo-discarded-from-paired-record": _factory(paired_records.UndoDiscardedFromPairedRecord),
 }
 
 
