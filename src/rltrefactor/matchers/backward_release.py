@@ -37,13 +37,12 @@ from __future__ import annotations
 
 import ast
 import functools
-import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..prefilter import GuardedRegex, Prefilter
+from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .options import Option
@@ -61,8 +60,8 @@ _REMOVING_METHODS = frozenset({"pop", "popitem", "clear"})
 _CODE_UNITS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 # Words a module must hold for any of its code to run only in backward.
 _BACKWARD_WORDS = ("autograd", "_hook")
-# ``name[...] = ...`` as a statement of its own, indented (inside a function).
-_STORE = GuardedRegex(re.compile(r"^[ \t]+[A-Za-z_]\w*\[[^\n]*\][ \t]*=(?!=)", re.MULTILINE), ("]=", "] ="))
+# The end of ``name[...] = ...``: on the statement's last line when its key is wrapped.
+_STORE = ("] =", "]=")
 
 
 @dataclass(frozen=True)
@@ -300,11 +299,11 @@ class EntryRemovedOnlyInBackward:
 
     OPTIONS: ClassVar[dict[str, Option]] = {}
     # Every piece of evidence but the store is read from the whole file's text.
-    reach = MatcherReach(reads="header", hits_at_tokens=True)
+    reach = MatcherReach(reads="statement", hits_at_tokens=True)
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter: Prefilter = (_STORE,)
+        self.prefilter: Prefilter = _STORE
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         stores = backward_only_stores(ctx.model.text)
