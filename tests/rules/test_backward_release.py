@@ -97,3 +97,17 @@ def test_no_removal_at_all_and_constant_keys_are_left_to_other_rules():
 def test_a_module_without_backward_words_or_that_does_not_parse_has_no_stores():
     assert backward_only_stores("_t = {}\ndef f(k):\n    _t[k] = 1\ndef g(k):\n    _t.pop(k)\n") == {}
     assert backward_only_stores("autograd = (\n") == {}
+
+
+def test_hook_registrations_count_only_in_a_module_that_imports_torch():
+    code = (
+        "from plugins import bus\n"
+        "_inflight = {}\n"
+        "def _done(request_id):\n"
+        "    _inflight.pop(request_id, None)\n"
+        "def submit(request):\n"
+        "    _inflight[request.id] = request\n"
+        "bus.register_hook(_done)\n"
+    )
+    assert lines(matcher(RULE), code) == []
+    assert lines(matcher(RULE), "import torch\n" + code) == [7]

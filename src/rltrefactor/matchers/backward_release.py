@@ -15,6 +15,7 @@ since the table, the writer and the remover are separate top-level statements; t
 hit is the store, in whatever region holds it. Where a value comes from is read from
 calls and imports, never from names:
 
+- the module imports ``torch`` (a plugin system's ``register_hook`` runs no backward);
 - a table is a top-level name bound to ``{}``, ``dict()``, ``defaultdict(...)`` or
   ``OrderedDict()``;
 - backward code is a function passed to ``torch.library.register_autograd`` (or a
@@ -87,6 +88,8 @@ def _stores(text: str) -> dict[int, BackwardOnlyStore]:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return {}
     module = _Module(tree)
+    if not module.imports_torch:  # ``register_hook`` of a plugin system runs no backward
+        return {}
     found: dict[int, BackwardOnlyStore] = {}
     for table in module.tables:
         removers = module.backward_removers(table)
@@ -107,6 +110,7 @@ class _Module:
             for child in ast.iter_child_nodes(node):
                 self.parents[id(child)] = node
         self.aliases = _aliases(tree)
+        self.imports_torch = any(origin.split(".", 1)[0] == "torch" for origin in self.aliases.values())
         self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.tables = [name for statement in tree.body if (name := self._table(statement)) is not None]
         self.backward: dict[int, ast.AST] = {}
