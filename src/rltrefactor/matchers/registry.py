@@ -20,6 +20,7 @@ from . import (
 )
 from . import refused_keys
 from . import paired_records
+from . import backward_release
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -101,6 +102,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
     "refused-key-left-registered-on-failure": _factory(refused_keys.RefusedKeyLeftOnFailure),
     "undo-discarded-from-paired-record": _factory(paired_records.UndoDiscardedFromPairedRecord),
+    "entry-removed-only-in-backward": _factory(backward_release.EntryRemovedOnlyInBackward),
 }
 
 
