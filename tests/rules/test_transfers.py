@@ -70,18 +70,18 @@ def test_the_finding_says_which_transfer_is_lost_when_the_sources_differ():
                                 "`self.ids` holds `self.slots_cpu` (element 3)")
 
 
+# The only placement evidence (``self.mesh``) lies on a line the change leaves alone.
 RUNNER = """\
-from engine.utils import device_array
+from engine.utils import place
 
 
 class Runner:
     def prepare(self, ids, pos, rows):
         (ids, pos,
-         rows) = device_array(
+         rows) = place(
             self.mesh,
             (ids, pos,
              rows),
-            sharding=self.data_sharding,
         )
         return ids, pos, rows
 """
@@ -91,7 +91,7 @@ def test_a_change_that_adds_the_name_to_both_sides_is_reported_on_its_line(tmp_p
     repo = GitRepo(tmp_path / "repo")
     repo.write("engine/runner.py", RUNNER)
     repo.commit("base")
-    repo.write("engine/runner.py", RUNNER.replace("         rows) =", "         rows, rows) =").replace(
+    repo.write("engine/runner.py", RUNNER.replace("         rows) = place(", "         rows, rows) = place(").replace(
         "             rows),", "             rows, rows),"))
     repo.commit("head")
     result = review(ReviewRequest(repo=str(repo.path), diff="HEAD~1..HEAD", use_cache=False, jobs=1,
