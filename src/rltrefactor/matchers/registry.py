@@ -16,7 +16,7 @@ from ..library.model import Rule
 from . import (
     allocation, async_lifecycle, capability, coroutines, device, environment, exceptions,
     fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
-    resources, shutdown, state, teardown, threads,
+    resources, shutdown, state, teardown, threads, transfers,
 )
 from . import refused_keys
 from . import paired_records
@@ -103,6 +103,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "refused-key-left-registered-on-failure": _factory(refused_keys.RefusedKeyLeftOnFailure),
     "undo-discarded-from-paired-record": _factory(paired_records.UndoDiscardedFromPairedRecord),
     "entry-removed-only-in-backward": _factory(backward_release.EntryRemovedOnlyInBackward),
+    "value-transferred-twice": _factory(transfers.ValueTransferredTwice),
 }
 
 
