@@ -16,7 +16,7 @@ from ..library.model import Rule
 from . import (
     allocation, async_lifecycle, capability, coroutines, device, environment, exceptions,
     fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
-    resources, shutdown, state, teardown, threads,
+    resources, shutdown, state, teardown, threads, pinned_slots,
 )
 from .base import Matcher
 from .hook import HookEmittedMatcher
@@ -97,6 +97,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
     "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
     "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
+    "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
 }
 
 
