@@ -81,7 +81,7 @@ class PinnedSlotRewrittenWhileInFlight:
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
         self.prefilter: Prefilter = (
-            re.compile(r"_\("),  # fill_(, zero_(, copy_(, add_(, ...
+            re.compile("(?:" + "|".join(sorted(m[:-1] for m in _WRITES | {"copy_"})) + r")_\("),
             re.compile(r"\]\s*(?://|[-+*/%&|^])?=(?!=)"),  # slot[...] = value
             re.compile(r"out\s*="),
         )
@@ -225,8 +225,7 @@ class _Function:
             elif isinstance(node, (ast.Assign, ast.AugAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for target in targets:
-                    written = target.value if isinstance(target, ast.Subscript) else target if isinstance(node, ast.AugAssign) else None
-                    ring = self.slot_of(written, at) if written is not None else None
+                    ring = self.slot_of(target.value, at) if isinstance(target, ast.Subscript) else None
                     if ring is not None:
                         writes.append((node, target, ring))
         found = []

@@ -1,0 +1,73 @@
+"""pinned-slot-rewritten-while-in-flight: which rings, slots, hand-offs and waits count."""
+
+from __future__ import annotations
+
+from rltrefactor.matchers.pinned_slots import PinnedSlotRewrittenWhileInFlight, slot_writes
+
+from .helpers import hits
+
+MATCHER = PinnedSlotRewrittenWhileInFlight("pinned-slot-rewritten-while-in-flight", {})
+
+GETTER = """
+import torch
+
+class Pool:
+    @classmethod
+    def get(cls, n):
+        ids = torch.zeros(n, dtype=torch.long)
+        lens = [torch.zeros(1, dtype=torch.int32, pin_memory=True) for _ in range(2)]
+        out = [torch.zeros(n, pin_memory=True) for _ in range(2)]
+        return ids, lens, out
+
+class Runner:
+    def submit(self, x, stream):
+        ids, lens, out = Pool.get(x.shape[0])
+        slot = self.layer % 2
+        ids.fill_(0)
+        {write}
+        self.queue.push(stream, lens[slot].data_ptr(), out[slot].data_ptr())
+"""
+
+
+def test_only_the_ring_positions_of_a_returned_tuple_are_rings():
+    assert [line for line, _ in hits(MATCHER, GETTER.format(write="lens[slot].fill_(x.shape[0])"))] == [17]
+    assert hits(MATCHER, GETTER.format(write="ids[slot].fill_(x.shape[0])")) == []
+
+
+def test_a_slot_not_handed_off_in_the_function_is_left_alone():
+    code = GETTER.format(write="out[slot].zero_()").replace("out[slot].data_ptr()", "x.data_ptr()")
+    assert hits(MATCHER, code) == []
+
+
+def test_the_finding_names_the_ring_and_the_hand_off():
+    [(line, bindings)] = hits(MATCHER, GETTER.format(write="lens[slot].fill_(x.shape[0])"))
+    assert bindings["RING"] == "lens" and bindings["ALLOCATED"] == "8"
+    assert bindings["HANDOFF"].startswith("`lens[slot].data_ptr()`") and bindings["HANDOFF_LINE"] == "18"
+
+
+def test_a_wait_between_the_hand_off_and_the_next_write_clears_it():
+    before = GETTER.format(write="self.done[slot].synchronize(); lens[slot].fill_(1)")
+    after = GETTER.format(write="lens[slot].fill_(1)") + "        self.done[slot].synchronize()\n"
+    between = GETTER.format(write="lens[slot].fill_(1)").replace(
+        "        self.queue.push", "        self.done[slot].synchronize()\n        self.queue.push")
+    assert hits(MATCHER, before) == [] and hits(MATCHER, after) == []
+    assert [line for line, _ in hits(MATCHER, between)] == [17]  # the wait comes after the write
+
+
+def test_columns_count_characters_on_lines_with_non_ascii_text():
+    code = GETTER.format(write='note = "é"; lens[slot].fill_(1)')
+    [(line, _)] = hits(MATCHER, code)
+    written = code.splitlines()[16]
+    assert line == 17 and slot_writes(code)[0].column == written.index("lens[slot]")
+
+
+def test_a_stream_ordered_copy_into_the_slot_is_a_hand_off_not_a_host_write():
+    code = GETTER.format(write="out[slot].copy_(x, non_blocking=True)")
+    assert hits(MATCHER, code) == []
+    host = GETTER.format(write="out[slot].copy_(x.cpu())")
+    assert [line for line, _ in hits(MATCHER, host)] == [17]
+
+
+def test_unparsable_files_and_files_without_pinned_memory_give_nothing():
+    assert slot_writes("def f(:\n  pin_memory=True\n") == ()
+    assert slot_writes(GETTER.format(write="lens[slot].fill_(1)").replace("pin_memory=True", "device='cpu'")) == ()
