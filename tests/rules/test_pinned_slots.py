@@ -50,7 +50,10 @@ def test_a_wait_between_the_hand_off_and_the_next_write_clears_it():
     after = GETTER.format(write="lens[slot].fill_(1)") + "        self.done[slot].synchronize()\n"
     between = GETTER.format(write="lens[slot].fill_(1)").replace(
         "        self.queue.push", "        self.done[slot].synchronize()\n        self.queue.push")
+    native = GETTER.format(write="self.queue.sync_with_cuda_stream(stream); lens[slot].fill_(1)")
+    imported = GETTER.format(write="synchronize(); lens[slot].fill_(1)")
     assert hits(MATCHER, before) == [] and hits(MATCHER, after) == []
+    assert hits(MATCHER, native) == [] and hits(MATCHER, imported) == []
     assert [line for line, _ in hits(MATCHER, between)] == [17]  # the wait comes after the write
 
 

@@ -14,9 +14,9 @@ code that reads the address later). The same function writing a slot from the ho
 (``fill_``, ``zero_``, in-place arithmetic, ``copy_`` of a host value, an index
 assignment, ``out=``) takes effect at once, while the work a previous call handed the
 slot to may still be reading it. It is reported unless a host wait (``synchronize()``,
-``wait()``, ``query()``, ``item()``, ``tolist()``, directly or in a method of the same
-class that the function calls) comes before the write or after the function's last
-hand-off. Rings allocated in the function itself are fresh on every call and never
+``wait()``, ``query()``, ``item()``, ``tolist()``, a call whose name starts with ``sync``
+or ``wait``, directly or in a method of the same class that the function calls) comes
+before the write or after the function's last hand-off. Rings allocated in the function itself are fresh on every call and never
 reported; pageable containers are not rings.
 
 The analysis reads the whole file (``ast``): the ring is usually built in another
@@ -46,6 +46,12 @@ _WRITES = frozenset(
 )
 # Host waits: a finished event, stream, future or device, or a value read back from it.
 _WAITS = frozenset({"synchronize", "wait", "query", "item", "tolist"})
+
+
+def _waits(method: str) -> bool:
+    """A host wait, or a call that says it may be one (``sync_with_cuda_stream``,
+    ``wait_for_slot``): counting a possible wait as one only leaves findings out."""
+    return method in _WAITS or method.startswith(("sync", "wait")) or method.endswith("synchronize")
 _DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu"})
 _HOST_SOURCES = frozenset({"cpu", "numpy", "tolist"})
 _HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "full", "zeros", "ones", "arange"})
@@ -247,10 +253,12 @@ class _Function:
             ring = self.slot_of(keyword.value, at) if keyword.arg == "out" else None
             if ring is not None:
                 writes.append((call, keyword.value, ring))
+        if isinstance(func, ast.Name) and _waits(func.id):
+            waits.append(at)
         if not isinstance(func, ast.Attribute):
             return
         method, receiver = func.attr, func.value
-        if method in _WAITS or self._waiting_method(call):
+        if _waits(method) or self._waiting_method(call):
             waits.append(at)
             return
         non_blocking = any(k.arg == "non_blocking" and isinstance(k.value, ast.Constant) and k.value.value is True
@@ -294,7 +302,7 @@ class _Function:
         for cls in self.rings.lineage(self.owner):
             for member in self.rings.classes[cls].body:
                 if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and member.name == func.attr:
-                    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _WAITS
+                    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and _waits(n.func.attr)
                                for n in walk(member))
         return False
 
