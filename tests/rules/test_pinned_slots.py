@@ -74,3 +74,56 @@ def test_a_stream_ordered_copy_into_the_slot_is_a_hand_off_not_a_host_write():
 def test_unparsable_files_and_files_without_pinned_memory_give_nothing():
     assert slot_writes("def f(:\n  pin_memory=True\n") == ()
     assert slot_writes(GETTER.format(write="lens[slot].fill_(1)").replace("pin_memory=True", "device='cpu'")) == ()
+
+
+LOOP = """
+import torch
+
+def upload(chunks, out, width, done):
+    staging = [torch.empty(width, pin_memory=True) for _ in range(2)]
+    {before}
+    for step, chunk in enumerate(chunks):
+        slot = step % 2
+        {inside}
+        staging[slot][: len(chunk)] = torch.from_numpy(chunk)
+        out[step].copy_(staging[slot], non_blocking=True)
+"""
+
+
+def test_a_ring_built_before_a_loop_is_reused_by_its_iterations_and_only_waits_inside_count():
+    assert [line for line, _ in hits(MATCHER, LOOP.format(before="done.synchronize()", inside="pass"))] == [10]
+    assert hits(MATCHER, LOOP.format(before="pass", inside="done[slot].synchronize()")) == []
+
+
+def test_a_ring_built_in_the_loop_or_written_outside_one_is_fresh():
+    inside = LOOP.replace("    staging = [", "    unused = [").replace(
+        "        slot = step % 2", "        staging = [torch.empty(width, pin_memory=True) for _ in range(2)]\n        slot = step % 2")
+    assert hits(MATCHER, inside.format(before="pass", inside="pass")) == []
+    once = LOOP.replace("    for step, chunk in enumerate(chunks):\n", "    if chunks:\n        step, chunk = 0, chunks[0]\n")
+    assert hits(MATCHER, once.format(before="pass", inside="pass")) == []
+
+
+ONCE = """
+import torch
+
+class Stager:
+    def __init__(self, n):
+        self.ring = [torch.zeros(n, pin_memory=True) for _ in range(2)]
+        self.step = 0
+
+    def {name}(self):
+        slot = self.step % 2
+        self.ring[slot].fill_(1)
+        self.dev.copy_(self.ring[slot], non_blocking=True)
+
+    def load_weights(self, chunks, n):
+        staging = [torch.empty(n, pin_memory=True) for _ in range(2)]
+        for step, chunk in enumerate(chunks):
+            staging[step % 2].copy_(torch.from_numpy(chunk))
+            self.weights[step].copy_(staging[step % 2], non_blocking=True)
+"""
+
+
+def test_a_kept_ring_needs_code_that_runs_again_but_a_loop_reuses_its_ring_anywhere():
+    assert [line for line, _ in hits(MATCHER, ONCE.format(name="stage"), hot=False)] == [11, 17]
+    assert [line for line, _ in hits(MATCHER, ONCE.format(name="warm_up"), hot=False)] == [17]

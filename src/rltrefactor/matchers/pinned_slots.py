@@ -16,8 +16,10 @@ assignment, ``out=``) takes effect at once, while the work a previous call hande
 slot to may still be reading it. It is reported unless a host wait (``synchronize()``,
 ``wait()``, ``query()``, ``item()``, ``tolist()``, a call whose name starts with ``sync``
 or ``wait``, directly or in a method of the same class that the function calls) comes
-before the write or after the function's last hand-off. Rings allocated in the function itself are fresh on every call and never
-reported; pageable containers are not rings.
+before the write or after the function's last hand-off. A ring allocated in the
+function itself is fresh on every call: only a loop there that rotates through it
+reuses its slots, so only the hand-offs and waits inside that loop count. Pageable
+containers are not rings.
 
 The analysis reads the whole file (``ast``): the ring is usually built in another
 method than the one that writes it.
@@ -36,8 +38,9 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
+from .context import in_cold_function
 from .options import Option
-from .pinned_rings import FileRings, functions, in_order, rotating_value, self_attribute, walk
+from .pinned_rings import FileRings, functions, in_order, ring_allocation, rotating_value, self_attribute, walk
 
 # In-place methods that write a tensor's memory from the host when it lives there.
 _WRITES = frozenset(
@@ -64,6 +67,9 @@ class Ring:
 
     name: str  # as the writing function spells it
     allocated: int  # line of the allocation
+    # Allocated in the writing function: it is reused only across the iterations of a
+    # loop there, so only a hand-off and the waits inside that loop count.
+    local: bool = False
 
 
 @dataclass(frozen=True)
@@ -101,11 +107,15 @@ class PinnedSlotRewrittenWhileInFlight:
             for node in ctx.nodes(kind):
                 span = ctx.span(node)
                 found = writes.get((span.line, span.column - 1))
-                if found is not None and _same_start(lines, found, ctx.code(node)):
-                    yield Match(node, {
-                        "X": found.written, "RING": found.ring.name, "ALLOCATED": str(found.ring.allocated),
-                        "HANDOFF": found.handoff, "HANDOFF_LINE": str(found.handoff_line),
-                    })
+                if found is None or not _same_start(lines, found, ctx.code(node)):
+                    continue
+                # A ring kept across calls comes back to a slot only in code that runs again.
+                if not found.ring.local and in_cold_function(node, ctx):
+                    continue
+                yield Match(node, {
+                    "X": found.written, "RING": found.ring.name, "ALLOCATED": str(found.ring.allocated),
+                    "HANDOFF": found.handoff, "HANDOFF_LINE": str(found.handoff_line),
+                })
 
 
 def _same_start(lines: list[str], write: SlotWrite, code: str) -> bool:
@@ -191,6 +201,8 @@ class _Function:
             bound_at, value = found
             if isinstance(value, Ring) or value is None:
                 return value
+            if ring_allocation(value):
+                return Ring(node.id, value.lineno, local=True)
             return self.ring_of(value, bound_at, depth + 1)
         return None
 
@@ -237,14 +249,33 @@ class _Function:
         found = []
         for node, target, ring in writes:
             at = _at(node)
-            mine = [(h_at, text) for h_at, h_ring, text in handoffs if h_ring.allocated == ring.allocated]
-            if not mine or any(w < at or w > max(h for h, _ in mine) for w in waits):
+            lines = self._reused_over(node, ring)
+            if lines is None:
+                continue
+            mine = [(h_at, text) for h_at, h_ring, text in handoffs
+                    if h_ring.allocated == ring.allocated and lines[0] <= h_at[0] <= lines[1]]
+            if not mine or any(w < at or w > max(h for h, _ in mine) for w in waits if lines[0] <= w[0] <= lines[1]):
                 continue
             handoff_at, handoff = mine[0]
             line = self.text.splitlines()[at[0] - 1]
             column = len(line.encode()[: at[1]].decode(errors="ignore"))  # ast columns count UTF-8 bytes
             found.append(SlotWrite(at[0], column, _source(self.text, target), ring, handoff, handoff_at[0]))
         return found
+
+    def _reused_over(self, node: ast.AST, ring: Ring) -> tuple[int, int] | None:
+        """The lines over which ``ring`` comes back to the slot ``node`` writes: the whole
+        function for a ring kept across calls; for one allocated here, the innermost loop
+        around ``node`` that does not allocate it again (None outside such a loop)."""
+        if not ring.local:
+            return (self.function.lineno, self.function.end_lineno or self.function.lineno)
+        parent = self.parents.get(id(node))
+        while parent is not None and parent is not self.function:
+            if isinstance(parent, (ast.For, ast.AsyncFor, ast.While)):
+                end = parent.end_lineno or parent.lineno
+                if not parent.lineno <= ring.allocated <= end:
+                    return (parent.lineno, end)
+            parent = self.parents.get(id(parent))
+        return None
 
     def _call(self, call: ast.Call, at: Position, writes: list[tuple[ast.AST, ast.expr, Ring]],
               handoffs: list[tuple[Position, Ring, str]], waits: list[Position]) -> None:
