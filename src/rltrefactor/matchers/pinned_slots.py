@@ -49,21 +49,24 @@ _WRITES = frozenset(
 )
 # Host waits: a finished event, stream, future or device, or a value read back from it.
 _WAITS = frozenset({"synchronize", "wait", "query", "item", "tolist"})
+_DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu"})
+_HOST_SOURCES = frozenset({"cpu", "numpy", "tolist"})
+_HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "full", "zeros", "ones", "arange"})
+_SETUP = frozenset({"__init__", "__post_init__", "__new__"})
+# Methods whose result shares the receiver's memory: a write into it writes the slot.
+_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze numpy detach".split())
+Position = tuple[int, int]  # (line, column) of an ast node: source order
 
 
 def _waits(method: str) -> bool:
     """A host wait, or a call that says it may be one (``sync_with_cuda_stream``,
     ``wait_for_slot``): counting a possible wait as one only leaves findings out."""
     return method in _WAITS or method.startswith(("sync", "wait")) or method.endswith("synchronize")
-_DEVICE_MOVES = frozenset({"to", "cuda", "npu", "xpu"})
-_HOST_SOURCES = frozenset({"cpu", "numpy", "tolist"})
-_HOST_FACTORIES = frozenset({"tensor", "as_tensor", "from_numpy", "full", "zeros", "ones", "arange"})
-_SETUP = frozenset({"__init__", "__post_init__", "__new__"})
 
 
 @dataclass(frozen=True)
 class Ring:
-    """A container of pinned host tensors kept across calls."""
+    """A container of pinned host tensors whose slots a function comes back to."""
 
     name: str  # as the writing function spells it
     allocated: int  # line of the allocation
@@ -138,12 +141,6 @@ def slot_writes(text: str) -> tuple[SlotWrite, ...]:
         if function.name not in _SETUP:
             found.extend(_Function(function, owner, rings, text).writes())
     return tuple(sorted(found, key=lambda w: (w.line, w.column)))
-
-
-
-
-Position = tuple[int, int]
-_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze numpy detach".split())
 
 
 class _Function:
