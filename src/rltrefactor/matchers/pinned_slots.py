@@ -135,6 +135,8 @@ def slot_writes(text: str) -> tuple[SlotWrite, ...]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
+    if not any(isinstance(node, (ast.ListComp, ast.List, ast.Tuple)) and ring_allocation(node) for node in ast.walk(tree)):
+        return ()  # no ring anywhere in the file
     rings = FileRings(tree)
     found: list[SlotWrite] = []
     for owner, function in functions(tree):
