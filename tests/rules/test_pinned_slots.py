@@ -127,3 +127,27 @@ class Stager:
 def test_a_kept_ring_needs_code_that_runs_again_but_a_loop_reuses_its_ring_anywhere():
     assert [line for line, _ in hits(MATCHER, ONCE.format(name="stage"), hot=False)] == [11, 17]
     assert [line for line, _ in hits(MATCHER, ONCE.format(name="warm_up"), hot=False)] == [17]
+
+
+APPENDED = """
+import torch
+
+class Uploader:
+    def __init__(self, n, depth):
+        {build}
+        self.turn = 0
+
+    def upload(self, values, out):
+        self.turn = (self.turn + 1) % len(self.staging)
+        self.staging[self.turn][: len(values)] = torch.tensor(values)
+        out.copy_(self.staging[self.turn], non_blocking=True)
+"""
+
+
+def test_a_ring_built_by_appending_pinned_tensors_is_a_ring():
+    on_self = "self.staging = []\n        for _ in range(depth):\n            self.staging.append(torch.empty(n).pin_memory())"
+    local = "staging = []\n        for _ in range(depth):\n            staging.append(torch.empty(n, pin_memory=True))\n        self.staging = staging"
+    pageable = "self.staging = []\n        for _ in range(depth):\n            self.staging.append(torch.empty(n))"
+    assert [line for line, _ in hits(MATCHER, APPENDED.format(build=on_self))] == [13]
+    assert [line for line, _ in hits(MATCHER, APPENDED.format(build=local))] == [14]
+    assert hits(MATCHER, APPENDED.format(build=pageable)) == []

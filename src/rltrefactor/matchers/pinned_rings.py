@@ -1,7 +1,8 @@
 """Pinned rings of one file: containers of pinned host tensors kept across calls.
 
 A ring is built in one expression, a list comprehension or a literal list (or tuple)
-of two or more ``pin_memory=True`` / ``.pin_memory()`` allocations, and kept beyond
+of two or more ``pin_memory=True`` / ``.pin_memory()`` allocations, or by appending
+such allocations to a list one at a time, and kept beyond
 the call that builds it: stored on ``self``/``cls``, or returned by a function of the
 file (whole, or at a position of a returned tuple). An index into it *rotates* when it
 is ``a % n``, ``1 - a`` or ``a ^ 1``, or a ``self`` attribute assigned one: it comes
@@ -41,6 +42,14 @@ def ring_allocation(node: ast.expr) -> bool:
     if isinstance(node, (ast.List, ast.Tuple)):
         return len(node.elts) >= 2 and all(pinned_allocation(e) for e in node.elts)
     return False
+
+
+def pinned_append(node: ast.AST) -> ast.expr | None:
+    """The list ``X`` of ``X.append(<pinned allocation>)``: a ring built one slot at a time."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append":
+        if len(node.args) == 1 and pinned_allocation(node.args[0]):
+            return node.func.value
+    return None
 
 
 def self_attribute(node: ast.expr) -> str | None:
@@ -84,13 +93,20 @@ class FileRings:
         for owner, function in functions(tree):
             key = owner.name if owner is not None else None
             values = local_values(function)
+            appended = {  # local lists pinned tensors are appended to -> line of the first append
+                receiver.id: call.lineno for call in reversed(list(walk(function)))
+                if isinstance(call, ast.Call) and isinstance(receiver := pinned_append(call), ast.Name)
+            }
             for node in walk(function):
-                self._note_attribute(key, node, values)
+                self._note_attribute(key, node, values, appended)
             positions = self._returned(function, values)
             if positions:
                 self.returns[(key, function.name)] = positions
 
-    def _note_attribute(self, owner: str | None, node: ast.AST, values: Mapping[str, ast.expr]) -> None:
+    def _note_attribute(self, owner: str | None, node: ast.AST, values: Mapping[str, ast.expr],
+                        appended: Mapping[str, int]) -> None:
+        """``self.X = <ring>`` (or a local list the function appended pinned tensors to),
+        ``self.X.append(<pinned>)``, and ``self.X`` assigned a rotating index."""
         if owner is None:
             return
         if isinstance(node, ast.Assign):
@@ -101,8 +117,14 @@ class FileRings:
                 value = values.get(node.value.id, node.value) if isinstance(node.value, ast.Name) else node.value
                 if ring_allocation(value):
                     self.attributes.setdefault(owner, {})[attribute] = value.lineno
+                elif isinstance(node.value, ast.Name) and node.value.id in appended:
+                    self.attributes.setdefault(owner, {})[attribute] = appended[node.value.id]
                 if rotating_value(node.value):
                     self.rotated.setdefault(owner, set()).add(attribute)
+        elif isinstance(node, ast.Call) and (receiver := pinned_append(node)) is not None:
+            attribute = self_attribute(receiver)
+            if attribute is not None:
+                self.attributes.setdefault(owner, {})[attribute] = node.lineno
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Mod, ast.BitXor)):
             attribute = self_attribute(node.target)
             if attribute is not None:

@@ -2,8 +2,8 @@
 
 A *ring* is a container of several pinned host tensors built in one expression (a
 list comprehension or a literal list of ``pin_memory=True`` / ``.pin_memory()``
-allocations), kept beyond one call: stored on ``self``/``cls`` or returned by a
-function of the same file. A *slot* is an element of a ring selected by a rotating
+allocations) or by appending them to a list, kept beyond one call: stored on
+``self``/``cls`` or returned by a function of the same file. A *slot* is an element of a ring selected by a rotating
 index (``i % depth``, ``1 - i``, ``i ^ 1``, directly or through a name or attribute
 assigned one). Building a ring and rotating through it says that one call's
 asynchronous work on a slot may still run when a later call comes back to it.
@@ -40,7 +40,9 @@ from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .context import in_cold_function
 from .options import Option
-from .pinned_rings import FileRings, functions, in_order, ring_allocation, rotating_value, self_attribute, walk
+from .pinned_rings import (
+    FileRings, functions, in_order, pinned_append, ring_allocation, rotating_value, self_attribute, walk,
+)
 
 # In-place methods that write a tensor's memory from the host when it lives there.
 _WRITES = frozenset(
@@ -135,7 +137,10 @@ def slot_writes(text: str) -> tuple[SlotWrite, ...]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
-    if not any(isinstance(node, (ast.ListComp, ast.List, ast.Tuple)) and ring_allocation(node) for node in ast.walk(tree)):
+    if not any(
+        (isinstance(node, (ast.ListComp, ast.List, ast.Tuple)) and ring_allocation(node)) or pinned_append(node) is not None
+        for node in ast.walk(tree)
+    ):
         return ()  # no ring anywhere in the file
     rings = FileRings(tree)
     found: list[SlotWrite] = []
@@ -161,6 +166,8 @@ class _Function:
         for node in self.nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 self._bind(node.targets[0], node.value, _at(node))
+            elif isinstance(receiver := pinned_append(node), ast.Name):  # a local ring built one slot at a time
+                self.bindings.setdefault(receiver.id, []).append((_at(node), Ring(receiver.id, _at(node)[0], local=True)))
 
     def _bind(self, target: ast.expr, value: ast.expr, at: Position) -> None:
         if isinstance(target, ast.Name):
