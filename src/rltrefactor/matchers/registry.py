@@ -17,6 +17,7 @@ from . import (
     allocation, async_lifecycle, capability, coroutines, device, environment, exceptions,
     fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
     resources, shutdown, state, teardown, threads, transfers,
+    resources, shutdown, state, teardown, threads, pinned_slots,
 )
 from . import refused_keys
 from . import paired_records
@@ -104,6 +105,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "undo-discarded-from-paired-record": _factory(paired_records.UndoDiscardedFromPairedRecord),
     "entry-removed-only-in-backward": _factory(backward_release.EntryRemovedOnlyInBackward),
     "value-transferred-twice": _factory(transfers.ValueTransferredTwice),
+    "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
 }
 
 
