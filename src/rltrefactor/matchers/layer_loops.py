@@ -1,0 +1,228 @@
+"""Functions of a file that run once per iteration of a loop that threads a state through them.
+
+A loop such as ``for block in blocks: hidden = self._block(block, hidden)`` runs the
+callee once per element and hands each call's result to the next one: a stack of layers
+(or of any repeated stage) applied to one carried value. Work inside the callee that
+depends neither on the loop element nor on the carried values is the same in every
+iteration, and belongs before the loop.
+
+A function is **per-iteration** when the file shows every one of its callers:
+
+- its name is private (``_block``): a public function may be called from other modules;
+- the file never names it except to call it (``self._block(...)`` / ``_block(...)``):
+  a function handed on as a value (``checkpoint(self._block, h)``) runs where the
+  receiver decides;
+- it is called at least once, and each call is either the threading call of a ``for``
+  loop of its caller (``x = f(..., x, ...)``, ``a, b = f(..., a, b)``: the call's result
+  rebinds a name given to it directly) or made by a per-iteration function.
+
+Read from the file's one tree-sitter tree (``FileModel.tree``), so a matcher that sees a
+region of the file still knows every caller. Methods are keyed ``Class.name`` (called as
+``self.name``/``cls.name`` from that class), module functions by their name; nested
+functions are never per-iteration (a closure may escape).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from ..filemodel import FileModel
+
+
+@dataclass(frozen=True)
+class LayerLoop:
+    """Why a function runs once per iteration: the loop that calls it, directly or through helpers."""
+
+    caller: str  # qualified name of the function holding the loop
+    iterable: str  # the loop's iterable, as written
+    carried: tuple[str, ...]  # the names the threading call rebinds
+    through: tuple[str, ...]  # the per-iteration helpers between the loop and the function
+
+
+_CACHE: "weakref.WeakKeyDictionary[FileModel, Mapping[str, LayerLoop]]" = weakref.WeakKeyDictionary()
+_TOO_DEEP = 8  # helper chains longer than this are not followed
+
+
+def per_iteration_functions(model: FileModel) -> Mapping[str, LayerLoop]:
+    """Qualified name -> the loop that runs it, for every per-iteration function of the file."""
+    found = _CACHE.get(model)
+    if found is None:
+        found = _CACHE[model] = _find(model)
+    return found
+
+
+@dataclass
+class _Site:
+    caller: str | None  # qualified name of the calling function; None at module or class level
+    loop: LayerLoop | None  # set when the call threads a state through a loop of the caller
+
+
+def _find(model: FileModel) -> Mapping[str, LayerLoop]:
+    if "for " not in model.text:
+        return {}
+    keys: dict[str, str] = {}  # callee key -> qualified name
+    function_nodes: dict[int, str] = {}  # function_definition node id -> qualified name
+    for site in model.definitions.functions:
+        function_nodes[site.node.id] = site.definition.qualname
+        if site.parent is not None or not site.name.startswith("_") or site.name.startswith("__"):
+            continue
+        keys[f"{site.owner}.{site.name}" if site.owner else site.name] = site.definition.qualname
+    if not keys:
+        return {}
+    sites: dict[str, list[_Site]] = {key: [] for key in keys}
+    escaped: set[str] = set()
+    _read_references(model.tree.root_node, keys, sites, escaped, function_nodes)
+    loops: dict[str, LayerLoop] = {}
+    for key, qualname in keys.items():
+        loop = _loop_of(key, sites, escaped, keys, 0)
+        if loop is not None:
+            loops[qualname] = loop
+    return loops
+
+
+def _loop_of(key: str, sites: dict[str, list[_Site]], escaped: set[str], keys: dict[str, str], depth: int) -> LayerLoop | None:
+    """The loop every call of ``key`` runs in (the first caller's, for the evidence); None when one does not."""
+    calls = sites.get(key, [])
+    if key in escaped or not calls or depth > _TOO_DEEP:
+        return None
+    first: LayerLoop | None = None
+    for site in calls:
+        loop = site.loop
+        if loop is None and site.caller is not None:
+            caller_key = next((k for k, q in keys.items() if q == site.caller), None)
+            inner = _loop_of(caller_key, sites, escaped, keys, depth + 1) if caller_key is not None else None
+            if inner is not None:
+                loop = LayerLoop(inner.caller, inner.iterable, inner.carried, (*inner.through, site.caller))
+        if loop is None:
+            return None
+        first = first or loop
+    return first
+
+
+def _read_references(root: Node, keys: dict[str, str], sites: dict[str, list[_Site]], escaped: set[str],
+                     function_nodes: dict[int, str]) -> None:
+    """Every mention of a candidate in the file: a call (with its caller and loop) or an escape."""
+    method_keys: dict[str, list[str]] = {}
+    for key in keys:
+        if "." in key:
+            method_keys.setdefault(key.rpartition(".")[2], []).append(key)
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        key, others = _reference_key(node, keys, method_keys)
+        escaped.update(others)
+        if key is None:
+            continue
+        parent = node.parent
+        if parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node:
+            function = _enclosing_function(parent)
+            caller = function_nodes.get(function.id) if function is not None else None
+            sites[key].append(_Site(caller, _threading_loop(parent, function, caller)))
+        elif not _is_definition_name(node):
+            escaped.add(key)
+
+
+def _reference_key(node: Node, keys: dict[str, str], method_keys: dict[str, list[str]]) -> tuple[str | None, list[str]]:
+    """The candidate ``node`` names (``self.m``/``cls.m`` inside a method of the class, a bare name of a module
+    function), and the candidates it may name but not surely (``x.m`` of any other receiver: they escape)."""
+    if node.type == "attribute":
+        name = _text(node.child_by_field_name("attribute"))
+        if name not in method_keys:
+            return None, []
+        receiver = node.child_by_field_name("object")
+        if receiver is not None and receiver.type == "identifier" and _text(receiver) in ("self", "cls"):
+            owner = _enclosing_class(node)
+            if owner is not None and f"{owner}.{name}" in keys:
+                return f"{owner}.{name}", []
+        return None, method_keys[name]
+    if node.type == "identifier" and _text(node) in keys and (node.parent is None or node.parent.type != "attribute"
+                                                              or node.parent.child_by_field_name("object") == node):
+        return _text(node), []
+    return None, []
+
+
+def _is_definition_name(node: Node) -> bool:
+    parent = node.parent
+    return parent is not None and parent.type == "function_definition" and parent.child_by_field_name("name") == node
+
+
+def _threading_loop(call: Node, function: Node | None, caller: str | None) -> LayerLoop | None:
+    """The ``for`` loop of ``function`` whose body holds ``call`` as ``x = f(..., x, ...)``; None otherwise."""
+    if function is None or caller is None:
+        return None
+    statement = call.parent
+    if statement is None or statement.type != "assignment" or statement.child_by_field_name("right") != call:
+        return None
+    targets = _names(statement.child_by_field_name("left"))
+    arguments = call.child_by_field_name("arguments")
+    given = {_text(a) for a in (arguments.named_children if arguments is not None else []) if a.type == "identifier"}
+    given |= {
+        _text(a.child_by_field_name("value")) for a in (arguments.named_children if arguments is not None else [])
+        if a.type == "keyword_argument" and (a.child_by_field_name("value") or a).type == "identifier"
+    }
+    carried = tuple(name for name in targets if name in given)
+    if not carried:
+        return None
+    node = statement.parent
+    while node is not None and node.id != function.id:
+        if node.type == "for_statement":
+            body = node.child_by_field_name("body")
+            if body is not None and body.start_byte <= call.start_byte < body.end_byte:
+                return LayerLoop(caller, _text(node.child_by_field_name("right")), carried, ())
+        if node.type in ("function_definition", "lambda", "class_definition"):
+            return None
+        node = node.parent
+    return None
+
+
+def _names(target: Node | None) -> list[str]:
+    """The plain names a binding target binds (``x``, ``a, b``, ``(a, b)``); none for subscripts or attributes."""
+    if target is None:
+        return []
+    if target.type == "identifier":
+        return [_text(target)]
+    if target.type in ("pattern_list", "tuple_pattern", "expression_list", "tuple"):
+        return [name for child in target.named_children for name in _names(child)]
+    return []
+
+
+def _enclosing_function(node: Node) -> Node | None:
+    current = node.parent
+    while current is not None:
+        if current.type == "function_definition":
+            return current
+        if current.type == "class_definition":
+            return None
+        current = current.parent
+    return None
+
+
+def _enclosing_class(node: Node) -> str | None:
+    """The name of the class whose method holds ``node`` (its own, not a nested function's)."""
+    current = node.parent
+    in_function = False
+    while current is not None:
+        if current.type == "function_definition":
+            if in_function:
+                return None  # a nested function's ``self`` is not the method's
+            in_function = True
+        if current.type == "class_definition":
+            names = []
+            outer: Node | None = current
+            while outer is not None:
+                if outer.type == "class_definition":
+                    names.append(_text(outer.child_by_field_name("name")))
+                outer = outer.parent
+            return ".".join(reversed(names))
+        current = current.parent
+    return None
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
