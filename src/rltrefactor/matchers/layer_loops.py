@@ -14,7 +14,10 @@ A function is **per-iteration** when the file shows every one of its callers:
   receiver decides;
 - it is called at least once, and each call is either the threading call of a ``for``
   loop of its caller (``x = f(..., x, ...)``, ``a, b = f(..., a, b)``: the call's result
-  rebinds a name given to it directly) or made by a per-iteration function.
+  rebinds a name given to it directly) or made by a per-iteration function;
+- one of those loops hands the call the element it walks (``f(block, h)`` in ``for block in
+  blocks``, ``f(blocks[i], h)``): the loop applies a sequence of stages, not a number of
+  steps (``for _ in range(n): tokens = decode(tokens)``, whose state may grow each time).
 
 Read from the file's one tree-sitter tree (``FileModel.tree``), so a matcher that sees a
 region of the file still knows every caller. Methods are keyed ``Class.name`` (called as
@@ -42,6 +45,7 @@ class LayerLoop:
     iterable: str  # the loop's iterable, as written
     carried: tuple[str, ...]  # the names the threading call rebinds
     through: tuple[str, ...]  # the per-iteration helpers between the loop and the function
+    hands_element: bool = True  # the call is given the loop's element (``block``, ``blocks[i]``)
 
 
 _CACHE: "weakref.WeakKeyDictionary[FileModel, Mapping[str, LayerLoop]]" = weakref.WeakKeyDictionary()
@@ -69,7 +73,7 @@ def _find(model: FileModel) -> Mapping[str, LayerLoop]:
     function_nodes: dict[int, str] = {}  # function_definition node id -> qualified name
     for site in model.definitions.functions:
         function_nodes[site.node.id] = site.definition.qualname
-        if site.parent is not None or not site.name.startswith("_") or site.name.startswith("__"):
+        if site.parent is not None or (site.name.startswith("__") and site.name.endswith("__")):
             continue
         keys[f"{site.owner}.{site.name}" if site.owner else site.name] = site.definition.qualname
     if not keys:
@@ -90,7 +94,7 @@ def _loop_of(key: str, sites: dict[str, list[_Site]], escaped: set[str], keys: d
     calls = sites.get(key, [])
     if key in escaped or not calls or depth > _TOO_DEEP:
         return None
-    first: LayerLoop | None = None
+    found: list[LayerLoop] = []
     for site in calls:
         loop = site.loop
         if loop is None and site.caller is not None:
@@ -100,17 +104,17 @@ def _loop_of(key: str, sites: dict[str, list[_Site]], escaped: set[str], keys: d
                 loop = LayerLoop(inner.caller, inner.iterable, inner.carried, (*inner.through, site.caller))
         if loop is None:
             return None
-        first = first or loop
-    return first
+        found.append(loop)
+    return next((loop for loop in found if loop.hands_element), None)
 
 
 def _read_references(root: Node, keys: dict[str, str], sites: dict[str, list[_Site]], escaped: set[str],
                      function_nodes: dict[int, str]) -> None:
     """Every mention of a candidate in the file: a call (with its caller and loop) or an escape."""
     method_keys: dict[str, list[str]] = {}
-    for key in keys:
-        if "." in key:
-            method_keys.setdefault(key.rpartition(".")[2], []).append(key)
+    for candidate in keys:
+        if "." in candidate:
+            method_keys.setdefault(candidate.rpartition(".")[2], []).append(candidate)
     stack = [root]
     while stack:
         node = stack.pop()
@@ -174,11 +178,32 @@ def _threading_loop(call: Node, function: Node | None, caller: str | None) -> La
         if node.type == "for_statement":
             body = node.child_by_field_name("body")
             if body is not None and body.start_byte <= call.start_byte < body.end_byte:
-                return LayerLoop(caller, _text(node.child_by_field_name("right")), carried, ())
+                iterable = node.child_by_field_name("right")
+                element = _hands_element(arguments, set(_names(node.child_by_field_name("left"))), iterable)
+                return LayerLoop(caller, _text(iterable), carried, (), element)
         if node.type in ("function_definition", "lambda", "class_definition"):
             return None
         node = node.parent
     return None
+
+
+def _hands_element(arguments: Node | None, element_names: set[str], iterable: Node | None) -> bool:
+    """The call is given an element of the collection the loop walks: the loop variable itself
+    (``for block in blocks: f(block, h)``), or anything indexed by it (``f(blocks[i], h)``). A
+    ``range`` loop's counter alone is a number, not an element (``for step in range(n)``)."""
+    counting = iterable is not None and iterable.type == "call" and _text(iterable.child_by_field_name("function")) == "range"
+    for argument in arguments.named_children if arguments is not None else []:
+        value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else argument
+        if value is None:
+            continue
+        if value.type == "identifier" and not counting and _text(value) in element_names:
+            return True
+        if value.type == "subscript" and any(
+            child.type == "identifier" and _text(child) in element_names
+            for child in value.children_by_field_name("subscript")
+        ):
+            return True
+    return False
 
 
 def _names(target: Node | None) -> list[str]:
