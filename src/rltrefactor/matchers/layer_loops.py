@@ -27,6 +27,7 @@ functions are never per-iteration (a closure may escape).
 
 from __future__ import annotations
 
+import re
 import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
@@ -49,6 +50,7 @@ class LayerLoop:
 
 
 _CACHE: "weakref.WeakKeyDictionary[FileModel, Mapping[str, LayerLoop]]" = weakref.WeakKeyDictionary()
+_WORD = re.compile(rb"[A-Za-z_]\w*")
 _TOO_DEEP = 8  # helper chains longer than this are not followed
 
 
@@ -115,10 +117,9 @@ def _read_references(root: Node, keys: dict[str, str], sites: dict[str, list[_Si
     for candidate in keys:
         if "." in candidate:
             method_keys.setdefault(candidate.rpartition(".")[2], []).append(candidate)
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
+    for node in _named_identifiers(root, {name.rpartition(".")[2] for name in keys}):
+        if node.parent is not None and node.parent.type == "attribute" and node.parent.child_by_field_name("attribute") == node:
+            node = node.parent
         key, others = _reference_key(node, keys, method_keys)
         escaped.update(others)
         if key is None:
@@ -130,6 +131,23 @@ def _read_references(root: Node, keys: dict[str, str], sites: dict[str, list[_Si
             sites[key].append(_Site(caller, _threading_loop(parent, function, caller)))
         elif not _is_definition_name(node):
             escaped.add(key)
+
+
+def _named_identifiers(root: Node, names: set[str]) -> list[Node]:
+    """Every identifier of the tree spelled as one of ``names``: found in the text, then placed in
+    the tree (walking every node in Python costs far more on a large file)."""
+    source = root.text or b""
+    wanted = {name.encode() for name in names}
+    offset = root.start_byte  # the module node starts at its first token, not at byte 0
+    found = []
+    for match in _WORD.finditer(source):  # one pass over the words: an alternation of many names backtracks
+        if match.group() not in wanted:
+            continue
+        start, end = offset + match.start(), offset + match.end()
+        node = root.named_descendant_for_byte_range(start, end)
+        if node is not None and node.type == "identifier" and node.start_byte == start:
+            found.append(node)
+    return found
 
 
 def _reference_key(node: Node, keys: dict[str, str], method_keys: dict[str, list[str]]) -> tuple[str | None, list[str]]:
