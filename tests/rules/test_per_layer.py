@@ -117,3 +117,75 @@ def test_values_that_may_differ_per_layer_or_tensors_on_the_device_are_left_alon
             return block(h, a, b, c, d, e, f, g)
     """
     assert lines(TensorRebuiltPerLayer("r", {}), code) == []
+
+
+def test_the_forward_of_stacked_modules_is_per_layer_with_its_helpers() -> None:
+    code = """
+    from torch import nn
+
+    class Block(nn.Module):
+        def forward(self, h, residual):
+            return self._mix(h), residual
+
+        def _mix(self, h):
+            return h
+
+    class Gated(nn.Module):
+        def __call__(self, h):
+            return h
+
+    class Model(nn.Module):
+        def __init__(self, n):
+            self.blocks = nn.ModuleList([Block() for _ in range(n)])
+            self.gates = [Gated() for _ in range(n)]
+
+        def forward(self, h):
+            residual = None
+            for i, block in enumerate(self.blocks):
+                h, residual = block(h, residual)
+            for gate in self.gates[1:]:
+                h = gate(h)
+            return h
+    """
+    assert _loops(code) == {
+        "Block.forward": ("Model.forward", "enumerate(self.blocks)", ("h", "residual"), ()),
+        "Block._mix": ("Model.forward", "enumerate(self.blocks)", ("h", "residual"), ("Block.forward",)),
+        "Gated.__call__": ("Model.forward", "self.gates[1:]", ("h",), ()),
+    }
+
+
+def test_stacked_modules_built_or_called_one_by_one_are_not_per_layer() -> None:
+    code = """
+    from torch import nn
+
+    class Block(nn.Module):
+        def forward(self, h):
+            return h
+
+    class Head(nn.Module):
+        def forward(self, h):
+            return h
+
+    class Mixed(nn.Module):
+        def forward(self, h):
+            return h
+
+    class Model(nn.Module):
+        def __init__(self, n):
+            self.blocks = nn.ModuleList([Block() for _ in range(n)])
+            self.final = Block()
+            self.heads = nn.ModuleList([Head() for _ in range(n)])
+            self.mixed = [Mixed() for _ in range(n)]
+
+        def forward(self, h):
+            for block in self.blocks:
+                h = block(h)
+            for head in self.heads:
+                h = head(h)
+            h = self.heads[0](h)
+            for mixed in self.mixed:
+                out = mixed(h)
+            return self.final(h)
+    """
+    # Block is also built alone; a Head is also called alone; Mixed's results are not fed back.
+    assert _loops(code) == {}

@@ -6,15 +6,17 @@ callee once per element and hands each call's result to the next one: a stack of
 depends neither on the loop element nor on the carried values is the same in every
 iteration, and belongs before the loop.
 
-A function is **per-iteration** when the file shows every one of its callers:
+A function is **per-iteration** when the file shows it so (callers in other modules may
+also run it once per step; the loop the file shows still runs it once per element):
 
-- its name is private (``_block``): a public function may be called from other modules;
 - the file never names it except to call it (``self._block(...)`` / ``_block(...)``):
   a function handed on as a value (``checkpoint(self._block, h)``) runs where the
   receiver decides;
 - it is called at least once, and each call is either the threading call of a ``for``
   loop of its caller (``x = f(..., x, ...)``, ``a, b = f(..., a, b)``: the call's result
-  rebinds a name given to it directly) or made by a per-iteration function;
+  rebinds a name given to it directly), the call of an element of a module stack
+  (``module_stacks``: the entry method of the stacked class), or made by a per-iteration
+  function;
 - one of those loops hands the call the element it walks (``f(block, h)`` in ``for block in
   blocks``, ``f(blocks[i], h)``): the loop applies a sequence of stages, not a number of
   steps (``for _ in range(n): tokens = decode(tokens)``, whose state may grow each time).
@@ -22,7 +24,7 @@ A function is **per-iteration** when the file shows every one of its callers:
 Read from the file's one tree-sitter tree (``FileModel.tree``), so a matcher that sees a
 region of the file still knows every caller. Methods are keyed ``Class.name`` (called as
 ``self.name``/``cls.name`` from that class), module functions by their name; nested
-functions are never per-iteration (a closure may escape).
+functions and dunders (but a stacked class's ``__call__``) are never per-iteration.
 """
 
 from __future__ import annotations
@@ -32,21 +34,13 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
+from .module_stacks import stack_entry_loops
+from .threading_loops import LayerLoop, enclosing_function, names, node_text, threading_targets
+
 if TYPE_CHECKING:
     from tree_sitter import Node
 
     from ..filemodel import FileModel
-
-
-@dataclass(frozen=True)
-class LayerLoop:
-    """Why a function runs once per iteration: the loop that calls it, directly or through helpers."""
-
-    caller: str  # qualified name of the function holding the loop
-    iterable: str  # the loop's iterable, as written
-    carried: tuple[str, ...]  # the names the threading call rebinds
-    through: tuple[str, ...]  # the per-iteration helpers between the loop and the function
-    hands_element: bool = True  # the call is given the loop's element (``block``, ``blocks[i]``)
 
 
 _CACHE: "weakref.WeakKeyDictionary[FileModel, Mapping[str, LayerLoop]]" = weakref.WeakKeyDictionary()
@@ -78,11 +72,16 @@ def _find(model: FileModel) -> Mapping[str, LayerLoop]:
         if site.parent is not None or (site.name.startswith("__") and site.name.endswith("__")):
             continue
         keys[f"{site.owner}.{site.name}" if site.owner else site.name] = site.definition.qualname
+    stacked = stack_entry_loops(model, function_nodes)
+    for qualname in stacked:
+        keys[qualname] = qualname  # a method's key is its class's qualified name and its own
     if not keys:
         return {}
     sites: dict[str, list[_Site]] = {key: [] for key in keys}
     escaped: set[str] = set()
     _read_references(model.tree.root_node, keys, sites, escaped, function_nodes)
+    for qualname, element_loops in stacked.items():
+        sites[qualname].extend(_Site(loop.caller, loop) for loop in element_loops)
     loops: dict[str, LayerLoop] = {}
     for key, qualname in keys.items():
         loop = _loop_of(key, sites, escaped, keys, 0)
@@ -126,7 +125,7 @@ def _read_references(root: Node, keys: dict[str, str], sites: dict[str, list[_Si
             continue
         parent = node.parent
         if parent is not None and parent.type == "call" and parent.child_by_field_name("function") == node:
-            function = _enclosing_function(parent)
+            function = enclosing_function(parent)
             caller = function_nodes.get(function.id) if function is not None else None
             sites[key].append(_Site(caller, _threading_loop(parent, function, caller)))
         elif not _is_definition_name(node):
@@ -154,18 +153,18 @@ def _reference_key(node: Node, keys: dict[str, str], method_keys: dict[str, list
     """The candidate ``node`` names (``self.m``/``cls.m`` inside a method of the class, a bare name of a module
     function), and the candidates it may name but not surely (``x.m`` of any other receiver: they escape)."""
     if node.type == "attribute":
-        name = _text(node.child_by_field_name("attribute"))
+        name = node_text(node.child_by_field_name("attribute"))
         if name not in method_keys:
             return None, []
         receiver = node.child_by_field_name("object")
-        if receiver is not None and receiver.type == "identifier" and _text(receiver) in ("self", "cls"):
+        if receiver is not None and receiver.type == "identifier" and node_text(receiver) in ("self", "cls"):
             owner = _enclosing_class(node)
             if owner is not None and f"{owner}.{name}" in keys:
                 return f"{owner}.{name}", []
         return None, method_keys[name]
-    if node.type == "identifier" and _text(node) in keys and (node.parent is None or node.parent.type != "attribute"
+    if node.type == "identifier" and node_text(node) in keys and (node.parent is None or node.parent.type != "attribute"
                                                               or node.parent.child_by_field_name("object") == node):
-        return _text(node), []
+        return node_text(node), []
     return None, []
 
 
@@ -178,27 +177,19 @@ def _threading_loop(call: Node, function: Node | None, caller: str | None) -> La
     """The ``for`` loop of ``function`` whose body holds ``call`` as ``x = f(..., x, ...)``; None otherwise."""
     if function is None or caller is None:
         return None
+    carried = threading_targets(call)
     statement = call.parent
-    if statement is None or statement.type != "assignment" or statement.child_by_field_name("right") != call:
+    if not carried or statement is None:
         return None
-    targets = _names(statement.child_by_field_name("left"))
     arguments = call.child_by_field_name("arguments")
-    given = {_text(a) for a in (arguments.named_children if arguments is not None else []) if a.type == "identifier"}
-    given |= {
-        _text(a.child_by_field_name("value")) for a in (arguments.named_children if arguments is not None else [])
-        if a.type == "keyword_argument" and (a.child_by_field_name("value") or a).type == "identifier"
-    }
-    carried = tuple(name for name in targets if name in given)
-    if not carried:
-        return None
     node = statement.parent
     while node is not None and node.id != function.id:
         if node.type == "for_statement":
             body = node.child_by_field_name("body")
             if body is not None and body.start_byte <= call.start_byte < body.end_byte:
                 iterable = node.child_by_field_name("right")
-                element = _hands_element(arguments, set(_names(node.child_by_field_name("left"))), iterable)
-                return LayerLoop(caller, _text(iterable), carried, (), element)
+                element = _hands_element(arguments, set(names(node.child_by_field_name("left"))), iterable)
+                return LayerLoop(caller, node_text(iterable), carried, (), element)
         if node.type in ("function_definition", "lambda", "class_definition"):
             return None
         node = node.parent
@@ -209,41 +200,19 @@ def _hands_element(arguments: Node | None, element_names: set[str], iterable: No
     """The call is given an element of the collection the loop walks: the loop variable itself
     (``for block in blocks: f(block, h)``), or anything indexed by it (``f(blocks[i], h)``). A
     ``range`` loop's counter alone is a number, not an element (``for step in range(n)``)."""
-    counting = iterable is not None and iterable.type == "call" and _text(iterable.child_by_field_name("function")) == "range"
+    counting = iterable is not None and iterable.type == "call" and node_text(iterable.child_by_field_name("function")) == "range"
     for argument in arguments.named_children if arguments is not None else []:
         value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else argument
         if value is None:
             continue
-        if value.type == "identifier" and not counting and _text(value) in element_names:
+        if value.type == "identifier" and not counting and node_text(value) in element_names:
             return True
         if value.type == "subscript" and any(
-            child.type == "identifier" and _text(child) in element_names
+            child.type == "identifier" and node_text(child) in element_names
             for child in value.children_by_field_name("subscript")
         ):
             return True
     return False
-
-
-def _names(target: Node | None) -> list[str]:
-    """The plain names a binding target binds (``x``, ``a, b``, ``(a, b)``); none for subscripts or attributes."""
-    if target is None:
-        return []
-    if target.type == "identifier":
-        return [_text(target)]
-    if target.type in ("pattern_list", "tuple_pattern", "expression_list", "tuple"):
-        return [name for child in target.named_children for name in _names(child)]
-    return []
-
-
-def _enclosing_function(node: Node) -> Node | None:
-    current = node.parent
-    while current is not None:
-        if current.type == "function_definition":
-            return current
-        if current.type == "class_definition":
-            return None
-        current = current.parent
-    return None
 
 
 def _enclosing_class(node: Node) -> str | None:
@@ -260,12 +229,10 @@ def _enclosing_class(node: Node) -> str | None:
             outer: Node | None = current
             while outer is not None:
                 if outer.type == "class_definition":
-                    names.append(_text(outer.child_by_field_name("name")))
+                    names.append(node_text(outer.child_by_field_name("name")))
                 outer = outer.parent
             return ".".join(reversed(names))
         current = current.parent
     return None
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""

@@ -23,9 +23,10 @@ from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .context import subtree
-from .layer_loops import LayerLoop, per_iteration_functions
+from .layer_loops import per_iteration_functions
 from .options import Option
 from .residency import on_host
+from .threading_loops import LayerLoop
 
 _BUILDERS = frozenset({"torch.tensor", "torch.as_tensor"})
 _SHAPE_CALLS = frozenset({"size", "numel", "dim"})  # ``x.size(1)``: a shape, never the contents
