@@ -189,3 +189,20 @@ def test_stacked_modules_built_or_called_one_by_one_are_not_per_layer() -> None:
     """
     # Block is also built alone; a Head is also called alone; Mixed's results are not fed back.
     assert _loops(code) == {}
+
+
+def test_a_loop_in_cold_code_makes_no_finding() -> None:
+    code = """
+    import torch
+
+    class Loader:
+        def load_weights(self, weights, h):
+            for block in weights.blocks:
+                h = self._probe(block, h)
+            return h
+
+        def _probe(self, block, h):
+            return block(h, torch.tensor([0, h.shape[0]]))
+    """
+    assert lines(TensorRebuiltPerLayer("r", {}), code, hot=False) == []
+    assert lines(TensorRebuiltPerLayer("r", {}), code.replace("load_weights", "run_blocks"), hot=False) == [11]

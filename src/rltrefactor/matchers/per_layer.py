@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
+from ..execution import COLD_KINDS
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
@@ -58,8 +59,13 @@ class TensorRebuiltPerLayer:
             if loops is None:
                 loops = dict(per_iteration_functions(ctx.model))
             loop = loops.get(where.qualname)
-            if loop is not None:
+            if loop is not None and not _cold(loop.caller, ctx):
                 yield Match(call, _bindings(loop))
+
+
+def _cold(qualname: str, ctx: FileContext) -> bool:
+    """The function holding the loop runs once or offline (loading weights layer by layer, say)."""
+    return any(f.qualname == qualname and f.kind in COLD_KINDS for f in ctx.execution.functions)
 
 
 def _bindings(loop: LayerLoop) -> dict[str, str]:
