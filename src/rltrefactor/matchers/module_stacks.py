@@ -41,6 +41,9 @@ def stack_entry_loops(model: FileModel, function_nodes: dict[int, str]) -> dict[
         built_in_stacks[element_class] = built_in_stacks.get(element_class, 0) + 1
     for attribute in mixed:
         del stacks[attribute]
+    if not stacks:
+        return {}
+    captured.update(_captures(model.tree.root_node, _SELF_QUERY))
     loops: dict[str, list[LayerLoop]] = {}
     for attribute, element_class in stacks.items():
         if _instances(captured, element_class) != built_in_stacks.get(element_class, 0):
@@ -137,21 +140,22 @@ _QUERY = """
 (list_comprehension body: (call function: (identifier))) @comprehension
 (generator_expression body: (call function: (identifier))) @comprehension
 (call function: (identifier) @called)
-(attribute object: (identifier) @_self (#eq? @_self "self")) @self_attribute
 """
+# Asked only of files that build a stack: the predicate runs in Python, per attribute.
+_SELF_QUERY = """(attribute object: (identifier) @_self (#eq? @_self "self")) @self_attribute"""
 
 
-@functools.lru_cache(maxsize=1)
-def _query() -> tree_sitter.Query:
+@functools.lru_cache(maxsize=2)
+def _query(source: str) -> tree_sitter.Query:
     import tree_sitter
     import tree_sitter_python
 
-    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _QUERY)
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), source)
 
 
-def _captures(root: Node) -> dict[str, list[Node]]:
-    """The nodes of the file's tree captured by ``_QUERY``, by capture name, in source order."""
+def _captures(root: Node, source: str = _QUERY) -> dict[str, list[Node]]:
+    """The nodes of the file's tree captured by the query ``source``, by capture name, in source order."""
     import tree_sitter
 
-    found = tree_sitter.QueryCursor(_query()).captures(root)
+    found = tree_sitter.QueryCursor(_query(source)).captures(root)
     return {name: sorted(nodes, key=lambda node: node.start_byte) for name, nodes in found.items()}
