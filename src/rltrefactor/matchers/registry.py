@@ -22,6 +22,7 @@ from . import (
 from . import refused_keys
 from . import paired_records
 from . import backward_release
+from . import per_layer
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -106,6 +107,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "entry-removed-only-in-backward": _factory(backward_release.EntryRemovedOnlyInBackward),
     "value-transferred-twice": _factory(transfers.ValueTransferredTwice),
     "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
+    "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
 }
 
 
