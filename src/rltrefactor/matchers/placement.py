@@ -13,9 +13,13 @@ placed argument, or a name bound by such a call in the same block whose next use
 the placement. A placement is ``jax.device_put`` with a target, or any call with an
 argument the code shows to be a mesh or a sharding (a ``jax.sharding`` constructor or
 ``jax.make_mesh`` call, a name bound by one or annotated with one of those classes) or
-a ``mesh=``/``sharding=`` keyword that is not None. ``jax.device_put(x)`` without a
-target is the identity for an array already on a device, and code traced under
-``jit`` builds constants, not arrays: neither is reported.
+a ``mesh=``/``sharding=`` keyword that is not None. Not reported: ``jax.device_put(x)``
+without a target (the identity for an array already on a device) or with a target the
+code shows to be one device (``jax.devices()[0]``, a ``jax.Device`` parameter: it may be
+the default device, where placing only commits the array), constructors under ``with
+jax.default_device(...)`` (they already build where the code chose), and code traced
+under ``jit`` and the other JAX transformations (its constructors are constants of the
+compiled program).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ _MESH_OR_SHARDING = frozenset({
     "jax.sharding.SingleDeviceSharding", "jax.sharding.GSPMDSharding", "jax.sharding.Sharding",
     "jax.make_mesh", "jax.sharding.AbstractMesh",
 })
+_DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})
 _TRACE_DECORATORS = ("jit", "pjit", "shard_map", "vmap", "pmap", "checkpoint", "remat", "custom_vjp", "custom_jvp")
 
 
@@ -98,7 +103,7 @@ def _constructor_binding(statement: cst.CSTNode, ctx: FileContext) -> tuple[str,
 
 def _builds_on_default_device(call: cst.Call, ctx: FileContext) -> bool:
     module, _, leaf = (ctx.qualified_name(call.func) or "").rpartition(".")
-    if module != "jax.numpy" or leaf not in _CONSTRUCTORS:
+    if module != "jax.numpy" or leaf not in _CONSTRUCTORS or _under_default_device(call, ctx):
         return False
     return not any(a.keyword is not None and a.keyword.value in _PLACING_KEYWORDS for a in call.args)
 
@@ -132,7 +137,7 @@ def _places(call: cst.Call, ctx: FileContext) -> bool:
     name = ctx.qualified_name(call.func) or ""
     if name == "jax.device_put":
         target = _device_put_target(call)
-        return target is not None and not _is_none(target)
+        return target is not None and not _is_none(target) and not _one_device(target, call, ctx)
     if name.startswith(("jax.lax.", "jax.sharding.")):  # sharding constraints are traced annotations
         return False
     return any(_is_mesh_or_sharding(a, call, ctx) for a in call.args)
@@ -144,6 +149,23 @@ def _device_put_target(call: cst.Call) -> cst.BaseExpression | None:
         if arg.keyword is not None and arg.keyword.value == "device":
             return arg.value
     return positional[1].value if len(positional) > 1 else None
+
+
+def _one_device(target: cst.BaseExpression, at: cst.CSTNode, ctx: FileContext) -> bool:
+    """``jax.devices()[0]``, a name bound to one, or a parameter annotated ``jax.Device``: a
+    single device, which may be the default one, where placing an uncommitted array only
+    commits it. Shardings and targets the code does not show are not single devices."""
+    if isinstance(target, cst.Subscript):
+        return isinstance(target.value, cst.Call) and ctx.qualified_name(target.value.func) in _DEVICE_LISTS
+    if not isinstance(target, cst.Name):
+        return False
+    function = ctx.enclosing_function(at)
+    if function is None:
+        return False
+    annotation = _annotation(function, target.value)
+    if annotation is not None:
+        return any(ctx.qualified_name(n) == "jax.Device" for n in subtree(annotation) if isinstance(n, (cst.Name, cst.Attribute)))
+    return any(_one_device(value, at, ctx) for value in _bound_values(function, target.value))
 
 
 def _placed_arguments(call: cst.Call, ctx: FileContext) -> list[cst.BaseExpression]:
@@ -170,15 +192,33 @@ def _names_mesh_or_sharding(name: cst.Name, at: cst.CSTNode, ctx: FileContext) -
     function = ctx.enclosing_function(at)
     if function is None:
         return False
-    for param in [*function.params.params, *function.params.kwonly_params, *function.params.posonly_params]:
-        if param.name.value == name.value and param.annotation is not None:
-            return any(ctx.qualified_name(n) in _MESH_OR_SHARDING for n in subtree(param.annotation)
-                       if isinstance(n, (cst.Name, cst.Attribute)))
-    for node in subtree(function.body):
-        if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) and any(_is_name(t.target, name.value) for t in node.targets):
-            if ctx.qualified_name(node.value.func) in _MESH_OR_SHARDING:
-                return True
-    return False
+    annotation = _annotation(function, name.value)
+    if annotation is not None:
+        return any(ctx.qualified_name(n) in _MESH_OR_SHARDING for n in subtree(annotation) if isinstance(n, (cst.Name, cst.Attribute)))
+    return any(isinstance(v, cst.Call) and ctx.qualified_name(v.func) in _MESH_OR_SHARDING for v in _bound_values(function, name.value))
+
+
+def _annotation(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    params = function.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.name.value == name and param.annotation is not None:
+            return param.annotation.annotation
+    return None
+
+
+def _bound_values(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression]:
+    """Values the function assigns to ``name`` (plain ``name = value`` statements)."""
+    return [node.value for node in subtree(function.body)
+            if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in node.targets)]
+
+
+def _under_default_device(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """Inside ``with jax.default_device(...)``: the constructor already builds where the code chose."""
+    return any(
+        isinstance(ancestor, cst.With)
+        and any(isinstance(item.item, cst.Call) and ctx.qualified_name(item.item.func) == "jax.default_device" for item in ancestor.items)
+        for ancestor in ctx.ancestors(node)
+    )
 
 
 def _traced(node: cst.CSTNode, ctx: FileContext) -> bool:
