@@ -45,7 +45,6 @@ _MESH_OR_SHARDING = frozenset({
     "jax.sharding.SingleDeviceSharding", "jax.sharding.GSPMDSharding", "jax.sharding.Sharding",
     "jax.make_mesh", "jax.sharding.AbstractMesh",
 })
-_DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})
 _TRACE_DECORATORS = ("jit", "pjit", "shard_map", "vmap", "pmap", "checkpoint", "remat", "custom_vjp", "custom_jvp")
 
 
@@ -152,11 +151,14 @@ def _device_put_target(call: cst.Call) -> cst.BaseExpression | None:
 
 
 def _one_device(target: cst.BaseExpression, at: cst.CSTNode, ctx: FileContext) -> bool:
-    """``jax.devices()[0]``, a name bound to one, or a parameter annotated ``jax.Device``: a
-    single device, which may be the default one, where placing an uncommitted array only
-    commits it. Shardings and targets the code does not show are not single devices."""
+    """An element of a list (``jax.devices()[0]``, ``gpus[i]``), an array's ``.device``, a name
+    bound to one of those or a parameter annotated ``jax.Device``: a single device, which
+    may be the default one, where placing an uncommitted array only commits it. Shardings
+    and targets the code does not show are not single devices."""
     if isinstance(target, cst.Subscript):
-        return isinstance(target.value, cst.Call) and ctx.qualified_name(target.value.func) in _DEVICE_LISTS
+        return True
+    if isinstance(target, cst.Attribute):
+        return target.attr.value == "device"
     if not isinstance(target, cst.Name):
         return False
     function = ctx.enclosing_function(at)
