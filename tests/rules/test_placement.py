@@ -66,14 +66,14 @@ def test_only_a_first_use_as_the_placed_value_reports() -> None:
     assert _lines(code) == []
 
 
-def test_a_helper_placing_on_a_mesh_is_a_placement_only_with_mesh_or_sharding_evidence() -> None:
+def test_a_helper_is_a_placement_given_a_sharding_or_a_mesh_first() -> None:
     code = """
     import jax.numpy as jnp
-    from jax.sharding import Mesh
+    from jax.sharding import Mesh, NamedSharding
 
-    from engine.utils import put_on_mesh, scale
+    from engine.utils import attend, put, put_on_mesh, scale
 
-    def refresh(mesh: Mesh, other, n):
+    def refresh(mesh: Mesh, other, q, n, spec: NamedSharding):
         a = jnp.zeros(n)
         a = put_on_mesh(mesh, a)
         b = jnp.zeros(n)
@@ -81,11 +81,16 @@ def test_a_helper_placing_on_a_mesh_is_a_placement_only_with_mesh_or_sharding_ev
         c = jnp.zeros(n)
         c = put_on_mesh(other, c, sharding=None)
         d = jnp.zeros(n)
-        d = put_on_mesh(other, d, mesh=other)
-        return a, b, c, d
+        d = attend(q, d, mesh)
+        e = jnp.zeros(n)
+        e = attend(q, e, mesh=mesh)
+        f = jnp.zeros(n)
+        f = put(f, spec)
+        return a, b, c, d, e, f
     """
-    # ``other`` is no mesh by evidence; ``sharding=None`` is no target; ``mesh=other`` is one by keyword.
-    assert _lines(code) == [8, 14]
+    # ``other`` is no mesh by evidence and ``sharding=None`` no target; a mesh after the
+    # array or as a keyword is how sharded compute is called.
+    assert _lines(code) == [8, 18]
 
 
 def test_jax_transformations_seen_through_partial_and_nesting() -> None:

@@ -10,16 +10,17 @@ does the same work in one transfer.
 
 The placed value is recognised from the code: the constructor call itself is the
 placed argument, or a name bound by such a call in the same block whose next use is
-the placement. A placement is ``jax.device_put`` with a target, or any call with an
-argument the code shows to be a mesh or a sharding (a ``jax.sharding`` constructor or
-``jax.make_mesh`` call, a name bound by one or annotated with one of those classes) or
-a ``mesh=``/``sharding=`` keyword that is not None. Not reported: ``jax.device_put(x)``
-without a target (the identity for an array already on a device) or with a target the
-code shows to be one device (``jax.devices()[0]``, a ``jax.Device`` parameter: it may be
-the default device, where placing only commits the array), constructors under ``with
-jax.default_device(...)`` (they already build where the code chose), and code traced
-under ``jit`` and the other JAX transformations (its constructors are constants of the
-compiled program).
+the placement. A placement is ``jax.device_put`` with a target, or a call given a
+sharding (a ``sharding=`` keyword that is not None, or a value the code shows to be a
+``jax.sharding`` sharding: a constructor call, a name bound by one or annotated with
+one) or given a mesh as its first argument (``put(mesh, x)``); a mesh elsewhere is how
+sharded compute is called too. Not reported: ``jax.device_put(x)`` without a target (the
+identity for an array already on a device) or with a target the code shows to be one
+device (an element of a device list, an array's ``.device``, a ``jax.Device``
+parameter: it may be the default device, where placing only commits the array),
+constructors under ``with jax.default_device(...)`` (they already build where the code
+chose), and code traced under ``jit`` and the other JAX transformations (its
+constructors are constants of the compiled program).
 """
 
 from __future__ import annotations
@@ -39,11 +40,10 @@ from .options import Option
 _CONSTRUCTORS = frozenset("zeros ones full empty array asarray arange linspace eye identity".split())
 # Constructor keywords that commit the result where it is wanted: no second placement is needed.
 _PLACING_KEYWORDS = frozenset({"device", "out_sharding", "sharding"})
-_PLACEMENT_KEYWORDS = frozenset({"mesh", "sharding"})
-_MESH_OR_SHARDING = frozenset({
-    "jax.sharding.Mesh", "jax.sharding.NamedSharding", "jax.sharding.PositionalSharding",
-    "jax.sharding.SingleDeviceSharding", "jax.sharding.GSPMDSharding", "jax.sharding.Sharding",
-    "jax.make_mesh", "jax.sharding.AbstractMesh",
+_MESHES = frozenset({"jax.sharding.Mesh", "jax.sharding.AbstractMesh", "jax.make_mesh"})
+_SHARDINGS = frozenset({
+    "jax.sharding.NamedSharding", "jax.sharding.PositionalSharding", "jax.sharding.SingleDeviceSharding",
+    "jax.sharding.GSPMDSharding", "jax.sharding.Sharding",
 })
 _TRACE_DECORATORS = ("jit", "pjit", "shard_map", "vmap", "pmap", "checkpoint", "remat", "custom_vjp", "custom_jvp")
 
@@ -73,7 +73,7 @@ def _bound_then_placed(block: cst.IndentedBlock, ctx: FileContext) -> Iterator[M
     """Constructors bound to a name whose next use in the block is as the placed value of a placement."""
     pending: dict[str, cst.Call] = {}
     for statement in block.body:
-        used = _names_in(statement) & pending.keys()
+        used = _names_in(statement) & pending.keys() if pending else set()
         for name in used:
             placement = _placement_in(statement, name, ctx)
             if placement is not None:
@@ -132,14 +132,19 @@ def _placement_of_argument(call: cst.Call, ctx: FileContext) -> cst.Call | None:
 
 
 def _places(call: cst.Call, ctx: FileContext) -> bool:
-    """``jax.device_put`` given a target, or a call receiving a mesh or a sharding."""
+    """``jax.device_put`` given a target, or a call given a sharding (anywhere) or a mesh (as its
+    first argument: ``put(mesh, x)``). A mesh elsewhere, or as ``mesh=``, is how sharded
+    compute (kernels, ``shard_map`` wrappers) is called too, and is no evidence of placement."""
     name = ctx.qualified_name(call.func) or ""
     if name == "jax.device_put":
         target = _device_put_target(call)
         return target is not None and not _is_none(target) and not _one_device(target, call, ctx)
     if name.startswith(("jax.lax.", "jax.sharding.")):  # sharding constraints are traced annotations
         return False
-    return any(_is_mesh_or_sharding(a, call, ctx) for a in call.args)
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    if positional and _shows(positional[0].value, _MESHES, call, ctx):
+        return True
+    return any(_is_sharding(a, call, ctx) for a in call.args)
 
 
 def _device_put_target(call: cst.Call) -> cst.BaseExpression | None:
@@ -172,32 +177,35 @@ def _one_device(target: cst.BaseExpression, at: cst.CSTNode, ctx: FileContext) -
 
 def _placed_arguments(call: cst.Call, ctx: FileContext) -> list[cst.BaseExpression]:
     """What a placement call puts on the devices: ``device_put``'s first argument; for other
-    placements, every argument that is not the mesh or sharding."""
+    placements, every argument that is not a mesh or a sharding."""
     if ctx.qualified_name(call.func) == "jax.device_put":
         first = [a for a in call.args if (a.keyword is None and not a.star) or (a.keyword is not None and a.keyword.value == "x")]
         return [first[0].value] if first else []
-    return [a.value for a in call.args if not a.star and not _is_mesh_or_sharding(a, call, ctx)]
+    return [a.value for a in call.args
+            if not a.star and not _is_sharding(a, call, ctx) and not _shows(a.value, _MESHES, call, ctx)]
 
 
-def _is_mesh_or_sharding(arg: cst.Arg, call: cst.Call, ctx: FileContext) -> bool:
-    if arg.keyword is not None and arg.keyword.value in _PLACEMENT_KEYWORDS:
+def _is_sharding(arg: cst.Arg, call: cst.Call, ctx: FileContext) -> bool:
+    """A ``sharding=`` keyword that is not None, or a value the code shows to be a sharding."""
+    if arg.keyword is not None and arg.keyword.value == "sharding":
         return not _is_none(arg.value)
-    value = arg.value
+    return _shows(arg.value, _SHARDINGS, call, ctx)
+
+
+def _shows(value: cst.BaseExpression, classes: frozenset[str], at: cst.CSTNode, ctx: FileContext) -> bool:
+    """``value`` is a call of one of ``classes``, a parameter annotated with one, or a name the
+    enclosing function binds to such a call."""
     if isinstance(value, cst.Call):
-        return ctx.qualified_name(value.func) in _MESH_OR_SHARDING
-    return isinstance(value, cst.Name) and _names_mesh_or_sharding(value, call, ctx)
-
-
-def _names_mesh_or_sharding(name: cst.Name, at: cst.CSTNode, ctx: FileContext) -> bool:
-    """A parameter annotated with a ``jax.sharding`` class, or a name the function binds to a
-    mesh or sharding constructor call."""
+        return ctx.qualified_name(value.func) in classes
+    if not isinstance(value, cst.Name):
+        return False
     function = ctx.enclosing_function(at)
     if function is None:
         return False
-    annotation = _annotation(function, name.value)
+    annotation = _annotation(function, value.value)
     if annotation is not None:
-        return any(ctx.qualified_name(n) in _MESH_OR_SHARDING for n in subtree(annotation) if isinstance(n, (cst.Name, cst.Attribute)))
-    return any(isinstance(v, cst.Call) and ctx.qualified_name(v.func) in _MESH_OR_SHARDING for v in _bound_values(function, name.value))
+        return any(ctx.qualified_name(n) in classes for n in subtree(annotation) if isinstance(n, (cst.Name, cst.Attribute)))
+    return any(isinstance(v, cst.Call) and ctx.qualified_name(v.func) in classes for v in _bound_values(function, value.value))
 
 
 def _annotation(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
