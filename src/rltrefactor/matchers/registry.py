@@ -23,6 +23,7 @@ from . import refused_keys
 from . import paired_records
 from . import backward_release
 from . import per_layer
+from . import placement
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -108,6 +109,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "value-transferred-twice": _factory(transfers.ValueTransferredTwice),
     "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
+    "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
 }
 
 
