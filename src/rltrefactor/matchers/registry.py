@@ -18,6 +18,7 @@ from . import (
     fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
     resources, shutdown, state, teardown, threads,
 )
+from . import scalar_writes
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -97,6 +98,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "device-tensor-as-number": _factory(implicit_sync.DeviceTensorAsNumber),
     "repeat-interleave-without-output-size": _factory(implicit_sync.RepeatInterleaveWithoutOutputSize),
     "boolean-mask-write": _factory(implicit_sync.BooleanMaskWrite),
+    "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),
 }
 
 
