@@ -52,7 +52,8 @@ _SUBSCRIPT_WRITE = re.compile(r"\]\s*=(?!=)")
 
 def python_number(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
     """``expr`` is a Python number (or bool) as far as the function shows: a literal,
-    ``-1e9``, ``float("-inf")``, ``math.inf``, ``len(...)``, or a name last bound to one."""
+    ``-1e9``, ``float("-inf")``, ``math.inf``, ``len(...)``, ``float()`` of a Python int, a
+    parameter annotated ``int``/``float``/``bool``, or a name last bound to one of these."""
     if depth > _DEPTH:
         return False
     if isinstance(expr, (cst.Integer, cst.Float)):
@@ -66,8 +67,9 @@ def python_number(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) ->
         return True
     if isinstance(expr, cst.Call):
         callee = ctx.qualified_name(expr.func)
-        if callee == "float" and len(expr.args) == 1:
-            return isinstance(expr.args[0].value, cst.SimpleString)
+        if callee in ("float", "int") and len(expr.args) == 1:
+            argument = expr.args[0].value  # ``float(t)`` of a tensor is a number too, but read from the device first
+            return isinstance(argument, cst.SimpleString) or python_number(argument, ctx, depth + 1) or python_int(argument, ctx)
         return callee == "len"
     if isinstance(expr, cst.Name):
         value = bound_before(expr, ctx)
