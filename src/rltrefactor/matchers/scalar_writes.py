@@ -311,11 +311,11 @@ class PythonNumberIndexWrite:
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):
-            if not python_number(assign.value, ctx):
+            subscripts = [t.target for t in assign.targets if isinstance(t.target, cst.Subscript)]
+            if not subscripts or not python_number(assign.value, ctx):
                 continue
-            for target in assign.targets:
-                subscript = target.target
-                if not isinstance(subscript, cst.Subscript) or not is_device_tensor(subscript.value, ctx):
+            for subscript in subscripts:
+                if not is_device_tensor(subscript.value, ctx):
                     continue
                 why = blocking_write(subscript, ctx)
                 if why is not None:
