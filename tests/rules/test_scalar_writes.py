@@ -87,15 +87,16 @@ def test_integer_indices_need_integer_evidence():
         "    b = x.argmax(-1)\n"
         "    c = torch.zeros(4, dtype=torch.int64, device=x.device)\n"
         "    d = torch.zeros(4, dtype=torch.bool, device=x.device)\n"
+        "    u = torch.zeros(4, dtype=torch.uint8, device=x.device)\n"
         "    e = torch.where(mask)\n"
         "    g = x > 0\n"
         "    y = x.index_select(0, used)\n"
-        "    probe(a, b, c, d, e, g, ids, used, mask, ids[:2] + 1, x.float())\n"
+        "    probe(a, b, c, d, u, e, g, ids, used, mask, ids[:2] + 1, x.float())\n"
     )
     ctx = context(code)
     call = next(c for c in ctx.nodes(cst.Call) if isinstance(c.func, cst.Name) and c.func.value == "probe")
     assert [integer_index(a.value, ctx) for a in call.args] == [
-        True, True, True, False, True, False, True, True, False, True, False,
+        True, True, True, False, False, True, False, True, True, False, True, False,
     ]
 
 

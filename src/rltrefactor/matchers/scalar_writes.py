@@ -39,13 +39,14 @@ _ONE_DIMENSIONAL = frozenset("arange linspace logspace randperm".split())
 # Methods and ``torch`` functions whose result has the shape of their (first) tensor.
 _SAME_SHAPE = frozenset(
     "clone contiguous detach float half bfloat16 double int long bool to cumsum cumprod roll flip abs neg "
-    "clamp clamp_min clamp_max exp log sigmoid add sub mul div remainder masked_fill where "
+    "clamp clamp_min clamp_max exp log sigmoid add sub mul div remainder masked_fill "
     "zeros_like ones_like empty_like full_like rand_like randn_like".split()
 )
 # Calls whose result is a tensor of integers: indices, counts, positions.
 _INTEGER_RESULTS = frozenset("arange randint randperm argmax argmin argsort multinomial searchsorted bucketize tril_indices triu_indices".split())
 _INTEGER_METHODS = frozenset("long int argmax argmin argsort".split())
-_INTEGER_DTYPES = re.compile(r"^torch\.(long|int|int64|int32|int16|int8|uint8)$")
+# ``uint8`` is left out: PyTorch takes a byte index for a mask (``masked_fill_``).
+_INTEGER_DTYPES = re.compile(r"^torch\.(long|int|int64|int32|int16|int8)$")
 _INTEGER_ANNOTATION = re.compile(r"""["']?(?:torch\.)?(?:Long|Int)Tensor["']?""")
 _SUBSCRIPT_WRITE = re.compile(r"\]\s*=(?!=)")
 
