@@ -24,6 +24,7 @@ from . import paired_records
 from . import backward_release
 from . import per_layer
 from . import placement
+from . import scalar_writes
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -110,6 +111,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
     "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
+    "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),
 }
 
 
