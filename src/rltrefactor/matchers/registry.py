@@ -14,17 +14,11 @@ from typing import Any, Mapping, Protocol
 from ..errors import RuleLibraryError
 from ..library.model import Rule
 from . import (
-    allocation, async_lifecycle, capability, coroutines, device, environment, exceptions,
-    fallbacks, implicit_sync, indexing, interfaces, lifecycle, readability, registries,
-    resources, shutdown, state, teardown, threads, transfers,
-    resources, shutdown, state, teardown, threads, pinned_slots,
+    allocation, async_lifecycle, backward_release, capability, coroutines, device, environment,
+    exceptions, fallbacks, implicit_sync, indexing, interfaces, lifecycle, paired_records, per_layer,
+    pinned_slots, placement, readability, refused_keys, registries, resources, scalar_writes,
+    shutdown, state, teardown, threads, transfers,
 )
-from . import refused_keys
-from . import paired_records
-from . import backward_release
-from . import per_layer
-from . import placement
-from . import scalar_writes
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
