@@ -10,7 +10,9 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
   of those calls (``self.m()`` in the same class, ``f()`` in the same module);
 - *one-time*: construction, loading, warm-up, capture, compile, registration and
   teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
-  and private helpers that only one-time functions of the file call;
+  functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``), private
+  helpers that only one-time functions of the file call, and public methods that only
+  one-time methods of their class call through ``self``, each keeping what it returns;
 - *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples and a
   script's ``main`` — and everything in files under ``cold-paths``;
 - *unknown*: none of these. Device-residency rules apply to per-step and unknown code.
@@ -23,11 +25,11 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from .names import NameChange, Names, bundled_names, name_words
-from .syntax import DefinitionMap, DefinitionSite, innermost, walk_definitions
+from .syntax import DefinitionMap, DefinitionSite, innermost, parameter_names, walk_definitions
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -86,6 +88,10 @@ class _Function:
     end_line: int
     calls: set[str]  # callee keys: "Class.m" for self.m(), "f" for f()
     node: Node | None = None  # the function_definition
+    parameters: tuple[str, ...] = ()
+    # One entry per ``self.m()``/``cls.m()`` call in the body: (callee key, whether the
+    # result is kept: assigned or returned rather than dropped).
+    method_calls: list[tuple[str, bool]] = field(default_factory=list)
     kind: ExecutionKind = "unknown"
     evidence: str = ""
     declared: bool = False  # the configuration names its verdict; nothing overrides it
@@ -157,7 +163,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
-    _one_time_helpers(functions, by_key)
+    _one_time_helpers(functions, by_key, _text(tree.root_node))
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
     if declared.hot_file:
         for function in functions:
@@ -209,7 +215,18 @@ def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[Exe
         return "per-step", f"{what} runs per step"
     if names.regex("per-step-decorators").search(function.decorators):
         return "per-step", "a compiled kernel or inference-mode function"
-    return "unknown", ""
+    by_parameters = None if hot_file else verdict_by_parameters(function.parameters, names)
+    return by_parameters or ("unknown", "")
+
+
+def verdict_by_parameters(parameters: tuple[str, ...], names: Names) -> tuple[ExecutionKind, str] | None:
+    """What a function's parameter names say (``checkpoint-parameters``): evidence of last
+    resort, read after every per-step root, by the per-file map and the call index alike."""
+    held = names.regex("checkpoint-parameters")
+    found = next((p for p in parameters if held.fullmatch(p)), None)
+    if found is None:
+        return None
+    return "one-time", f"takes a checkpoint's `{found}`: it converts weights when a checkpoint is saved or loaded"
 
 
 def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[ExecutionKind, str] | None:
@@ -255,10 +272,11 @@ def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -
                 queue.append(callee)
 
 
-def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function]) -> None:
-    """A private helper that only one-time functions of this file call is one-time.
+def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function], text: str) -> None:
+    """A private helper that only one-time functions of this file call is one-time, and so
+    is a public method that only one-time methods of its class call (``_builds_at_construction``).
 
-    Public functions may be called from other modules, so they stay unknown."""
+    Other public functions may be called from other modules, so they stay unknown."""
     callers: dict[str, list[_Function]] = {}
     for function in functions:
         for key in function.calls:
@@ -267,12 +285,35 @@ def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function]) 
     while changed:
         changed = False
         for function in functions:
-            if function.kind != "unknown" or not function.name.startswith("_") or function.name.startswith("__"):
+            if function.kind != "unknown" or function.name.startswith("__"):
                 continue
             seen = callers.get(_key(function), [])
-            if seen and all(c.kind == "one-time" for c in seen):
+            if not seen or any(c.kind != "one-time" for c in seen):
+                continue
+            if function.name.startswith("_"):
                 function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
                 changed = True
+            elif _builds_at_construction(function, seen, text):
+                function.kind, function.evidence = (
+                    "one-time", f"only called from {seen[0].qualname}, which keeps what it returns")
+                changed = True
+
+
+def _builds_at_construction(method: _Function, callers: list[_Function], text: str) -> bool:
+    """A public method reachable from outside only through an instance, whose every use in
+    its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
+    are already known one-time): it builds part of the object's state.
+
+    Invariant: each mention of its name in the file is either its ``def`` or one of those
+    calls, so nothing in the file passes it on (``register(self.m)``) or calls it on
+    another object; a call that drops the result (``self.reset()``) refreshes state and
+    may be repeated from outside, so it keeps the method unknown."""
+    if method.owner is None:
+        return False
+    key = _key(method)
+    uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
+    mentions = len(re.findall(rf"(?<!\w){re.escape(method.name)}\b", text))
+    return bool(uses) and all(uses) and mentions == 1 + len(uses)
 
 
 def _key(function: _Function) -> str:
@@ -291,13 +332,14 @@ def _functions(defs: DefinitionMap) -> list[_Function]:
             name=site.name, qualname=site.definition.qualname, owner=site.owner,
             parent=made.get(site.parent) if site.parent is not None else None, decorators=site.decorators,
             start_line=site.definition.start_line, end_line=site.definition.end_line, calls=set(), node=site.node,
+            parameters=parameter_names(site.node.child_by_field_name("parameters")) if site.node is not None else (),
         )
     return list(made.values())
 
 
 _CALLS_QUERY = """
 (call function: (identifier) @name)
-(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute))
+(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute)) @method_call
 (class_definition) @class
 """
 
@@ -324,20 +366,21 @@ def _collect_calls(root: Node, functions: list[_Function]) -> None:
         if function.node is not None and body is not None:
             scopes.append((function.node.start_byte, body.start_byte, None))
             scopes.append((body.start_byte, body.end_byte, function))
-    calls: list[tuple[int, str | None, str]] = []  # (byte, callee name or None for self.m(), name)
+    calls: list[tuple[int, str | None, str, bool]] = []  # (byte, callee name or None for self.m(), name, result kept)
     for _, captures in tree_sitter.QueryCursor(_calls_query()).matches(root):
         if "class" in captures:
             scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
         elif "name" in captures:
             callee = captures["name"][0]
-            calls.append((callee.start_byte, _text(callee), ""))
+            calls.append((callee.start_byte, _text(callee), "", False))
         elif _text(captures["object"][0]) in ("self", "cls"):
-            calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0])))
+            kept = _result_kept(captures["method_call"][0])
+            calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0]), kept))
     scopes.sort(key=lambda scope: (scope[0], -scope[1]))
     calls.sort(key=lambda call: call[0])
     open_scopes: list[tuple[int, int, _Function | None]] = []
     next_scope = 0
-    for position, name, method in calls:
+    for position, name, method, kept in calls:
         while next_scope < len(scopes) and scopes[next_scope][0] <= position:
             open_scopes.append(scopes[next_scope])
             next_scope += 1
@@ -351,4 +394,15 @@ def _collect_calls(root: Node, functions: list[_Function]) -> None:
             owner.calls.add(name)
         elif owner.owner is not None:
             owner.calls.add(f"{owner.owner}.{method}")
+            owner.method_calls.append((f"{owner.owner}.{method}", kept))
+
+
+def _result_kept(call: Node) -> bool:
+    """The call's value is bound to a name or attribute, or returned; not dropped."""
+    parent = call.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment":
+        return parent.child_by_field_name("right") == call
+    return parent.type == "return_statement"
 

@@ -170,3 +170,99 @@ def test_lookup_by_line_finds_the_innermost_function():
     line = ENGINE.splitlines().index("        def softmax(x):") + 2
     assert found.at(line).qualname == "Attention._scores.<locals>.softmax"
     assert found.at(1) is None
+
+
+BUILDERS = textwrap.dedent(
+    """
+    import torch
+
+
+    class Serializer:
+        def __init__(self, config):
+            self.key_bins = self.make_key_bins(config)
+            self.refresh_table(config)
+            self.offsets = self.make_offsets(config)
+            self.scales = self.make_scales(config)
+
+        def make_key_bins(self, config):
+            return torch.tensor(config.bins).cuda()
+
+        def refresh_table(self, config):
+            self.table = torch.tensor(config.table).cuda()
+
+        def make_offsets(self, config):
+            return torch.tensor(config.offsets).cuda()
+
+        def make_scales(self, config):
+            return torch.tensor(config.scales).cuda()
+
+        def forward(self, x):
+            return x * self.make_scales(x)
+
+
+    def make_module_table(config):
+        return torch.tensor(config.table).cuda()
+
+
+    class Engine:
+        def __init__(self, config, serializer):
+            self.table = make_module_table(config)
+            self.offsets = serializer.make_offsets(config)
+    """
+)
+
+
+def test_a_public_method_whose_result_construction_keeps_runs_once():
+    kinds = _kinds(BUILDERS)
+    assert kinds["Serializer.make_key_bins"] == (
+        "one-time", "only called from Serializer.__init__, which keeps what it returns")
+
+
+def test_public_functions_construction_calls_may_be_repeated_from_outside_stay_unknown():
+    kinds = _kinds(BUILDERS)
+    # Its result is dropped: a method run for its effect on the object may be run again.
+    assert kinds["Serializer.refresh_table"] == ("unknown", "")
+    # Called on another object too: the file shows a caller outside the class.
+    assert kinds["Serializer.make_offsets"] == ("unknown", "")
+    # Called per step as well: per step wins.
+    assert kinds["Serializer.make_scales"] == ("per-step", "called from Serializer.forward")
+    # A module-level public function is the module's interface: other modules may import it.
+    assert kinds["make_module_table"] == ("unknown", "")
+
+
+CHECKPOINT = textwrap.dedent(
+    """
+    import torch
+
+
+    def to_bf16_state_dict_hook(module, state_dict, *args, offload_to_cpu=True, **kwargs):
+        for key, value in state_dict.items():
+            state_dict[key] = value.to(torch.bfloat16).cpu()
+
+
+    class Adapter(torch.nn.Module):
+        def merge_into(self, state_dict: dict, prefix=""):
+            return {prefix + k: v for k, v in state_dict.items()}
+
+        def forward(self, x, state_dict=None):
+            return x
+
+        def apply_state(self, state, scale):
+            return state * scale
+    """
+)
+
+
+def test_a_function_taking_a_state_dict_converts_a_checkpoint_once():
+    kinds = _kinds(CHECKPOINT)
+    assert kinds["to_bf16_state_dict_hook"] == (
+        "one-time", "takes a checkpoint's `state_dict`: it converts weights when a checkpoint is saved or loaded")
+    assert kinds["Adapter.merge_into"][0] == "one-time"
+
+
+def test_a_state_dict_parameter_never_outranks_a_per_step_root_or_hot_paths():
+    kinds = _kinds(CHECKPOINT)
+    assert kinds["Adapter.forward"] == ("per-step", "forward of Adapter runs per step")
+    assert kinds["Adapter.apply_state"] == ("unknown", "")  # `state` is not a checkpoint
+    hot = _kinds(CHECKPOINT, Declared(hot_file=True))
+    assert hot["to_bf16_state_dict_hook"] == ("per-step", "the file is under hot-paths")
