@@ -13,8 +13,9 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
   functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``), private
   helpers that only one-time functions of the file call, and public methods that only
   one-time methods of their class call through ``self``, each keeping what it returns;
-- *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples and a
-  script's ``main`` — and everything in files under ``cold-paths``;
+- *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples, a
+  script's ``main`` and private module-level functions nothing in the file mentions —
+  and everything in files under ``cold-paths``;
 - *unknown*: none of these. Device-residency rules apply to per-step and unknown code.
 
 Statement-level one-time code (``if not self._initialized:``) is recognised where the
@@ -25,16 +26,16 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
+from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
+from .file_functions import FileFunction, collect_calls, file_functions, text_of
 from .names import NameChange, Names, bundled_names, name_words
-from .syntax import DefinitionMap, DefinitionSite, innermost, parameter_names, walk_definitions
+from .syntax import DefinitionMap, innermost, walk_definitions
 
 if TYPE_CHECKING:
-    import tree_sitter
-
-    from tree_sitter import Node, Tree
+    from tree_sitter import Tree
 
 
 def is_setup_name(name: str, names: Names | None = None) -> bool:
@@ -50,7 +51,6 @@ def _is_setup_dunder(name: str, names: Names) -> bool:
     return name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values
 
 
-ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
 COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
 
 @dataclass(frozen=True)
@@ -75,26 +75,6 @@ class ExecutionMap:
 
 
 EMPTY = ExecutionMap(())
-
-
-@dataclass
-class _Function:
-    name: str
-    qualname: str
-    owner: str | None  # the class a method belongs to
-    parent: "_Function | None"  # the function a nested function is defined in
-    decorators: str
-    start_line: int
-    end_line: int
-    calls: set[str]  # callee keys: "Class.m" for self.m(), "f" for f()
-    node: Node | None = None  # the function_definition
-    parameters: tuple[str, ...] = ()
-    # One entry per ``self.m()``/``cls.m()`` call in the body: (callee key, whether the
-    # result is kept: assigned or returned rather than dropped).
-    method_calls: list[tuple[str, bool]] = field(default_factory=list)
-    kind: ExecutionKind = "unknown"
-    evidence: str = ""
-    declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
 @dataclass(frozen=True)
@@ -147,10 +127,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     ``definitions``: the file's definition walk, when already made (``FileModel`` hands
     over its own); walked here otherwise.
     """
-    functions = _functions(definitions if definitions is not None else walk_definitions(tree))
+    functions = file_functions(definitions if definitions is not None else walk_definitions(tree))
     if not functions:
         return EMPTY
-    _collect_calls(tree.root_node, functions)
+    collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     for function in functions:
@@ -163,7 +143,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
-    _one_time_helpers(functions, by_key, _text(tree.root_node))
+    text = text_of(tree.root_node)
+    _one_time_helpers(functions, by_key, text)
+    if not declared.hot_file:
+        _never_called(functions, text)
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
     if declared.hot_file:
         for function in functions:
@@ -176,7 +159,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         repository.host_params if repository is not None else frozenset())
 
 
-def _proven_by_calls(functions: list[_Function], repository: RepositoryContexts) -> None:
+def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
     """The call index's verdict, read across the repository, outranks the file's own
     heuristics but never a verdict the configuration declares."""
     for function in functions:
@@ -199,7 +182,7 @@ def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str
     return None
 
 
-def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
+def _own_verdict(function: FileFunction, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
     """What the function's own name, class and decorators say. Under ``hot-paths`` a
     name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
@@ -245,14 +228,14 @@ def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[Executi
     return None
 
 
-def _times_itself(function: _Function, names: Names) -> bool:
+def _times_itself(function: FileFunction, names: Names) -> bool:
     """A device wait and a clock read in the function's own body: it measures itself."""
     body = function.node.child_by_field_name("body") if function.node is not None else None
-    text = _text(body)
+    text = text_of(body)
     return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
 
 
-def _inherit_from_parents(functions: list[_Function]) -> None:
+def _inherit_from_parents(functions: list[FileFunction]) -> None:
     """A nested function runs when its parent does (unless it says otherwise)."""
     for function in functions:  # parents come before their nested functions
         parent = function.parent
@@ -260,7 +243,7 @@ def _inherit_from_parents(functions: list[_Function]) -> None:
             function.kind, function.evidence = parent.kind, f"defined in {parent.qualname}"
 
 
-def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -> None:
+def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFunction]) -> None:
     """Functions a per-step function calls run per step too (unless they are cold by name)."""
     queue = [f for f in functions if f.kind == "per-step"]
     while queue:
@@ -272,12 +255,12 @@ def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -
                 queue.append(callee)
 
 
-def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function], text: str) -> None:
+def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], text: str) -> None:
     """A private helper that only one-time functions of this file call is one-time, and so
     is a public method that only one-time methods of its class call (``_builds_at_construction``).
 
     Other public functions may be called from other modules, so they stay unknown."""
-    callers: dict[str, list[_Function]] = {}
+    callers: dict[str, list[FileFunction]] = {}
     for function in functions:
         for key in function.calls:
             callers.setdefault(key, []).append(function)
@@ -299,7 +282,7 @@ def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function], 
                 changed = True
 
 
-def _builds_at_construction(method: _Function, callers: list[_Function], text: str) -> bool:
+def _builds_at_construction(method: FileFunction, callers: list[FileFunction], text: str) -> bool:
     """A public method reachable from outside only through an instance, whose every use in
     its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
     are already known one-time): it builds part of the object's state.
@@ -312,97 +295,27 @@ def _builds_at_construction(method: _Function, callers: list[_Function], text: s
         return False
     key = _key(method)
     uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
-    mentions = len(re.findall(rf"(?<!\w){re.escape(method.name)}\b", text))
-    return bool(uses) and all(uses) and mentions == 1 + len(uses)
+    return bool(uses) and all(uses) and _mentions(method.name, text) == 1 + len(uses)
 
 
-def _key(function: _Function) -> str:
-    return f"{function.owner}.{function.name}" if function.owner else function.name
-
-
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
-
-def _functions(defs: DefinitionMap) -> list[_Function]:
-    """Every function of the definition walk, parents before the functions nested in them."""
-    made: dict[DefinitionSite, _Function] = {}
-    for site in defs.functions:  # sorted: a parent comes before what it holds
-        made[site] = _Function(
-            name=site.name, qualname=site.definition.qualname, owner=site.owner,
-            parent=made.get(site.parent) if site.parent is not None else None, decorators=site.decorators,
-            start_line=site.definition.start_line, end_line=site.definition.end_line, calls=set(), node=site.node,
-            parameters=parameter_names(site.node.child_by_field_name("parameters")) if site.node is not None else (),
-        )
-    return list(made.values())
-
-
-_CALLS_QUERY = """
-(call function: (identifier) @name)
-(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute)) @method_call
-(class_definition) @class
-"""
-
-
-@functools.lru_cache(maxsize=1)
-def _calls_query() -> tree_sitter.Query:
-    import tree_sitter
-    import tree_sitter_python
-
-    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _CALLS_QUERY)
-
-
-def _collect_calls(root: Node, functions: list[_Function]) -> None:
-    """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
-    from the calls in its body. A call inside a nested function or class belongs to that
-    definition (a class body's calls to none), a call in a definition's header
-    (defaults, annotations) to none."""
-    import tree_sitter
-
-    # Scopes nest: (first byte, end byte, the function whose body it is, or None).
-    scopes: list[tuple[int, int, _Function | None]] = []
+def _never_called(functions: list[FileFunction], text: str) -> None:
+    """A private module-level function that nothing in its file mentions does not run:
+    its name says only its module uses it, and nothing there does. A decorated one stays
+    unknown: a decorator may register it to be called by name (``@torch.library.impl``)."""
     for function in functions:
-        body = function.node.child_by_field_name("body") if function.node is not None else None
-        if function.node is not None and body is not None:
-            scopes.append((function.node.start_byte, body.start_byte, None))
-            scopes.append((body.start_byte, body.end_byte, function))
-    calls: list[tuple[int, str | None, str, bool]] = []  # (byte, callee name or None for self.m(), name, result kept)
-    for _, captures in tree_sitter.QueryCursor(_calls_query()).matches(root):
-        if "class" in captures:
-            scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
-        elif "name" in captures:
-            callee = captures["name"][0]
-            calls.append((callee.start_byte, _text(callee), "", False))
-        elif _text(captures["object"][0]) in ("self", "cls"):
-            kept = _result_kept(captures["method_call"][0])
-            calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0]), kept))
-    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
-    calls.sort(key=lambda call: call[0])
-    open_scopes: list[tuple[int, int, _Function | None]] = []
-    next_scope = 0
-    for position, name, method, kept in calls:
-        while next_scope < len(scopes) and scopes[next_scope][0] <= position:
-            open_scopes.append(scopes[next_scope])
-            next_scope += 1
-        open_scopes = [scope for scope in open_scopes if scope[1] > position]
-        if not open_scopes:
-            continue
-        owner = open_scopes[-1][2]  # the innermost: scopes open in nesting order
-        if owner is None:
-            continue
-        if name is not None:
-            owner.calls.add(name)
-        elif owner.owner is not None:
-            owner.calls.add(f"{owner.owner}.{method}")
-            owner.method_calls.append((f"{owner.owner}.{method}", kept))
+        if (
+            function.kind == "unknown" and function.owner is None and function.parent is None
+            and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
+            and _mentions(function.name, text) == 1
+        ):
+            function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
 
 
-def _result_kept(call: Node) -> bool:
-    """The call's value is bound to a name or attribute, or returned; not dropped."""
-    parent = call.parent
-    if parent is None:
-        return False
-    if parent.type == "assignment":
-        return parent.child_by_field_name("right") == call
-    return parent.type == "return_statement"
+def _mentions(name: str, text: str) -> int:
+    """Whole-word occurrences of ``name`` in ``text``: definitions, calls, references,
+    comments and strings alike (one too many keeps a verdict from being given)."""
+    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", text))
 
+
+def _key(function: FileFunction) -> str:
+    return f"{function.owner}.{function.name}" if function.owner else function.name

@@ -266,3 +266,53 @@ def test_a_state_dict_parameter_never_outranks_a_per_step_root_or_hot_paths():
     assert kinds["Adapter.apply_state"] == ("unknown", "")  # `state` is not a checkpoint
     hot = _kinds(CHECKPOINT, Declared(hot_file=True))
     assert hot["to_bf16_state_dict_hook"] == ("per-step", "the file is under hot-paths")
+
+
+UNCALLED = textwrap.dedent(
+    """
+    import torch
+
+
+    def _renormalize(cdf, precision):
+        return cdf * torch.tensor(2.0, device=cdf.device).pow_(precision)
+
+
+    def _pack(x):
+        return x.contiguous()
+
+
+    @torch.library.custom_op("eng::scale", mutates_args=())
+    def _scale_impl(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+    def _dispatch_table():
+        return {}
+
+
+    HANDLERS = {"dispatch": _dispatch_table}
+
+
+    def public_helper(x):
+        return _pack(x)
+
+
+    class Codec:
+        def _unused(self, x):
+            return x
+    """
+)
+
+
+def test_a_private_module_function_nothing_in_its_file_mentions_does_not_run():
+    kinds = _kinds(UNCALLED)
+    assert kinds["_renormalize"] == ("offline", "nothing in its module calls the private `_renormalize`")
+
+
+def test_mentioned_decorated_or_method_private_functions_stay_unknown():
+    kinds = _kinds(UNCALLED)
+    assert kinds["_pack"] == ("unknown", "")  # called by a public function
+    assert kinds["_scale_impl"] == ("unknown", "")  # a decorator may register it
+    assert kinds["_dispatch_table"] == ("unknown", "")  # referenced, not called
+    assert kinds["Codec._unused"] == ("unknown", "")  # a subclass elsewhere may call it
+    assert _kinds(UNCALLED, Declared(hot_file=True))["_renormalize"][0] == "per-step"
