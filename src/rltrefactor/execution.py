@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
-from .file_functions import FileFunction, collect_calls, file_functions, text_of
+from .file_functions import FileFunction, collect_calls, file_functions, mentions, text_of
 from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DefinitionMap, innermost, walk_definitions
 
@@ -295,7 +295,7 @@ def _builds_at_construction(method: FileFunction, callers: list[FileFunction], t
         return False
     key = _key(method)
     uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
-    return bool(uses) and all(uses) and _mentions(method.name, text) == 1 + len(uses)
+    return bool(uses) and all(uses) and mentions(method.name, text) == 1 + len(uses)
 
 
 def _never_called(functions: list[FileFunction], text: str) -> None:
@@ -306,15 +306,9 @@ def _never_called(functions: list[FileFunction], text: str) -> None:
         if (
             function.kind == "unknown" and function.owner is None and function.parent is None
             and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
-            and _mentions(function.name, text) == 1
+            and mentions(function.name, text) == 1
         ):
             function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
-
-
-def _mentions(name: str, text: str) -> int:
-    """Whole-word occurrences of ``name`` in ``text``: definitions, calls, references,
-    comments and strings alike (one too many keeps a verdict from being given)."""
-    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", text))
 
 
 def _key(function: FileFunction) -> str:

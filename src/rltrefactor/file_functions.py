@@ -5,6 +5,7 @@ definitions, parameters, and the calls in their bodies to the file's own functio
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -39,6 +40,12 @@ class FileFunction:
     kind: ExecutionKind = "unknown"
     evidence: str = ""
     declared: bool = False  # the configuration names its verdict; nothing overrides it
+
+
+def mentions(name: str, text: str) -> int:
+    """Whole-word occurrences of ``name`` in ``text``: definitions, calls, references,
+    comments and strings alike (one too many keeps a verdict from being given)."""
+    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", text))
 
 
 def text_of(node: Node | None) -> str:

@@ -4,8 +4,9 @@ A function whose result *is* the flagged value (``return x.cuda()``, or ``t = ..
 then ``return t``) does the costly step because that is its job: how often the step
 runs is decided by its callers. When the execution stage places the function per
 step, the whole function is the problem and a rule still reports; when nothing places
-it (``unknown``), the file does not show those callers, the fix belongs at them, and
-the definition is not the place to report it.
+it (``unknown``) and the file never mentions it beyond its ``def``, the callers are in
+other files, the fix belongs at them, and the definition is not the place to report it.
+Callers in the file keep the finding: they show the value is made there, however often.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ..file_functions import mentions
 from .base import FileContext
 
 if TYPE_CHECKING:
@@ -21,10 +23,11 @@ if TYPE_CHECKING:
 
 
 def returned_where_unplaced(node: cst.CSTNode, ctx: FileContext) -> bool:
-    """``node`` is its function's returned value, and the function runs where nothing shows how often."""
+    """``node`` is its function's returned value, nothing places the function, and nothing
+    in the file mentions it but its ``def``: its callers, elsewhere, decide how often it runs."""
     found = ctx.function_at(node)
-    if found is None or found.kind != "unknown":
-        return False
+    if found is None or found.kind != "unknown" or mentions(found.qualname.rpartition(".")[2], ctx.model.text) != 1:
+        return False  # placed, or its callers are in this file: how often they run is the question there
     parent = ctx.parent(node)
     if isinstance(parent, cst.Return):
         return parent.value is node
