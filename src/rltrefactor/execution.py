@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
-from .file_functions import FileFunction, collect_calls, file_functions, mentions, text_of
+from .file_functions import FileFunction, code_text, collect_calls, file_functions, mentions, text_of
 from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DefinitionMap, innermost, walk_definitions
 
@@ -143,7 +143,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
-    text = text_of(tree.root_node)
+    text = code_text(tree)
     _one_time_helpers(functions, by_key, text)
     if not declared.hot_file:
         _never_called(functions, text)

@@ -14,7 +14,7 @@ from .syntax import DefinitionMap, DefinitionSite, parameter_names
 if TYPE_CHECKING:
     import tree_sitter
 
-    from tree_sitter import Node
+    from tree_sitter import Node, Tree
 
 ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
 
@@ -42,9 +42,29 @@ class FileFunction:
     declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
+def code_text(tree: Tree) -> str:
+    """The file's text with every comment blanked (lengths kept): a name mentioned only
+    in a comment (a call commented out) is mentioned nowhere."""
+    import tree_sitter
+
+    source = bytearray(tree.root_node.text or b"")
+    for _, captures in tree_sitter.QueryCursor(_comments_query()).matches(tree.root_node):
+        for node in captures["comment"]:
+            source[node.start_byte:node.end_byte] = b" " * (node.end_byte - node.start_byte)
+    return source.decode("utf-8", "replace")
+
+
+@functools.lru_cache(maxsize=1)
+def _comments_query() -> tree_sitter.Query:
+    import tree_sitter
+    import tree_sitter_python
+
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), "(comment) @comment")
+
+
 def mentions(name: str, text: str) -> int:
-    """Whole-word occurrences of ``name`` in ``text``: definitions, calls, references,
-    comments and strings alike (one too many keeps a verdict from being given)."""
+    """Whole-word occurrences of ``name`` in ``text`` (``code_text``): definitions, calls,
+    references and strings alike (one too many keeps a verdict from being given)."""
     return len(re.findall(rf"(?<!\w){re.escape(name)}\b", text))
 
 

@@ -294,6 +294,7 @@ UNCALLED = textwrap.dedent(
 
 
     def public_helper(x):
+        # y = _renormalize(x, 16)
         return _pack(x)
 
 

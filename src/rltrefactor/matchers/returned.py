@@ -26,7 +26,7 @@ def returned_where_unplaced(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` is its function's returned value, nothing places the function, and nothing
     in the file mentions it but its ``def``: its callers, elsewhere, decide how often it runs."""
     found = ctx.function_at(node)
-    if found is None or found.kind != "unknown" or mentions(found.qualname.rpartition(".")[2], ctx.model.text) != 1:
+    if found is None or found.kind != "unknown" or mentions(found.qualname.rpartition(".")[2], ctx.model.code_text) != 1:
         return False  # placed, or its callers are in this file: how often they run is the question there
     parent = ctx.parent(node)
     if isinstance(parent, cst.Return):
