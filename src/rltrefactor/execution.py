@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
-from .file_functions import FileFunction, code_text, collect_calls, file_functions, mentions, text_of
+from .file_functions import FileFunction, Mentions, collect_calls, file_functions, text_of
 from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DefinitionMap, innermost, walk_definitions
 
@@ -143,10 +143,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
-    text = code_text(tree)
-    _one_time_helpers(functions, by_key, text)
+    mentions = Mentions(tree)
+    _one_time_helpers(functions, by_key, mentions)
     if not declared.hot_file:
-        _never_called(functions, text)
+        _never_called(functions, mentions)
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
     if declared.hot_file:
         for function in functions:
@@ -255,7 +255,7 @@ def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFuncti
                 queue.append(callee)
 
 
-def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], text: str) -> None:
+def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:
     """A private helper that only one-time functions of this file call is one-time, and so
     is a public method that only one-time methods of its class call (``_builds_at_construction``).
 
@@ -276,13 +276,13 @@ def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunct
             if function.name.startswith("_"):
                 function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
                 changed = True
-            elif _builds_at_construction(function, seen, text):
+            elif _builds_at_construction(function, seen, mentions):
                 function.kind, function.evidence = (
                     "one-time", f"only called from {seen[0].qualname}, which keeps what it returns")
                 changed = True
 
 
-def _builds_at_construction(method: FileFunction, callers: list[FileFunction], text: str) -> bool:
+def _builds_at_construction(method: FileFunction, callers: list[FileFunction], mentions: Mentions) -> bool:
     """A public method reachable from outside only through an instance, whose every use in
     its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
     are already known one-time): it builds part of the object's state.
@@ -295,10 +295,10 @@ def _builds_at_construction(method: FileFunction, callers: list[FileFunction], t
         return False
     key = _key(method)
     uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
-    return bool(uses) and all(uses) and mentions(method.name, text) == 1 + len(uses)
+    return bool(uses) and all(uses) and mentions(method.name) == 1 + len(uses)
 
 
-def _never_called(functions: list[FileFunction], text: str) -> None:
+def _never_called(functions: list[FileFunction], mentions: Mentions) -> None:
     """A private module-level function that nothing in its file mentions does not run:
     its name says only its module uses it, and nothing there does. A decorated one stays
     unknown: a decorator may register it to be called by name (``@torch.library.impl``)."""
@@ -306,7 +306,7 @@ def _never_called(functions: list[FileFunction], text: str) -> None:
         if (
             function.kind == "unknown" and function.owner is None and function.parent is None
             and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
-            and mentions(function.name, text) == 1
+            and mentions(function.name) == 1
         ):
             function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
 

@@ -4,6 +4,7 @@ definitions, parameters, and the calls in their bodies to the file's own functio
 
 from __future__ import annotations
 
+import collections
 import functools
 import re
 from dataclasses import dataclass, field
@@ -62,10 +63,22 @@ def _comments_query() -> tree_sitter.Query:
     return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), "(comment) @comment")
 
 
-def mentions(name: str, text: str) -> int:
-    """Whole-word occurrences of ``name`` in ``text`` (``code_text``): definitions, calls,
-    references and strings alike (one too many keeps a verdict from being given)."""
-    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", text))
+_WORD = re.compile(r"\w+")
+
+
+class Mentions:
+    """How often each name occurs as a whole word in a file's code (``code_text``):
+    definitions, calls, references and strings alike, comments not. Counted once, when
+    first asked, so that a file whose functions raise no such question never pays for it."""
+
+    def __init__(self, tree: Tree) -> None:
+        self._tree = tree
+        self._counts: collections.Counter[str] | None = None
+
+    def __call__(self, name: str) -> int:
+        if self._counts is None:
+            self._counts = collections.Counter(_WORD.findall(code_text(self._tree)))
+        return self._counts[name]
 
 
 def text_of(node: Node | None) -> str:

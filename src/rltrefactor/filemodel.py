@@ -18,7 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Mapping
 
 from .execution import NOTHING_DECLARED, Declared, ExecutionMap, FunctionExecution, RepositoryContexts, execution_map
-from .file_functions import code_text
+from .file_functions import Mentions
 from .kernel_outputs import AccumulatingKernel, accumulating_kernels
 from .names import Names, bundled_names
 from .syntax import DefinitionMap, parse_tree, walk_definitions
@@ -62,9 +62,9 @@ class FileModel:
         return walk_definitions(self.tree)
 
     @cached_property
-    def code_text(self) -> str:
-        """The text with its comments blanked (``file_functions.code_text``)."""
-        return code_text(self.tree)
+    def mentions(self) -> Mentions:
+        """How often each name occurs in the file's code, comments left out (``file_functions.Mentions``)."""
+        return Mentions(self.tree)
 
     @cached_property
     def execution(self) -> ExecutionMap:

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from ..file_functions import mentions
 from .base import FileContext
 
 if TYPE_CHECKING:
@@ -26,8 +25,14 @@ def returned_where_unplaced(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` is its function's returned value, nothing places the function, and nothing
     in the file mentions it but its ``def``: its callers, elsewhere, decide how often it runs."""
     found = ctx.function_at(node)
-    if found is None or found.kind != "unknown" or mentions(found.qualname.rpartition(".")[2], ctx.model.code_text) != 1:
-        return False  # placed, or its callers are in this file: how often they run is the question there
+    if found is None or found.kind != "unknown" or not _returned(node, found.start_line, ctx):
+        return False
+    # Its callers are in this file otherwise: they show the value is made there.
+    return ctx.model.mentions(found.qualname.rpartition(".")[2]) == 1
+
+
+def _returned(node: cst.CSTNode, start_line: int, ctx: FileContext) -> bool:
+    """``return node``, or ``name = node`` in a function that returns ``name`` (starting at ``start_line``)."""
     parent = ctx.parent(node)
     if isinstance(parent, cst.Return):
         return parent.value is node
@@ -38,7 +43,7 @@ def returned_where_unplaced(node: cst.CSTNode, ctx: FileContext) -> bool:
         return False
     # The region parsed for the match may leave the function's other statements out:
     # its returns are read from the whole file's tree.
-    site = next((s for s in ctx.model.definitions.functions if s.definition.start_line == found.start_line), None)
+    site = next((s for s in ctx.model.definitions.functions if s.definition.start_line == start_line), None)
     body = site.node.child_by_field_name("body") if site is not None else None
     return body is not None and target.value in _returned_names(body)
 
