@@ -10,7 +10,8 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
   of those calls (``self.m()`` in the same class, ``f()`` in the same module);
 - *one-time*: construction, loading, warm-up, capture, compile, registration and
   teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
-  functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``), private
+  functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``) or that
+  the file registers as state-dict hooks (``checkpoint-hook-registrations``), private
   helpers that only one-time functions of the file call, and public methods that only
   one-time methods of their class call through ``self``, each keeping what it returns;
 - *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples, a
@@ -30,12 +31,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
-from .file_functions import FileFunction, Mentions, collect_calls, file_functions, text_of
+from .file_functions import FileFunction, Mentions, collect_calls, file_functions, registered_names, text_of
 from .names import NameChange, Names, bundled_names, name_words
 from .syntax import DefinitionMap, innermost, walk_definitions
 
 if TYPE_CHECKING:
-    from tree_sitter import Tree
+    from tree_sitter import Node, Tree
 
 
 def is_setup_name(name: str, names: Names | None = None) -> bool:
@@ -143,6 +144,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
+    _checkpoint_hooks(functions, tree.root_node, names)
     mentions = Mentions(tree)
     _one_time_helpers(functions, by_key, mentions)
     if not declared.hot_file:
@@ -253,6 +255,18 @@ def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFuncti
             if callee is not None and callee.kind == "unknown":
                 callee.kind, callee.evidence = "per-step", f"called from {caller.qualname}"
                 queue.append(callee)
+
+
+def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -> None:
+    """A function the file registers as a state-dict hook (``checkpoint-hook-registrations``)
+    runs when a checkpoint is saved or loaded: code evidence, read under ``hot-paths`` too."""
+    registrations = names.regex("checkpoint-hook-registrations")
+    if not registrations.search(text_of(root)):
+        return
+    hooks = registered_names(root, registrations)
+    for function in functions:
+        if function.kind == "unknown" and function.name in hooks:
+            function.kind, function.evidence = "one-time", "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
 
 
 def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:

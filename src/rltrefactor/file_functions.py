@@ -113,6 +113,38 @@ def _calls_query() -> tree_sitter.Query:
     return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _CALLS_QUERY)
 
 
+_REGISTRATIONS_QUERY = "(call function: (attribute attribute: (identifier) @method) arguments: (argument_list . (_) @hook))"
+
+
+@functools.lru_cache(maxsize=1)
+def _registrations_query() -> tree_sitter.Query:
+    import tree_sitter
+    import tree_sitter_python
+
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _REGISTRATIONS_QUERY)
+
+
+def registered_names(root: Node, registrations: re.Pattern[str]) -> set[str]:
+    """Names of the functions passed first to a method whose whole name ``registrations``
+    matches: ``f`` in ``m.register_hook(f)``, ``m.register_hook(self.f)`` and
+    ``m.register_hook(partial(f, ...))``."""
+    import tree_sitter
+
+    found: set[str] = set()
+    for _, captures in tree_sitter.QueryCursor(_registrations_query()).matches(root):
+        if not registrations.fullmatch(text_of(captures["method"][0])):
+            continue
+        hook: Node | None = captures["hook"][0]
+        if hook is not None and hook.type == "call" and text_of(hook.child_by_field_name("function")).rpartition(".")[2] == "partial":
+            arguments = hook.child_by_field_name("arguments")
+            hook = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+        if hook is not None and hook.type == "identifier":
+            found.add(text_of(hook))
+        elif hook is not None and hook.type == "attribute":
+            found.add(text_of(hook.child_by_field_name("attribute")))
+    return found
+
+
 def collect_calls(root: Node, functions: list[FileFunction]) -> None:
     """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
     from the calls in its body. A call inside a nested function or class belongs to that

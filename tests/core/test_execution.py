@@ -317,3 +317,44 @@ def test_mentioned_decorated_or_method_private_functions_stay_unknown():
     assert kinds["_dispatch_table"] == ("unknown", "")  # referenced, not called
     assert kinds["Codec._unused"] == ("unknown", "")  # a subclass elsewhere may call it
     assert _kinds(UNCALLED, Declared(hot_file=True))["_renormalize"][0] == "per-step"
+
+
+HOOKS = textwrap.dedent(
+    """
+    from functools import partial
+
+    import torch
+
+
+    def _offload(module, sd, prefix, *args):
+        for key in list(sd):
+            sd[key] = sd[key].cpu()
+
+
+    def _log_activations(module, inputs, output):
+        return output.float().mean().item()
+
+
+    class QuantLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self._register_state_dict_hook(partial(_offload, keep=True))
+            self.register_load_state_dict_pre_hook(self._dequantize_on_load)
+            self.register_forward_hook(_log_activations)
+
+        def _dequantize_on_load(self, module, sd, prefix, *args):
+            sd[prefix + "weight"] = sd[prefix + "weight"].float()
+    """
+)
+
+
+def test_a_function_the_file_registers_as_a_state_dict_hook_runs_once():
+    kinds = _kinds(HOOKS)
+    evidence = "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
+    assert kinds["_offload"] == ("one-time", evidence)
+    assert kinds["QuantLinear._dequantize_on_load"] == ("one-time", evidence)
+    assert _kinds(HOOKS, Declared(hot_file=True))["_offload"] == ("one-time", evidence)
+
+
+def test_a_forward_hook_is_no_checkpoint_hook():
+    assert _kinds(HOOKS)["_log_activations"] == ("unknown", "")
