@@ -14,7 +14,8 @@ and never resolves every call of the repository. Verdicts, strongest first:
   of a class, ``hot-functions``, a compiled or inference-mode function, the body of a
   long-running loop, a closure a cached factory returns) when one reaches it, else from a
   function named by a per-step verb;
-- a name word (``dummy``, ``warmup``, ``test``): evidence of last resort;
+- a name word (``dummy``, ``warmup``, ``test``), or a parameter holding a checkpoint's
+  ``state_dict``: evidence of last resort;
 - *one-time*/*offline* when at least one call resolves to it and every call that may
   reach it (resolved to it, or unresolved with its name) comes from code that is.
 
@@ -30,7 +31,7 @@ from typing import Callable, Iterable
 
 from .callfacts import FunctionFacts
 from .calllinks import Repository
-from .execution import COLD_KINDS, verdict_by_name
+from .execution import COLD_KINDS, verdict_by_name, verdict_by_parameters
 from .names import Names
 
 Verdict = tuple[str, str]  # (kind, evidence)
@@ -132,7 +133,8 @@ class CallContexts:
             return _Own("structural", "a compiled kernel or inference-mode function")
         if function.loop_calls:
             return _Own("structural", f"`{function.qualname}` runs a long-running loop", loop=True)
-        return _Own()
+        by_parameters = verdict_by_parameters(function.parameters, names)
+        return _Own(soft=by_parameters) if by_parameters is not None else _Own()
 
     def _per_step(self, function_id: str, own: _Own) -> Verdict | None:
         """Per-step with the shortest chain from a root, searched from the callee's side

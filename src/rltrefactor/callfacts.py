@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .syntax import DefinitionMap, walk_definitions
+from .syntax import DefinitionMap, parameter_names, walk_definitions
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -327,24 +327,8 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
     return FunctionFacts(
         builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
-        _parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
+        parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
     )
-
-
-def _parameter_names(parameters: Node | None) -> tuple[str, ...]:
-    names: list[str] = []
-    for parameter in parameters.named_children if parameters is not None else ():
-        if parameter.type in ("list_splat_pattern", "keyword_separator"):
-            names.append("*")
-        elif parameter.type == "identifier":
-            names.append(_text(parameter))
-        elif parameter.type in ("default_parameter", "typed_parameter", "typed_default_parameter"):
-            name = parameter.child_by_field_name("name") or next((c for c in parameter.named_children if c.type == "identifier"), None)
-            if name is not None:
-                names.append(_text(name))
-            elif any(c.type == "list_splat_pattern" for c in parameter.named_children):
-                names.append("*")  # ``*args: int``
-    return tuple(names)
 
 
 def _bases(node: Node) -> tuple[str, ...]:

@@ -10,9 +10,13 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
   of those calls (``self.m()`` in the same class, ``f()`` in the same module);
 - *one-time*: construction, loading, warm-up, capture, compile, registration and
   teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
-  and private helpers that only one-time functions of the file call;
-- *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples and a
-  script's ``main`` — and everything in files under ``cold-paths``;
+  functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``) or that
+  the file registers as state-dict hooks (``checkpoint-hook-registrations``), private
+  helpers that only one-time functions of the file call, and public methods that only
+  one-time methods of their class call through ``self``, each keeping what it returns;
+- *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples, a
+  script's ``main`` and private module-level functions nothing in the file mentions —
+  and everything in files under ``cold-paths``;
 - *unknown*: none of these. Device-residency rules apply to per-step and unknown code.
 
 Statement-level one-time code (``if not self._initialized:``) is recognised where the
@@ -24,14 +28,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from .file_functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
+from .file_functions import FileFunction, Mentions, collect_calls, file_functions, registered_names, text_of
 from .names import NameChange, Names, bundled_names, name_words
-from .syntax import DefinitionMap, DefinitionSite, innermost, walk_definitions
+from .syntax import DefinitionMap, innermost, walk_definitions
 
 if TYPE_CHECKING:
-    import tree_sitter
-
     from tree_sitter import Node, Tree
 
 
@@ -48,7 +52,6 @@ def _is_setup_dunder(name: str, names: Names) -> bool:
     return name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values
 
 
-ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
 COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
 
 @dataclass(frozen=True)
@@ -73,22 +76,6 @@ class ExecutionMap:
 
 
 EMPTY = ExecutionMap(())
-
-
-@dataclass
-class _Function:
-    name: str
-    qualname: str
-    owner: str | None  # the class a method belongs to
-    parent: "_Function | None"  # the function a nested function is defined in
-    decorators: str
-    start_line: int
-    end_line: int
-    calls: set[str]  # callee keys: "Class.m" for self.m(), "f" for f()
-    node: Node | None = None  # the function_definition
-    kind: ExecutionKind = "unknown"
-    evidence: str = ""
-    declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
 @dataclass(frozen=True)
@@ -141,10 +128,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     ``definitions``: the file's definition walk, when already made (``FileModel`` hands
     over its own); walked here otherwise.
     """
-    functions = _functions(definitions if definitions is not None else walk_definitions(tree))
+    functions = file_functions(definitions if definitions is not None else walk_definitions(tree))
     if not functions:
         return EMPTY
-    _collect_calls(tree.root_node, functions)
+    collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     for function in functions:
@@ -157,7 +144,11 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
     _spread_per_step(functions, by_key)
-    _one_time_helpers(functions, by_key)
+    _checkpoint_hooks(functions, tree.root_node, names)
+    mentions = Mentions(tree)
+    _one_time_helpers(functions, by_key, mentions)
+    if not declared.hot_file:
+        _never_called(functions, mentions)
     _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
     if declared.hot_file:
         for function in functions:
@@ -170,7 +161,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         repository.host_params if repository is not None else frozenset())
 
 
-def _proven_by_calls(functions: list[_Function], repository: RepositoryContexts) -> None:
+def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
     """The call index's verdict, read across the repository, outranks the file's own
     heuristics but never a verdict the configuration declares."""
     for function in functions:
@@ -193,7 +184,7 @@ def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str
     return None
 
 
-def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
+def _own_verdict(function: FileFunction, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
     """What the function's own name, class and decorators say. Under ``hot-paths`` a
     name word says nothing: only construction dunders and caching keep code cold there."""
     name = function.name
@@ -209,7 +200,18 @@ def _own_verdict(function: _Function, names: Names, hot_file: bool) -> tuple[Exe
         return "per-step", f"{what} runs per step"
     if names.regex("per-step-decorators").search(function.decorators):
         return "per-step", "a compiled kernel or inference-mode function"
-    return "unknown", ""
+    by_parameters = None if hot_file else verdict_by_parameters(function.parameters, names)
+    return by_parameters or ("unknown", "")
+
+
+def verdict_by_parameters(parameters: tuple[str, ...], names: Names) -> tuple[ExecutionKind, str] | None:
+    """What a function's parameter names say (``checkpoint-parameters``): evidence of last
+    resort, read after every per-step root, by the per-file map and the call index alike."""
+    held = names.regex("checkpoint-parameters")
+    found = next((p for p in parameters if held.fullmatch(p)), None)
+    if found is None:
+        return None
+    return "one-time", f"takes a checkpoint's `{found}`: it converts weights when a checkpoint is saved or loaded"
 
 
 def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[ExecutionKind, str] | None:
@@ -228,14 +230,14 @@ def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[Executi
     return None
 
 
-def _times_itself(function: _Function, names: Names) -> bool:
+def _times_itself(function: FileFunction, names: Names) -> bool:
     """A device wait and a clock read in the function's own body: it measures itself."""
     body = function.node.child_by_field_name("body") if function.node is not None else None
-    text = _text(body)
+    text = text_of(body)
     return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
 
 
-def _inherit_from_parents(functions: list[_Function]) -> None:
+def _inherit_from_parents(functions: list[FileFunction]) -> None:
     """A nested function runs when its parent does (unless it says otherwise)."""
     for function in functions:  # parents come before their nested functions
         parent = function.parent
@@ -243,7 +245,7 @@ def _inherit_from_parents(functions: list[_Function]) -> None:
             function.kind, function.evidence = parent.kind, f"defined in {parent.qualname}"
 
 
-def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -> None:
+def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFunction]) -> None:
     """Functions a per-step function calls run per step too (unless they are cold by name)."""
     queue = [f for f in functions if f.kind == "per-step"]
     while queue:
@@ -255,11 +257,24 @@ def _spread_per_step(functions: list[_Function], by_key: dict[str, _Function]) -
                 queue.append(callee)
 
 
-def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function]) -> None:
-    """A private helper that only one-time functions of this file call is one-time.
+def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -> None:
+    """A function the file registers as a state-dict hook (``checkpoint-hook-registrations``)
+    runs when a checkpoint is saved or loaded: code evidence, read under ``hot-paths`` too."""
+    registrations = names.regex("checkpoint-hook-registrations")
+    if not registrations.search(text_of(root)):
+        return
+    hooks = registered_names(root, registrations)
+    for function in functions:
+        if function.kind == "unknown" and function.name in hooks:
+            function.kind, function.evidence = "one-time", "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
 
-    Public functions may be called from other modules, so they stay unknown."""
-    callers: dict[str, list[_Function]] = {}
+
+def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:
+    """A private helper that only one-time functions of this file call is one-time, and so
+    is a public method that only one-time methods of its class call (``_builds_at_construction``).
+
+    Other public functions may be called from other modules, so they stay unknown."""
+    callers: dict[str, list[FileFunction]] = {}
     for function in functions:
         for key in function.calls:
             callers.setdefault(key, []).append(function)
@@ -267,88 +282,48 @@ def _one_time_helpers(functions: list[_Function], by_key: dict[str, _Function]) 
     while changed:
         changed = False
         for function in functions:
-            if function.kind != "unknown" or not function.name.startswith("_") or function.name.startswith("__"):
+            if function.kind != "unknown" or function.name.startswith("__"):
                 continue
             seen = callers.get(_key(function), [])
-            if seen and all(c.kind == "one-time" for c in seen):
+            if not seen or any(c.kind != "one-time" for c in seen):
+                continue
+            if function.name.startswith("_"):
                 function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
+                changed = True
+            elif _builds_at_construction(function, seen, mentions):
+                function.kind, function.evidence = (
+                    "one-time", f"only called from {seen[0].qualname}, which keeps what it returns")
                 changed = True
 
 
-def _key(function: _Function) -> str:
-    return f"{function.owner}.{function.name}" if function.owner else function.name
+def _builds_at_construction(method: FileFunction, callers: list[FileFunction], mentions: Mentions) -> bool:
+    """A public method reachable from outside only through an instance, whose every use in
+    its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
+    are already known one-time): it builds part of the object's state.
+
+    Invariant: each mention of its name in the file is either its ``def`` or one of those
+    calls, so nothing in the file passes it on (``register(self.m)``) or calls it on
+    another object; a call that drops the result (``self.reset()``) refreshes state and
+    may be repeated from outside, so it keeps the method unknown."""
+    if method.owner is None:
+        return False
+    key = _key(method)
+    uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
+    return bool(uses) and all(uses) and mentions(method.name) == 1 + len(uses)
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
-
-
-def _functions(defs: DefinitionMap) -> list[_Function]:
-    """Every function of the definition walk, parents before the functions nested in them."""
-    made: dict[DefinitionSite, _Function] = {}
-    for site in defs.functions:  # sorted: a parent comes before what it holds
-        made[site] = _Function(
-            name=site.name, qualname=site.definition.qualname, owner=site.owner,
-            parent=made.get(site.parent) if site.parent is not None else None, decorators=site.decorators,
-            start_line=site.definition.start_line, end_line=site.definition.end_line, calls=set(), node=site.node,
-        )
-    return list(made.values())
-
-
-_CALLS_QUERY = """
-(call function: (identifier) @name)
-(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute))
-(class_definition) @class
-"""
-
-
-@functools.lru_cache(maxsize=1)
-def _calls_query() -> tree_sitter.Query:
-    import tree_sitter
-    import tree_sitter_python
-
-    return tree_sitter.Query(tree_sitter.Language(tree_sitter_python.language()), _CALLS_QUERY)
-
-
-def _collect_calls(root: Node, functions: list[_Function]) -> None:
-    """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
-    from the calls in its body. A call inside a nested function or class belongs to that
-    definition (a class body's calls to none), a call in a definition's header
-    (defaults, annotations) to none."""
-    import tree_sitter
-
-    # Scopes nest: (first byte, end byte, the function whose body it is, or None).
-    scopes: list[tuple[int, int, _Function | None]] = []
+def _never_called(functions: list[FileFunction], mentions: Mentions) -> None:
+    """A private module-level function that nothing in its file mentions does not run:
+    its name says only its module uses it, and nothing there does. A decorated one stays
+    unknown: a decorator may register it to be called by name (``@torch.library.impl``)."""
     for function in functions:
-        body = function.node.child_by_field_name("body") if function.node is not None else None
-        if function.node is not None and body is not None:
-            scopes.append((function.node.start_byte, body.start_byte, None))
-            scopes.append((body.start_byte, body.end_byte, function))
-    calls: list[tuple[int, str | None, str]] = []  # (byte, callee name or None for self.m(), name)
-    for _, captures in tree_sitter.QueryCursor(_calls_query()).matches(root):
-        if "class" in captures:
-            scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
-        elif "name" in captures:
-            callee = captures["name"][0]
-            calls.append((callee.start_byte, _text(callee), ""))
-        elif _text(captures["object"][0]) in ("self", "cls"):
-            calls.append((captures["object"][0].start_byte, None, _text(captures["attribute"][0])))
-    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
-    calls.sort(key=lambda call: call[0])
-    open_scopes: list[tuple[int, int, _Function | None]] = []
-    next_scope = 0
-    for position, name, method in calls:
-        while next_scope < len(scopes) and scopes[next_scope][0] <= position:
-            open_scopes.append(scopes[next_scope])
-            next_scope += 1
-        open_scopes = [scope for scope in open_scopes if scope[1] > position]
-        if not open_scopes:
-            continue
-        owner = open_scopes[-1][2]  # the innermost: scopes open in nesting order
-        if owner is None:
-            continue
-        if name is not None:
-            owner.calls.add(name)
-        elif owner.owner is not None:
-            owner.calls.add(f"{owner.owner}.{method}")
+        if (
+            function.kind == "unknown" and function.owner is None and function.parent is None
+            and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
+            and mentions(function.name) == 1
+        ):
+            function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
 
+
+def _key(function: FileFunction) -> str:
+    return f"{function.owner}.{function.name}" if function.owner else function.name

@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Mapping
 
 from .execution import NOTHING_DECLARED, Declared, ExecutionMap, FunctionExecution, RepositoryContexts, execution_map
+from .file_functions import Mentions
 from .kernel_outputs import AccumulatingKernel, accumulating_kernels
 from .names import Names, bundled_names
 from .syntax import DefinitionMap, parse_tree, walk_definitions
@@ -59,6 +60,11 @@ class FileModel:
     @cached_property
     def definitions(self) -> DefinitionMap:
         return walk_definitions(self.tree)
+
+    @cached_property
+    def mentions(self) -> Mentions:
+        """How often each name occurs in the file's code, comments left out (``file_functions.Mentions``)."""
+        return Mentions(self.tree)
 
     @cached_property
     def execution(self) -> ExecutionMap:

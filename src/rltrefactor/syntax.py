@@ -165,6 +165,24 @@ def _decorators(decorated: tree_sitter.Node | None) -> str:
     return " ".join(_text(child) for child in decorated.children if child.type == "decorator")
 
 
+def parameter_names(parameters: tree_sitter.Node | None) -> tuple[str, ...]:
+    """The names of a ``parameters`` node's parameters in order; ``*`` stands for ``*args``
+    and for the bare ``*`` that starts keyword-only parameters."""
+    names: list[str] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        if parameter.type in ("list_splat_pattern", "keyword_separator"):
+            names.append("*")
+        elif parameter.type == "identifier":
+            names.append(_text(parameter))
+        elif parameter.type in ("default_parameter", "typed_parameter", "typed_default_parameter"):
+            name = parameter.child_by_field_name("name") or next((c for c in parameter.named_children if c.type == "identifier"), None)
+            if name is not None:
+                names.append(_text(name))
+            elif any(c.type == "list_splat_pattern" for c in parameter.named_children):
+                names.append("*")  # ``*args: int``
+    return tuple(names)
+
+
 def _text(node: tree_sitter.Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 

@@ -391,3 +391,25 @@ def test_a_value_returned_as_a_host_tensor_by_another_module_is_no_device_sync(
     head = repo.commit()
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
     assert any(f.rule_id == "host-sync-in-hot-path" for f in result.findings) is reported
+
+
+def test_a_state_dict_parameter_is_one_time_unless_a_call_chain_shows_per_step(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "lora.py": """
+            def merge_adapter(weight, state_dict):
+                return weight + state_dict["delta"]
+            def bf16_hook(module, state_dict, *args, **kwargs):
+                for key, value in state_dict.items():
+                    state_dict[key] = value.cpu()
+            """,
+        "layer.py": """
+            from lora import merge_adapter
+            class Layer:
+                def forward(self, x):
+                    return merge_adapter(x, self.adapter)
+            """,
+    })
+    assert _context(index, "layer.py", "Layer.forward") is not None
+    assert _context(index, "lora.py", "merge_adapter") == ("per-step", "per step: `Layer.forward` → `merge_adapter`")
+    assert _context(index, "lora.py", "bf16_hook") == (
+        "one-time", "takes a checkpoint's `state_dict`: it converts weights when a checkpoint is saved or loaded")

@@ -170,3 +170,191 @@ def test_lookup_by_line_finds_the_innermost_function():
     line = ENGINE.splitlines().index("        def softmax(x):") + 2
     assert found.at(line).qualname == "Attention._scores.<locals>.softmax"
     assert found.at(1) is None
+
+
+BUILDERS = textwrap.dedent(
+    """
+    import torch
+
+
+    class Serializer:
+        def __init__(self, config):
+            self.key_bins = self.make_key_bins(config)
+            self.refresh_table(config)
+            self.offsets = self.make_offsets(config)
+            self.scales = self.make_scales(config)
+
+        def make_key_bins(self, config):
+            return torch.tensor(config.bins).cuda()
+
+        def refresh_table(self, config):
+            self.table = torch.tensor(config.table).cuda()
+
+        def make_offsets(self, config):
+            return torch.tensor(config.offsets).cuda()
+
+        def make_scales(self, config):
+            return torch.tensor(config.scales).cuda()
+
+        def forward(self, x):
+            return x * self.make_scales(x)
+
+
+    def make_module_table(config):
+        return torch.tensor(config.table).cuda()
+
+
+    class Engine:
+        def __init__(self, config, serializer):
+            self.table = make_module_table(config)
+            self.offsets = serializer.make_offsets(config)
+    """
+)
+
+
+def test_a_public_method_whose_result_construction_keeps_runs_once():
+    kinds = _kinds(BUILDERS)
+    assert kinds["Serializer.make_key_bins"] == (
+        "one-time", "only called from Serializer.__init__, which keeps what it returns")
+
+
+def test_public_functions_construction_calls_may_be_repeated_from_outside_stay_unknown():
+    kinds = _kinds(BUILDERS)
+    # Its result is dropped: a method run for its effect on the object may be run again.
+    assert kinds["Serializer.refresh_table"] == ("unknown", "")
+    # Called on another object too: the file shows a caller outside the class.
+    assert kinds["Serializer.make_offsets"] == ("unknown", "")
+    # Called per step as well: per step wins.
+    assert kinds["Serializer.make_scales"] == ("per-step", "called from Serializer.forward")
+    # A module-level public function is the module's interface: other modules may import it.
+    assert kinds["make_module_table"] == ("unknown", "")
+
+
+CHECKPOINT = textwrap.dedent(
+    """
+    import torch
+
+
+    def to_bf16_state_dict_hook(module, state_dict, *args, offload_to_cpu=True, **kwargs):
+        for key, value in state_dict.items():
+            state_dict[key] = value.to(torch.bfloat16).cpu()
+
+
+    class Adapter(torch.nn.Module):
+        def merge_into(self, state_dict: dict, prefix=""):
+            return {prefix + k: v for k, v in state_dict.items()}
+
+        def forward(self, x, state_dict=None):
+            return x
+
+        def apply_state(self, state, scale):
+            return state * scale
+    """
+)
+
+
+def test_a_function_taking_a_state_dict_converts_a_checkpoint_once():
+    kinds = _kinds(CHECKPOINT)
+    assert kinds["to_bf16_state_dict_hook"] == (
+        "one-time", "takes a checkpoint's `state_dict`: it converts weights when a checkpoint is saved or loaded")
+    assert kinds["Adapter.merge_into"][0] == "one-time"
+
+
+def test_a_state_dict_parameter_never_outranks_a_per_step_root_or_hot_paths():
+    kinds = _kinds(CHECKPOINT)
+    assert kinds["Adapter.forward"] == ("per-step", "forward of Adapter runs per step")
+    assert kinds["Adapter.apply_state"] == ("unknown", "")  # `state` is not a checkpoint
+    hot = _kinds(CHECKPOINT, Declared(hot_file=True))
+    assert hot["to_bf16_state_dict_hook"] == ("per-step", "the file is under hot-paths")
+
+
+UNCALLED = textwrap.dedent(
+    """
+    import torch
+
+
+    def _renormalize(cdf, precision):
+        return cdf * torch.tensor(2.0, device=cdf.device).pow_(precision)
+
+
+    def _pack(x):
+        return x.contiguous()
+
+
+    @torch.library.custom_op("eng::scale", mutates_args=())
+    def _scale_impl(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+
+    def _dispatch_table():
+        return {}
+
+
+    HANDLERS = {"dispatch": _dispatch_table}
+
+
+    def public_helper(x):
+        # y = _renormalize(x, 16)
+        return _pack(x)
+
+
+    class Codec:
+        def _unused(self, x):
+            return x
+    """
+)
+
+
+def test_a_private_module_function_nothing_in_its_file_mentions_does_not_run():
+    kinds = _kinds(UNCALLED)
+    assert kinds["_renormalize"] == ("offline", "nothing in its module calls the private `_renormalize`")
+
+
+def test_mentioned_decorated_or_method_private_functions_stay_unknown():
+    kinds = _kinds(UNCALLED)
+    assert kinds["_pack"] == ("unknown", "")  # called by a public function
+    assert kinds["_scale_impl"] == ("unknown", "")  # a decorator may register it
+    assert kinds["_dispatch_table"] == ("unknown", "")  # referenced, not called
+    assert kinds["Codec._unused"] == ("unknown", "")  # a subclass elsewhere may call it
+    assert _kinds(UNCALLED, Declared(hot_file=True))["_renormalize"][0] == "per-step"
+
+
+HOOKS = textwrap.dedent(
+    """
+    from functools import partial
+
+    import torch
+
+
+    def _offload(module, sd, prefix, *args):
+        for key in list(sd):
+            sd[key] = sd[key].cpu()
+
+
+    def _log_activations(module, inputs, output):
+        return output.float().mean().item()
+
+
+    class QuantLinear(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self._register_state_dict_hook(partial(_offload, keep=True))
+            self.register_load_state_dict_pre_hook(self._dequantize_on_load)
+            self.register_forward_hook(_log_activations)
+
+        def _dequantize_on_load(self, module, sd, prefix, *args):
+            sd[prefix + "weight"] = sd[prefix + "weight"].float()
+    """
+)
+
+
+def test_a_function_the_file_registers_as_a_state_dict_hook_runs_once():
+    kinds = _kinds(HOOKS)
+    evidence = "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
+    assert kinds["_offload"] == ("one-time", evidence)
+    assert kinds["QuantLinear._dequantize_on_load"] == ("one-time", evidence)
+    assert _kinds(HOOKS, Declared(hot_file=True))["_offload"] == ("one-time", evidence)
+
+
+def test_a_forward_hook_is_no_checkpoint_hook():
+    assert _kinds(HOOKS)["_log_activations"] == ("unknown", "")

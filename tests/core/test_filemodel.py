@@ -145,7 +145,7 @@ def test_each_file_version_is_parsed_and_classified_once_per_review(repo, monkey
     span = _changed_repo(repo)
     parsed: collections.Counter[bytes] = collections.Counter()
     classified: collections.Counter[bytes] = collections.Counter()
-    real_parse, real_calls = syntax.parse_fresh, execution._collect_calls
+    real_parse, real_calls = syntax.parse_fresh, execution.collect_calls
 
     def counting_parse(text: str):
         parsed[text.encode()] += 1
@@ -157,7 +157,7 @@ def test_each_file_version_is_parsed_and_classified_once_per_review(repo, monkey
 
     syntax.parse_tree.cache_clear()
     monkeypatch.setattr(syntax, "parse_fresh", counting_parse)
-    monkeypatch.setattr(execution, "_collect_calls", counting_calls)
+    monkeypatch.setattr(execution, "collect_calls", counting_calls)
     result = review(ReviewRequest(repo=str(repo.path), diff=span, use_cache=False, scope=scope, jobs=1))
     assert {f.status for f in result.findings if f.rule_id == "host-sync-in-hot-path"} >= {"new"}
     paths = [f"model_executor/runner_{i}.py" for i in range(3)]

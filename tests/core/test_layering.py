@@ -57,7 +57,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("records", ("types",)),
     ("rule library", ("library",)),
     ("names", ("names",)),  # the versioned name lists: read by the source stages and the matchers
-    ("source", ("syntax", "regions", "execution", "filemodel", "module_kinds", "kernel_outputs", "parsing", "contents", "changes", "cache")),
+    ("source", ("syntax", "regions", "file_functions", "execution", "filemodel", "module_kinds", "kernel_outputs", "parsing", "contents", "changes", "cache")),
     ("matchers", ("matchers",)),
     ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
     ("call index", ("callfacts", "calllinks", "callcontexts", "callindex")),  # where functions run, read across the repository

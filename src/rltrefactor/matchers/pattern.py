@@ -35,12 +35,13 @@ from .codepattern import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from .context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from .companions import residency_companions
 from .residency import is_pinned, on_host
+from .returned import returned_where_unplaced
 from .options import MatcherSpecError
 
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
-    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "any",
+    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "returned-unplaced", "any",
 )
 WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
 RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
@@ -302,7 +303,7 @@ def _context(item: Any, line: int | None, key: str) -> Context:
         raise MatcherSpecError(f"{key}: context 'cold-code' is gone: declare `applies-to: {{runs: per-step}}` on the rule, and the engine leaves out code that runs once or offline", line)
     if kind not in CONTEXT_KEYS:
         raise MatcherSpecError(f"{key}: unknown context {kind!r}{suggest(kind, CONTEXT_KEYS)}; use one of {', '.join(CONTEXT_KEYS)}", line)
-    if kind in ("loop", "test-file", "per-step", "target"):
+    if kind in _FLAGS:
         if value is not True:
             raise MatcherSpecError(f"{key}: context {kind!r} takes `true` (got {value!r}); use not-inside to negate it", line)
         return _FLAGS[kind]
@@ -320,6 +321,7 @@ _FLAGS: Mapping[str, Context] = {
     "test-file": lambda node, ctx: ctx.is_test,
     "per-step": in_per_step_function,
     "target": is_target,
+    "returned-unplaced": returned_where_unplaced,
 }
 
 
