@@ -50,7 +50,7 @@ def test_text_output_groups_by_file_and_summarises(repo, cli):
 
 def test_fail_on_error_lets_warnings_pass(repo, cli):
     _base(repo)
-    copying = CLEAN.replace("    return x * 2\n", "    ids = torch.tensor(list(x), device=x.device)\n    return ids\n")
+    copying = CLEAN.replace("    return x * 2\n", "    ids = torch.tensor(list(x), device=x.device)\n    return x[ids]\n")
     repo.write(HOT, copying)
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
     assert [f["severity"] for f in document["findings"]] == ["warning"]

@@ -92,7 +92,9 @@ class SlotWrite:
 class PinnedSlotRewrittenWhileInFlight:
     """A host write into a pinned ring slot that this function also hands to asynchronous work, with no wait."""
 
-    reach = MatcherReach(reads="function", hits_at_tokens=True)
+    # The rings, hand-offs and waits are read from the whole file's text (``slot_writes``);
+    # LibCST is asked only for the written statement, to place the finding.
+    reach = MatcherReach(reads="statement", hits_at_tokens=True)
     OPTIONS: ClassVar[dict[str, Option]] = {}
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:

@@ -11,12 +11,14 @@ that container, so they are meant to go.
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
-from ..prefilter import Prefilter
+from ..prefilter import AllOf, Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match, child_nodes
 from .options import Option
@@ -46,7 +48,10 @@ class RefusedKeyLeftOnFailure:
 
     def __init__(self, rule_id: str, options: dict[str, Any]) -> None:
         self.rule_id = rule_id
-        self.prefilter: Prefilter = (" in self.",)  # the refusing test
+        # The refusing test (``assert k not in self.d``, or ``if k in self.d: raise``) and the
+        # await (or ``async with``/``async for``) after it share the class, the top-level statement.
+        awaits = re.compile(r"\bawait\b|\basync\s+(?:with|for)\b")
+        self.prefilter: Prefilter = (AllOf((" in self.", awaits, re.compile(r"\b(?:assert|raise)\b"))),)
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for function in ctx.nodes(cst.FunctionDef):
