@@ -83,6 +83,19 @@ def child_nodes(node: cst.CSTNode) -> list[cst.CSTNode]:
     return out
 
 
+_NESTED_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+def own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node``'s subtree in source order, without what nested functions, lambdas and
+    classes hold (they run at another time, or never)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed([c for c in child_nodes(current) if not isinstance(c, _NESTED_SCOPES)]))
+
+
 def _index(module: cst.Module) -> tuple[dict[type, list[cst.CSTNode]], dict[int, cst.CSTNode]]:
     by_type: dict[type, list[cst.CSTNode]] = defaultdict(list)
     parent: dict[int, cst.CSTNode] = {}

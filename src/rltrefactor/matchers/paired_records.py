@@ -23,7 +23,7 @@ import libcst as cst
 
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
-from .base import FileContext, Match, child_nodes
+from .base import FileContext, Match, own_nodes
 from .options import Option
 
 # (operation, inverse) word pairs; a word and the same word with an un/de/dis prefix
@@ -37,7 +37,6 @@ _INVERSES = frozenset({
     ("install", "uninstall"), ("subscribe", "unsubscribe"), ("pin", "unpin"),
 })  # fmt: skip
 _PREFIXES = ("un", "de", "dis")
-_NESTED = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 # ``(a, b, _,) = self.records[kind]`` wrapped over lines: the last target discarded.
 _DISCARDED_IN_PARENTHESES = re.compile(r"_,?\s*[)\]]\s*=\s*self\.")
 
@@ -79,16 +78,9 @@ class UndoDiscardedFromPairedRecord:
                         break
 
 
-def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed([c for c in child_nodes(current) if not isinstance(c, _NESTED)]))
-
 
 def _unpackings(method: cst.FunctionDef, ctx: FileContext) -> Iterator[Unpacking]:
-    for node in _own_nodes(method.body):
+    for node in own_nodes(method.body):
         if not isinstance(node, cst.Assign) or len(node.targets) != 1:
             continue
         target, value = node.targets[0].target, node.value
@@ -102,7 +94,7 @@ def _unpackings(method: cst.FunctionDef, ctx: FileContext) -> Iterator[Unpacking
 
 
 def _first_call(method: cst.FunctionDef, name: str) -> cst.Call | None:
-    for node in _own_nodes(method.body):
+    for node in own_nodes(method.body):
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == name:
             return node
     return None

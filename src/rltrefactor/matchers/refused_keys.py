@@ -20,7 +20,7 @@ import libcst as cst
 
 from ..prefilter import AllOf, Prefilter
 from ..regions.reach import MatcherReach
-from .base import FileContext, Match, child_nodes
+from .base import FileContext, Match, child_nodes, own_nodes
 from .options import Option
 
 _REMOVERS = frozenset({"pop", "remove", "discard"})
@@ -58,7 +58,7 @@ class RefusedKeyLeftOnFailure:
             cls = _class_of_method(function, ctx)
             if function.asynchronous is None or cls is None:
                 continue  # only methods, only coroutines: every await there is a cancellation point
-            own = list(_own_nodes(function.body))
+            own = list(own_nodes(function.body))
             for index, refused in _refusals(own, ctx):
                 registration = _registration(own[index + 1 :], refused, ctx)
                 if registration is None or not _removed_by_sibling(cls, function, refused.container, ctx):
@@ -77,14 +77,6 @@ def _class_of_method(function: cst.FunctionDef, ctx: FileContext) -> cst.ClassDe
     owner = ctx.parent(block) if block is not None else None
     return owner if isinstance(owner, cst.ClassDef) else None
 
-
-def _own_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """``node``'s subtree in source order, without nested functions, lambdas and classes."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed([c for c in child_nodes(current) if not isinstance(c, _NESTED)]))
 
 
 def _refusals(own: list[cst.CSTNode], ctx: FileContext) -> Iterator[tuple[int, RefusedKey]]:
@@ -197,7 +189,7 @@ def _rolls_back(node: cst.Try, refused: RefusedKey, ctx: FileContext) -> bool:
     for part in (*node.handlers, node.finalbody):
         if part is None:
             continue
-        for inner in _own_nodes(part):
+        for inner in own_nodes(part):
             if isinstance(inner, (cst.Attribute, cst.Subscript)) and ctx.code(inner) == refused.container:
                 return True
             if isinstance(inner, cst.Call) and _callee(inner.func) not in _REPORTERS:
@@ -217,7 +209,7 @@ def _swallows(node: cst.Try) -> bool:
     for handler in node.handlers:
         kind = handler.type
         broad = kind is None or isinstance(kind, cst.Name) and kind.value in _BROAD
-        if broad and not any(isinstance(n, cst.Raise) for n in _own_nodes(handler.body)):
+        if broad and not any(isinstance(n, cst.Raise) for n in own_nodes(handler.body)):
             return True
     return False
 
@@ -225,4 +217,4 @@ def _swallows(node: cst.Try) -> bool:
 def _removed_by_sibling(cls: cst.ClassDef, function: cst.FunctionDef, container: str, ctx: FileContext) -> bool:
     methods = [s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s is not function]
     refused = RefusedKey(container, "")
-    return any(_removes(n, refused, ctx) for m in methods for n in _own_nodes(m.body))
+    return any(_removes(n, refused, ctx) for m in methods for n in own_nodes(m.body))
