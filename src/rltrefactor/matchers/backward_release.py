@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
@@ -74,9 +75,14 @@ class BackwardOnlyStore:
     removers: tuple[str, ...]  # the backward functions that remove entries, in source order
 
 
+# A top-level name bound to an empty dict or a dict factory, as written at column 0: most
+# modules have none, and they are spared the whole-module parse.
+_TOP_LEVEL_TABLE = re.compile(r"^[A-Za-z_]\w*[ \t]*(?::[^=\n]*)?=[ \t]*(?:\{[ \t]*\}|[\w.]*(?:dict|Dict)[ \t]*\()", re.MULTILINE)
+
+
 def backward_only_stores(text: str) -> dict[int, BackwardOnlyStore]:
     """The stores of ``text``'s module that only backward code undoes, by file line."""
-    if not any(word in text for word in _BACKWARD_WORDS):
+    if not any(word in text for word in _BACKWARD_WORDS) or _TOP_LEVEL_TABLE.search(text) is None:
         return {}
     return _stores(text)
 
