@@ -303,3 +303,29 @@ def truth_conditions(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
 
 def comparison_sides(comparison: cst.Comparison) -> list[cst.BaseExpression]:
     return [comparison.left, *(target.comparator for target in comparison.comparisons)]
+
+
+def bound_before(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last plain assignment to ``name`` before this use, in source order
+    (``None`` when there is none, or when a loop or unpacking binds it too)."""
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return None
+    value: cst.BaseExpression | None = None
+    for node in subtree(function.body):  # pre-order: source order
+        if node is name:
+            return value
+        if isinstance(node, cst.Assign) and any(_binds(t.target, name.value) for t in node.targets):
+            plain = all(isinstance(t.target, cst.Name) for t in node.targets)
+            value = node.value if plain and not any(n is name for n in subtree(node)) else None
+        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign)) and _binds(node.target, name.value):
+            value = None
+    return None
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(e.value, name) for e in target.elements)
+    return False

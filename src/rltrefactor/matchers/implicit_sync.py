@@ -20,7 +20,7 @@ from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .companions import residency_companions
-from .context import comparison_sides, is_cold_condition, subtree, truth_conditions
+from .context import bound_before, comparison_sides, is_cold_condition, truth_conditions
 from .device import TensorToHostConversion
 from .options import Option
 from .residency import on_host
@@ -186,24 +186,9 @@ def _boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) ->
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MASK_METHODS:
         return is_device_tensor(expr, ctx)
     if isinstance(expr, cst.Name):
-        value = _bound_before(expr, ctx)
+        value = bound_before(expr, ctx)
         return value is not None and _boolean_mask(value, ctx, depth + 1)
     return False
-
-
-def _bound_before(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
-    """The value of the last plain assignment to ``name`` before this use, in source order."""
-    function = ctx.enclosing_function(name)
-    if function is None:
-        return None
-    value = None
-    for node in subtree(function.body):  # pre-order: source order
-        if node is name:
-            return value
-        if isinstance(node, cst.Assign) and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets):
-            if not any(n is name for n in subtree(node)):
-                value = node.value
-    return None
 
 
 class BooleanMaskWrite:

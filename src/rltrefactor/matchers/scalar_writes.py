@@ -27,7 +27,7 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
-from .context import subtree
+from .context import bound_before
 from .options import Option
 from .tensor_values import index_parameters, is_device_tensor
 
@@ -77,32 +77,6 @@ def python_number(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) ->
         if value is not None:
             return python_number(value, ctx, depth + 1)
         return _annotated(expr, ctx) in ("int", "float", "bool")
-    return False
-
-
-def bound_before(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
-    """The value of the last plain assignment to ``name`` before this use, in source order
-    (``None`` when there is none, or when a loop or unpacking binds it too)."""
-    function = ctx.enclosing_function(name)
-    if function is None:
-        return None
-    value: cst.BaseExpression | None = None
-    for node in subtree(function.body):  # pre-order: source order
-        if node is name:
-            return value
-        if isinstance(node, cst.Assign) and any(_binds(t.target, name.value) for t in node.targets):
-            plain = all(isinstance(t.target, cst.Name) for t in node.targets)
-            value = node.value if plain and not any(n is name for n in subtree(node)) else None
-        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign)) and _binds(node.target, name.value):
-            value = None
-    return None
-
-
-def _binds(target: cst.BaseExpression, name: str) -> bool:
-    if isinstance(target, cst.Name):
-        return target.value == name
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return any(_binds(e.value, name) for e in target.elements)
     return False
 
 
