@@ -3,7 +3,7 @@
 Usage:
     python bench/callindex_cost.py [--quick] [--runs N] [--compare-src OTHER/src]
 
-Builds the index (``rltrefactor.callindex.build_index``) over the torch corpus of
+Builds the index (``rltrefactor.context.calls.index.build_index``) over the torch corpus of
 ``bench/run.py`` (a git repository of one commit under ``bench/work``) in this process,
 told one large module (``torch/_inductor/scheduler.py``) as a review tells it the
 files it reviews: with an empty cache directory (cold, told one function), again with
@@ -34,9 +34,9 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 sys.path.insert(0, HERE)
 
 import corpora  # noqa: E402
-from rltrefactor.callindex import CallIndex, build_index  # noqa: E402
+from rltrefactor.context.calls.index import CallIndex, build_index  # noqa: E402
 from rltrefactor.config import Config  # noqa: E402
-from rltrefactor.gitio import git  # noqa: E402
+from rltrefactor.change.git import git  # noqa: E402
 from rltrefactor.types import ChangeSet, Revision  # noqa: E402
 
 
@@ -122,7 +122,7 @@ def _parsed_lines(repo: str) -> tuple[str, float, str]:
     """Lines a full scan hands LibCST without the index and with it: code the index
     proves one-time or offline needs no device-residency matching."""
     from rltrefactor.api import _load
-    from rltrefactor.engine import Engine, select_rules
+    from rltrefactor.matching.engine import Engine, select_rules
 
     loaded = _load(repo)
     rules = select_rules(loaded.library, loaded.config)

@@ -28,7 +28,7 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT / "src"))
 
-from rltrefactor.changes import collect_changes  # noqa: E402
+from rltrefactor.change.changeset import collect_changes  # noqa: E402
 from rltrefactor.perf import run_perf  # noqa: E402
 from rltrefactor.perf.deltas import detail  # noqa: E402
 

@@ -47,7 +47,7 @@ def prepare_rule_index() -> bool:
     """Build the compiled rule index the way a first review does; False for sources
     that have none."""
     python = os.path.join(VENV_BIN, "python")
-    script = "from rltrefactor.rule_index import load_rules; load_rules()"
+    script = "from rltrefactor.matching.rule_index import load_rules; load_rules()"
     return subprocess.run([python, "-c", script], capture_output=True, env=env(), timeout=300).returncode == 0
 
 

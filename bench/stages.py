@@ -36,11 +36,11 @@ sys.path.insert(0, os.path.join(ROOT, "src"))
 sys.path.insert(0, HERE)
 
 import corpora  # noqa: E402
-from rltrefactor import engine as engine_module  # noqa: E402
+from rltrefactor.matching import engine as engine_module  # noqa: E402
 from rltrefactor.api import ReviewRequest, review  # noqa: E402
-from rltrefactor.matchers import base as matcher_base  # noqa: E402
-from rltrefactor.parsing import parse_module  # noqa: E402
-from rltrefactor.syntax import parse_fresh  # noqa: E402
+from rltrefactor.matching.matchers import base as matcher_base  # noqa: E402
+from rltrefactor.source.parsing import parse_module  # noqa: E402
+from rltrefactor.source.syntax import parse_fresh  # noqa: E402
 
 # Stage name -> (object, attribute) the engine calls it through. Nested stages (positions
 # inside matching) are reported inside their parent, never added to the total twice.

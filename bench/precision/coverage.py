@@ -12,12 +12,12 @@ import os
 import sys
 
 from rltrefactor.config import Config
-from rltrefactor.aliases import import_table
-from rltrefactor.engine import Engine, _with_aliases, may_match, select_rules
+from rltrefactor.source.aliases import import_table
+from rltrefactor.matching.engine import Engine, _with_aliases, may_match, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.regions.plan import plan_regions
-from rltrefactor.regions.reach import MatcherReach
-from rltrefactor.syntax import parse_tree
+from rltrefactor.matching.regions.plan import plan_regions
+from rltrefactor.matching.regions.reach import MatcherReach
+from rltrefactor.source.syntax import parse_tree
 
 
 def main(root: str) -> None:

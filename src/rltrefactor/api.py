@@ -13,25 +13,26 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
 
-from .cache import ResultCache
-from .changes import collect_changes
+from .matching.cache import ResultCache
+from .change.changeset import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
-from .engine import Engine, select_rules, skipped_experimental
-from .executor import default_jobs, review_files
-from .globs import matches
+from .matching.engine import Engine, select_rules, skipped_experimental
+from .matching.executor import default_jobs, review_files
+from .matching.rule_options import check_rule_options
+from .library.globs import matches
 from .library.model import Library, Rule
-from .rule_index import load_rules
-from .contents import RepositoryTexts, read_sources
-from .finishing import Matched, Scope, finish, finish_measured
+from .matching.rule_index import load_rules
+from .change.contents import RepositoryTexts, read_sources
+from .findings.finishing import Matched, Scope, finish, finish_measured
 from .perf.records import PerfSummary
-from .result import ReviewResult
+from .findings.result import ReviewResult
 from .severity import Severity, at_least
 from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding
 
 if TYPE_CHECKING:
-    from .baseline import Baseline, BaselineReport
-    from .callindex import CallIndex
-    from .matchers.base import Matcher
+    from .findings.baseline import Baseline, BaselineReport
+    from .context.calls.index import CallIndex
+    from .matching.matchers.base import Matcher
     from .perf.hook import PerfPlan, Profile
     from .perf.scaffold import Scaffold
 
@@ -129,7 +130,7 @@ def _load_baseline(path: str | None) -> tuple[str, Baseline] | None:
     """Read before anything is reviewed: a bad baseline file stops the run at once."""
     if path is None:
         return None
-    from .baseline import load_baseline
+    from .findings.baseline import load_baseline
 
     return path, load_baseline(path)
 
@@ -144,6 +145,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
     loaded = _load(change.repo_root or request.repo, request.overrides)
     config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
+    check_rule_options(config, library)
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
     loaded_at = time.perf_counter()
@@ -201,7 +203,7 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
     most small changes never pay for it."""
     if not engine.config.call_index or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
-    from .callindex import build_index
+    from .context.calls.index import build_index
 
     cache_dir = (request.cache_dir or default_cache_dir()) if request.use_cache else None
     # Findings outside the added lines are dropped: the index is asked only about the
@@ -286,7 +288,7 @@ def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
         tests=tests, cache_dir=(request.cache_dir or default_cache_dir()) if request.use_cache else None,
     )
     if call_index is None and config.call_index:
-        from .callindex import build_index
+        from .context.calls.index import build_index
 
         touched = [c.path for c in change.files if c.is_python and c.status != "deleted"]
         call_index = build_index(change, config, default_cache_dir(), paths=touched)
@@ -347,7 +349,7 @@ class ScaffoldRequest:
 def scaffold(request: ScaffoldRequest) -> Scaffold:
     """Write a micro-check of one function into the configured hooks directory."""
     from .errors import ChangeInputError
-    from .gitio import toplevel
+    from .change.git import toplevel
     from .perf.scaffold import write_scaffold
 
     try:
@@ -376,7 +378,7 @@ def record_baseline(request: BaselineRequest) -> BaselineOutcome:
     review_request = request.review
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
-    from .baseline import update_baseline, write_baseline
+    from .findings.baseline import update_baseline, write_baseline
 
     if request.update:
         return BaselineOutcome(*update_baseline(review(review_request), request.output))

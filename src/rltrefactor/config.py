@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import os
 import re
 import tomllib
@@ -10,10 +11,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from .errors import ConfigError
-from .execution import Declared, names_for
-from .globs import GlobError, compile_glob, matches
-from .misspellings import misspelt_tables
-from .names import NameChange
+from .library.globs import GlobError, compile_glob, matches
+from .library.names import NameChange, Names, bundled_names
 from .severity import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
@@ -27,6 +26,30 @@ DEFAULT_COLD_PATHS = (
 DEFAULT_TEST_PATHS = ("**/tests/**", "**/test/**", "**/test_*.py", "**/*_test.py", "**/conftest.py")
 # Code a repository carries but does not write: never reviewed unless configured.
 DEFAULT_EXCLUDE = ("**/third_party/**", "**/vendor/**", "**/vendors/**", "**/_vendor/**")
+
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What the configuration says about one file's functions; it beats every heuristic.
+
+    Function keys beat path keys, and ``cold-functions`` beats ``hot-functions`` (a cold
+    pattern names the exceptions to a broad hot one)."""
+
+    hot_functions: tuple[str, ...] = ()  # regexes matched against a function's whole name
+    cold_functions: tuple[str, ...] = ()
+    hot_file: bool = False  # under hot-paths
+    cold_file: bool = False  # under cold-paths
+    names: Names | None = None  # the name lists, changed by the configuration; None: the bundled ones
+
+
+NOTHING_DECLARED = Declared()
+
+
+@functools.lru_cache(maxsize=4)
+def names_for(changes: tuple[NameChange, ...]) -> Names:
+    """The bundled name lists with the configuration's changes."""
+    return bundled_names().overridden(changes)
 
 
 @dataclass(frozen=True)
@@ -131,7 +154,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
-        line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
+        line = key_line(text, "tool.rltrefactor.per-path-ignores", glob)
         _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores")
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
@@ -174,12 +197,12 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
 
 def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameChange, ...]:
     """``[tool.rltrefactor.names]``: ``extend-<list>`` / ``remove-<list>`` of a bundled name list."""
-    from .names import bundled_names
+    from .library.names import bundled_names
 
     changes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for key, values in table.items():
-        line = _line_in(text, "tool.rltrefactor.names", key)
-        where = f"{_at(path, text, line, 'names')}: [tool.rltrefactor.names] {key}"
+        line = key_line(text, "tool.rltrefactor.names", key)
+        where = f"{located(path, text, line, 'names')}: [tool.rltrefactor.names] {key}"
         action, _, entry = key.partition("-")
         if action not in ("extend", "remove") or not entry:
             raise ConfigError(f"{where}: expected extend-<list> or remove-<list> (got {key!r}); "
@@ -272,7 +295,8 @@ _NAMING_FLAGS = {"select": "--select", "ignore": "--ignore"}
 
 
 def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> None:
-    """Every rule id or area the configuration names exists, and every rule option fits.
+    """Every rule id or area the configuration names exists (the rule options are checked
+    against their matchers by ``matching.rule_options``).
 
     A name given on the command line is blamed on its flag, a name from pyproject.toml on
     the file and line that holds it. ``library`` is the loaded rule library.
@@ -283,7 +307,7 @@ def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> N
     known = list(rules) + sorted({rule.area for rule in library.rules})
     # An opt-in group is selected by name; "default" runs anyway and names nothing to select.
     selectable = known + [group for group in GROUPS if group != "default"]
-    text = _read_text(config.source)
+    text = read_text(config.source)
     for key, flag in _NAMING_FLAGS.items():
         from_flag = overrides.get(key) not in (None, ())
         names_here = selectable if key == "select" else known
@@ -294,11 +318,9 @@ def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> N
     for glob, names in config.per_path_ignores.items():
         for name in names:
             if name not in known:
-                line = _line_in(text, "tool.rltrefactor.per-path-ignores", glob)
-                where = f"{_at(config.source, text, line, 'per-path-ignores')}: [tool.rltrefactor.per-path-ignores] {glob!r}"
+                line = key_line(text, "tool.rltrefactor.per-path-ignores", glob)
+                where = f"{located(config.source, text, line, 'per-path-ignores')}: [tool.rltrefactor.per-path-ignores] {glob!r}"
                 _unknown_name(where, name, known)
-    for rule_id, options in config.rule_options.items():
-        _check_rule_options(config.source, text, rule_id, options, rules)
 
 
 def _unknown_name(where: str, name: str, known: list[str]) -> None:
@@ -309,43 +331,18 @@ def _unknown_name(where: str, name: str, known: list[str]) -> None:
     raise ConfigError(f"{where}: unknown rule or area {name!r}; {hint}")
 
 
-def _check_rule_options(path: str, text: str, rule_id: str, options: Any, rules: Mapping[str, Any]) -> None:
-    from .library.fields import suggest
-    from .matchers.options import MatcherSpecError
-    from .matchers.registry import PYTHON_MATCHERS
-
-    section = f"tool.rltrefactor.rule-options.{rule_id}"
-    where = f"{_at(path, text, _section_line(text, section), 'rule-options')}: [{section}]"
-    rule = rules.get(rule_id)
-    if rule is None:
-        raise ConfigError(
-            f"{where}: unknown rule {rule_id!r}{suggest(rule_id, rules)}; list the ids with 'rltrefactor rules list'"
-        )
-    factory = PYTHON_MATCHERS.get(rule.matcher.python) if rule.matcher and rule.matcher.python else None
-    if factory is None or not factory.options:
-        raise ConfigError(f"{where}: rule {rule_id!r} takes no options; delete the table")
-    if not isinstance(options, dict):
-        raise ConfigError(f"{where}: expected a table of option = value (got {options!r}); fix the value")
-    try:
-        factory.build(rule_id, rule.matcher.python, options)
-    except MatcherSpecError as exc:
-        bad = next((name for name in options if repr(name) in str(exc)), None)
-        line = _line_in(text, section, bad) if bad else None
-        raise ConfigError(f"{_at(path, text, line, 'rule-options')}: [{section}]: {exc}") from None
-
-
-def _read_text(path: str) -> str:
+def read_text(path: str) -> str:
     if not os.path.isfile(path):
         return ""
     with open(path, "rb") as handle:
         return handle.read().decode("utf-8", "replace")
 
 
-def _at(path: str, text: str, line: int | None, fallback_key: str) -> str:
+def located(path: str, text: str, line: int | None, fallback_key: str) -> str:
     return f"{path}:{line}" if line else _where(path, text, fallback_key)
 
 
-def _section_line(text: str, section: str) -> int | None:
+def section_line(text: str, section: str) -> int | None:
     """Line of the ``[section]`` header (its last part may be quoted), best effort."""
     head, _, last = section.rpartition(".")
     wanted = {f"[{section}]", f'[{head}."{last}"]'}
@@ -355,9 +352,9 @@ def _section_line(text: str, section: str) -> int | None:
     return None
 
 
-def _line_in(text: str, section: str, key: str) -> int | None:
+def key_line(text: str, section: str, key: str) -> int | None:
     """Line of ``key = ...`` inside ``[section]``, best effort."""
-    start = _section_line(text, section)
+    start = section_line(text, section)
     if start is None:
         return None
     for number, line in enumerate(text.splitlines()[start:], start=start + 1):
@@ -376,3 +373,34 @@ def declared_for(config: Config, path: str) -> Declared:
         hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
         names=names_for(config.names),
     )
+
+
+# ``[tool.*]`` tables of pyproject.toml that look like a misspelt ``[tool.rltrefactor]``:
+# ignored without a word, they would leave a repository reviewed with defaults.
+# A ``[tool.*]`` table this many one-character edits from ``rltrefactor`` is taken for a typo.
+_TABLE_TYPO_EDITS = 2
+
+
+def misspelt_tables(tools: Any, path: str, text: str) -> tuple[str, ...]:
+    """A warning for each ``[tool.X]`` table that looks like a misspelt ``[tool.rltrefactor]``."""
+    if not isinstance(tools, dict):
+        return ()
+    warnings = []
+    for name in tools:
+        if name != "rltrefactor" and edit_distance(name.lower(), "rltrefactor") <= _TABLE_TYPO_EDITS:
+            line = next((n for n, row in enumerate(text.splitlines(), 1)
+                         if row.strip().startswith(("[tool." + name, "[[tool." + name))), None)
+            warnings.append(f"{path}{f':{line}' if line else ''}: [tool.{name}] is not read (did you mean "
+                            f"[tool.rltrefactor]?); rename the table, or its settings are ignored")
+    return tuple(warnings)
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions of one character."""
+    previous = list(range(len(b) + 1))
+    for i, char in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char != other)))
+        previous = current
+    return previous[-1]

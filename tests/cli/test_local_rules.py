@@ -146,7 +146,7 @@ def test_reports_and_rules_commands_name_the_local_library_beside_the_bundled_on
     header = cli("review", "--diff", "HEAD", "--format", "markdown", cwd=repo.path).out.split("\n\n")[1]
     assert f"rule library {versions}" in header
     from rltrefactor.config import Config
-    from rltrefactor.engine import select_rules
+    from rltrefactor.matching.engine import select_rules
 
     run = len(select_rules(load_library([str(repo.path / "review/rules")]), Config()))
     assert f"{run} of {total} rules run on 1 file." in header

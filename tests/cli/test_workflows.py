@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from rltrefactor import api, config, rule_index
+from rltrefactor import api, config
+from rltrefactor.matching import rule_index
 from rltrefactor.cli import EXIT_STDOUT_CLOSED, main
 from rltrefactor.library import loader
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.callindex import CallIndex, build_index
+from rltrefactor.context.calls.index import CallIndex, build_index
 from rltrefactor.config import Config
-from rltrefactor.execution import Declared, execution_map
-from rltrefactor.syntax import parse_fresh
+from rltrefactor.config import Declared
+from rltrefactor.context.execution import execution_map
+from rltrefactor.source.syntax import parse_fresh
 from rltrefactor.types import ChangeSet, Revision
 from tests.gitrepo import GitRepo
 
@@ -292,7 +293,7 @@ def test_the_execution_map_takes_the_index_verdict_over_the_files_own() -> None:
     text = "def fused_scale(x):\n    return x.item()\ndef _warmup_table():\n    pass\n"
     alone = execution_map(parse_fresh(text))
     assert [(f.qualname, f.kind) for f in alone.functions] == [("fused_scale", "unknown"), ("_warmup_table", "one-time")]
-    from rltrefactor.callindex import FileContexts
+    from rltrefactor.context.calls.index import FileContexts
 
     told = FileContexts("ops.py", (("fused_scale", "per-step", "per step: `M.forward` → `fused_scale`"),
                                    ("_warmup_table", "per-step", "per step: `M.step` → `_warmup_table`")), frozenset({"f"}))
@@ -303,7 +304,7 @@ def test_the_execution_map_takes_the_index_verdict_over_the_files_own() -> None:
 
 def test_the_configuration_outranks_a_call_chain_in_the_execution_map() -> None:
     text = "def fused_scale(x):\n    return x.item()\ndef _warmup_table():\n    pass\n"
-    from rltrefactor.callindex import FileContexts
+    from rltrefactor.context.calls.index import FileContexts
 
     told = FileContexts("ops.py", (("fused_scale", "per-step", "per step: `M.forward` → `fused_scale`"),
                                    ("_warmup_table", "one-time", "only `M.__init__` calls it")), frozenset())

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.callcontexts import CallContexts
-from rltrefactor.callfacts import FileFacts, read_facts
-from rltrefactor.callindex import build_index
-from rltrefactor.calllinks import Repository, summary_of
+from rltrefactor.context.calls.contexts import CallContexts
+from rltrefactor.context.calls.facts import FileFacts, read_facts
+from rltrefactor.context.calls.index import build_index
+from rltrefactor.context.calls.links import Repository, summary_of
 from rltrefactor.config import Config
-from rltrefactor.execution import names_for
-from rltrefactor.syntax import parse_fresh
+from rltrefactor.config import names_for
+from rltrefactor.source.syntax import parse_fresh
 from rltrefactor.types import ChangeSet, Revision
 from tests.gitrepo import GitRepo
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.changes import collect_changes, parse_unified_diff
+from rltrefactor.change.changeset import collect_changes, parse_unified_diff
 from rltrefactor.errors import ChangeInputError
 
 

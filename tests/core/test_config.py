@@ -4,7 +4,7 @@ import pytest
 
 from rltrefactor.config import DEFAULT_COLD_PATHS, DEFAULT_HOT_PATHS, load_config
 from rltrefactor.errors import ConfigError
-from rltrefactor.globs import matches
+from rltrefactor.library.globs import matches
 
 
 def _write(tmp_path, body):

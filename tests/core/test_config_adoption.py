@@ -89,9 +89,12 @@ def test_errors_inside_sub_tables_name_their_line(tmp_path, body, line, fragment
     else:
         from rltrefactor.config import check_names
         from rltrefactor.library.loader import load_library
+        from rltrefactor.matching.rule_options import check_rule_options
 
+        config, library = load_config(str(tmp_path)), load_library()
         with pytest.raises(ConfigError) as info:
-            check_names(load_config(str(tmp_path)), {}, load_library())
+            check_names(config, {}, library)
+            check_rule_options(config, library)
         message = str(info.value)
     assert message.startswith(f"{tmp_path / 'pyproject.toml'}:{line}: "), message
     assert fragment in message

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rltrefactor.changes import collect_changes
-from rltrefactor.contents import read_sources
-from rltrefactor.syntax import definitions
+from rltrefactor.change.changeset import collect_changes
+from rltrefactor.change.contents import read_sources
+from rltrefactor.source.syntax import definitions
 from rltrefactor.types import FileError
 
 NESTED = '''\

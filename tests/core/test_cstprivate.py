@@ -1,6 +1,6 @@
 """LibCST's private API, as ``cstprivate`` uses it, behaves as it did when checked.
 
-A failure here after a LibCST upgrade means ``rltrefactor.cstprivate`` must be checked
+A failure here after a LibCST upgrade means ``rltrefactor.source.cstprivate`` must be checked
 against the new version (its docstring lists what it relies on), then ``CHECKED`` moved.
 """
 
@@ -12,7 +12,7 @@ import libcst as cst
 import pytest
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from rltrefactor.cstprivate import codegen_positions, unchecked_nodes
+from rltrefactor.source.cstprivate import codegen_positions, unchecked_nodes
 
 CHECKED = "1.9."  # the LibCST minor version cstprivate was checked against
 
@@ -40,7 +40,7 @@ def _expected(module: cst.Module) -> dict[int, tuple[int, int, int, int]]:
 def test_libcst_is_the_version_cstprivate_was_checked_against():
     version = importlib.metadata.version("libcst")
     assert version.startswith(CHECKED), (
-        f"rltrefactor.cstprivate was checked against LibCST {CHECKED}x, found {version}: "
+        f"rltrefactor.source.cstprivate was checked against LibCST {CHECKED}x, found {version}: "
         "check the private uses its docstring lists, then update CHECKED"
     )
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
-from rltrefactor.rule_findings import fingerprint
+from rltrefactor.matching.engine import Engine, select_rules
+from rltrefactor.matching.rule_findings import fingerprint
 from rltrefactor.library.loader import load_library
 
 HOT = "model_executor/runner.py"
@@ -94,14 +94,14 @@ class _EveryItem:
     prefilter = ("item",)
 
     def __init__(self):
-        from rltrefactor.regions.reach import MatcherReach
+        from rltrefactor.matching.regions.reach import MatcherReach
 
         self.reach = MatcherReach()
 
     def find(self, ctx):
         import libcst as cst
 
-        from rltrefactor.matchers.base import Match
+        from rltrefactor.matching.matchers.base import Match
 
         for call in ctx.nodes(cst.Call):
             if isinstance(call.func, cst.Attribute) and call.func.attr.value == "item":

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from rltrefactor.execution import Declared, execution_map
-from rltrefactor.syntax import parse_tree
+from rltrefactor.config import Declared
+from rltrefactor.context.execution import execution_map
+from rltrefactor.source.syntax import parse_tree
 
 ENGINE = textwrap.dedent(
     """

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rltrefactor.cache import ResultCache
+from rltrefactor.matching.cache import ResultCache
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.executor import review_files
+from rltrefactor.matching.executor import review_files
 
 
 def _engine():
@@ -66,7 +66,7 @@ class _Silent:
     prefilter = ()
 
     def __init__(self):
-        from rltrefactor.regions.reach import MatcherReach
+        from rltrefactor.matching.regions.reach import MatcherReach
 
         self.reach = MatcherReach()
 

@@ -8,12 +8,13 @@ import collections
 import libcst as cst
 import pytest
 
-from rltrefactor import execution, syntax
+from rltrefactor.context import execution
+from rltrefactor.source import syntax
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.execution import Declared
-from rltrefactor.filemodel import FileModel
-from rltrefactor.matchers.base import FileContext
-from rltrefactor.matchers.context import in_cold_function, in_per_step_function
+from rltrefactor.config import Declared
+from rltrefactor.context.filemodel import FileModel
+from rltrefactor.matching.matchers.base import FileContext
+from rltrefactor.matching.matchers.context import in_cold_function, in_per_step_function
 
 NESTED = '''\
 import functools
@@ -171,9 +172,9 @@ def test_each_file_version_is_parsed_and_classified_once_per_review(repo, monkey
 
 
 def test_the_engine_keeps_the_models_it_is_told_to_hold_up_to_its_bound(monkeypatch):
-    from rltrefactor import engine as engine_module
+    from rltrefactor.matching import engine as engine_module
     from rltrefactor.config import Config
-    from rltrefactor.engine import Engine
+    from rltrefactor.matching.engine import Engine
 
     monkeypatch.setattr(engine_module, "HELD_MODELS", 2)
     engine = Engine((), Config(), frozenset())
@@ -190,7 +191,7 @@ def test_the_engine_keeps_the_models_it_is_told_to_hold_up_to_its_bound(monkeypa
 
 def test_a_held_tree_is_of_the_version_held_now_and_shared_with_its_model():
     from rltrefactor.config import Config
-    from rltrefactor.engine import Engine
+    from rltrefactor.matching.engine import Engine
 
     engine = Engine((), Config(), frozenset())
     old, new = "def f():\n    return 1\n", "def g():\n    return 2\n"

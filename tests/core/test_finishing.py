@@ -6,8 +6,8 @@ import pytest
 
 from rltrefactor.api import ReviewRequest, review
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
-from rltrefactor.finishing import Matched, finish
+from rltrefactor.matching.engine import Engine, select_rules
+from rltrefactor.findings.finishing import Matched, finish
 from rltrefactor.library.loader import load_library
 from rltrefactor.perf import perf_findings
 from rltrefactor.perf.records import PerfDelta, PerfSummary
@@ -101,7 +101,7 @@ def test_repeats_merge_within_one_definition_only(engine):
 
 
 def test_module_level_hits_are_never_merged():
-    from rltrefactor.repeats import group_repeats
+    from rltrefactor.findings.repeats import group_repeats
     from rltrefactor.types import Finding, Span
 
     def at(line):
@@ -113,7 +113,7 @@ def test_module_level_hits_are_never_merged():
 
 def test_the_perf_command_honours_suppressions_too(repo):
     from rltrefactor.api import MeasureResult
-    from rltrefactor.finishing import finish_measured
+    from rltrefactor.findings.finishing import finish_measured
 
     repo.write(HOT, "def forward(x):\n    n = x.nonzero()  # rltrefactor: ignore[perf-added-sync] measured once per request\n")
     change = ChangeSet(str(repo.path), Revision("worktree"), ())

@@ -9,10 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.rule_findings import guards_at
-from rltrefactor.syntax import parse_tree
+from rltrefactor.matching.rule_findings import guards_at
+from rltrefactor.source.syntax import parse_tree
 
 HOT = "model_executor/runner.py"
 HIT = "lens_cpu = lens.to('cpu')"

@@ -49,31 +49,33 @@ def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == f"{PACKAGE}.{p}" or name.startswith(f"{PACKAGE}.{p}.") for p in prefixes)
 
 
-CLI = ("cli", "cli_rules", "cli_perf", "__main__")
-# Bottom to top; a module imports only from its own layer and the layers below. A module
-# belongs to the layer of its longest listed prefix (``perf.records`` before ``perf``).
+CLI = ("cli", "__main__")
+# The stages in pipeline order, bottom to top; a module imports only from its own layer
+# and the layers below. A module belongs to the layer of its longest listed prefix.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundations", ("errors", "severity", "globs", "prefilter", "aliases", "cstprivate", "fileio", "gitio")),
-    ("records", ("types",)),
-    ("rule library", ("library",)),
-    ("names", ("names",)),  # the versioned name lists: read by the source stages and the matchers
-    ("source", ("syntax", "regions", "file_functions", "execution", "filemodel", "module_kinds", "kernel_outputs", "parsing", "contents", "changes", "cache")),
-    ("matchers", ("matchers",)),
-    ("configuration", ("config", "misspellings")),  # checks rule options against the matchers
-    ("call index", ("callfacts", "calllinks", "callcontexts", "callindex")),  # where functions run, read across the repository
-    ("engine", ("rule_findings", "suppressions", "rule_index", "engine", "executor", "preexisting", "repeats")),
-    ("review records", ("perf.records", "result", "baseline")),
-    ("reports and perf", ("report", "perf")),
-    ("final pass", ("finishing",)),  # every source of findings, once: static, measured, baselined
+    ("shared types", ("errors", "severity", "types")),
+    ("rule library", ("library",)),  # rule model, loading, validation, name lists, path globs
+    ("configuration", ("config",)),  # what pyproject.toml says, read before any stage runs
+    ("change", ("change",)),  # git, diffs, contents at a revision
+    ("source", ("source",)),  # one parse per file: tree-sitter, LibCST, definitions
+    ("context", ("context",)),  # where code runs: execution map, call index, file model
+    ("matching", ("matching",)),  # engine, prefilter, regions, matchers, pattern compiler
+    ("perf", ("perf",)),  # the perf hook: micro-checks and tests at base and head
+    ("findings", ("findings",)),  # suppression, scope, pre-existing, baseline, repeats
+    ("report", ("report",)),  # one module per output format
     ("api", ("api",)),
     ("front ends", (*CLI, "authoring")),
 ]
-LIBRARY_MAY_IMPORT = ("library", "errors", "severity", "types", "globs")
+# The package's top level holds the API, the CLI and the shared types; everything else
+# lives in the package of its stage.
+TOP_LEVEL = {"__init__", "__main__", "api", "config", "errors", "severity", "types"}
+STAGES = {"authoring", "change", "cli", "context", "findings", "library", "matching", "perf", "report", "source"}
+LIBRARY_MAY_IMPORT = ("library", "errors", "severity", "types")
 # (who, what they may not import, why)
 RULES = [
-    (("matchers",), ("engine", "executor", "api", *CLI, "authoring", "perf", "report", "preexisting", "cache"),
+    (("matching.matchers",), ("matching.engine", "matching.executor", "matching.cache", "api", *CLI, "authoring", "perf", "report", "findings"),
      "matchers see one file; the engine drives them"),
-    (("cache",), ("engine", "executor", "api"), "the result cache stores records (types), whoever produced them"),
+    (("matching.cache",), ("matching.engine", "matching.executor", "api"), "the result cache stores records (types), whoever produced them"),
 ]
 
 
@@ -139,7 +141,7 @@ def _violations() -> list[str]:
     found = []
     for module, imported in MODULES.items():
         if _within(module, ("library",)):
-            found += [f"{module} imports {name}: the rule model and loader import only errors, severity, types and globs"
+            found += [f"{module} imports {name}: the rule library imports only the shared types"
                       for name in sorted(imported) if name != PACKAGE and not _within(name, LIBRARY_MAY_IMPORT)]
         for who, banned, why in RULES:
             if _within(module, who):
@@ -157,12 +159,19 @@ def _violations() -> list[str]:
 
 
 def test_every_module_is_read():
-    assert f"{PACKAGE}.library.loader" in MODULES and f"{PACKAGE}.matchers.registry" in MODULES
+    assert f"{PACKAGE}.library.loader" in MODULES and f"{PACKAGE}.matching.matchers.registry" in MODULES
 
 
 def test_relative_imports_resolve_to_package_modules():
     assert f"{PACKAGE}.errors" in MODULES[f"{PACKAGE}.library.loader"]
-    assert f"{PACKAGE}.gitio" in MODULES[f"{PACKAGE}.changes"]  # `from . import gitio`
+    assert f"{PACKAGE}.source.syntax" in MODULES[f"{PACKAGE}.matching.engine"]  # `from ..source import syntax`
+
+
+def test_top_level_holds_only_the_api_the_cli_and_shared_types():
+    modules = {path.stem for path in SOURCE.glob("*.py")}
+    packages = {path.parent.name for path in SOURCE.glob("*/__init__.py")}
+    assert modules <= TOP_LEVEL, f"move {sorted(modules - TOP_LEVEL)} into the package of its stage"
+    assert packages == STAGES
 
 
 def test_stages_import_one_way():
@@ -170,7 +179,7 @@ def test_stages_import_one_way():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("module", [f"{PACKAGE}.library", f"{PACKAGE}.matchers"])
+@pytest.mark.parametrize("module", sorted(f"{PACKAGE}.{stage}" for stage in STAGES))
 def test_each_stage_has_modules(module):
     assert any(name.startswith(module) for name in MODULES)
 
@@ -190,10 +199,38 @@ def test_a_module_in_no_layer_or_importing_upwards_is_reported(monkeypatch):
     monkeypatch.setitem(MODULES, f"{PACKAGE}.types", {f"{PACKAGE}.library.model"})
     found = _layer_violations()
     assert f"{PACKAGE}.newcomer is in no layer: add it to LAYERS in tests/core/test_layering.py" in found
-    assert any(line.startswith(f"{PACKAGE}.types (records) imports {PACKAGE}.library.model") for line in found)
+    assert any(line.startswith(f"{PACKAGE}.types (shared types) imports {PACKAGE}.library.model") for line in found)
 
 
 def test_modules_importing_each_other_are_reported(monkeypatch):
     monkeypatch.setitem(MODULES, f"{PACKAGE}.library.model", {f"{PACKAGE}.types"})
     monkeypatch.setitem(MODULES, f"{PACKAGE}.types", {f"{PACKAGE}.library.model"})
     assert [f"{PACKAGE}.library.model", f"{PACKAGE}.types"] in _cycles()
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Top-level names of the modules ``path`` imports when it runs (``TYPE_CHECKING`` blocks left out)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                for other in child.orelse:
+                    visit(other)
+                continue
+            if isinstance(child, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and not child.level and child.module:
+                found.add(child.module.split(".")[0])
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_one_module_owns_tree_sitter():
+    owner = SOURCE / "source" / "treesitter.py"
+    users = sorted(_module_name(path) for path in SOURCE.rglob("*.py")
+                   if path != owner and _runtime_imports(path) & {"tree_sitter", "tree_sitter_python"})
+    assert not users, f"{users} build tree-sitter objects: ask rltrefactor.source.treesitter"
+    assert {"tree_sitter", "tree_sitter_python"} <= _runtime_imports(owner)

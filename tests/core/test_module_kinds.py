@@ -6,10 +6,10 @@ import textwrap
 
 import pytest
 
-from rltrefactor.execution import execution_map
-from rltrefactor.module_kinds import module_kinds
-from rltrefactor.names import bundled_names
-from rltrefactor.syntax import parse_tree
+from rltrefactor.context.execution import execution_map
+from rltrefactor.context.module_kinds import module_kinds
+from rltrefactor.library.names import bundled_names
+from rltrefactor.source.syntax import parse_tree
 
 
 def _kinds(text: str) -> frozenset[str]:

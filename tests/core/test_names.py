@@ -9,10 +9,11 @@ import pytest
 
 from rltrefactor.config import load_config
 from rltrefactor.errors import ConfigError, RuleLibraryError
-from rltrefactor.execution import Declared, execution_map, is_setup_name, names_for
-from rltrefactor.matchers import device
-from rltrefactor.names import NameChange, bundled_names, parse_names
-from rltrefactor.syntax import parse_tree
+from rltrefactor.config import Declared, names_for
+from rltrefactor.context.execution import execution_map, is_setup_name
+from rltrefactor.matching.matchers import device
+from rltrefactor.library.names import NameChange, bundled_names, parse_names
+from rltrefactor.source.syntax import parse_tree
 
 RULES = Path(__file__).resolve().parents[2] / "rules"
 

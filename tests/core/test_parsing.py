@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rltrefactor.parsing import CodeSyntaxError, parse_module
+from rltrefactor.source.parsing import CodeSyntaxError, parse_module
 
 SOURCE = '''\
 import torch as th

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from rltrefactor import preexisting
+from rltrefactor.findings import preexisting
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.syntax import definitions
+from rltrefactor.source.syntax import definitions
 
 HOT = "model_executor/runner.py"
 # Longer than the moved function, so that git's diff keeps it and moves the other.

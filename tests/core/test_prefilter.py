@@ -7,9 +7,9 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rltrefactor.regions.lines import LineIndex
-from rltrefactor.regions.tokens import token_lines
-from rltrefactor.prefilter import AllOf, GuardedRegex, finditer, literal_starts, search, whole_word
+from rltrefactor.matching.regions.lines import LineIndex
+from rltrefactor.matching.regions.tokens import token_lines
+from rltrefactor.matching.prefilter import AllOf, GuardedRegex, finditer, literal_starts, search, whole_word
 
 FLAG = re.compile(r"use_\w*\s*:\s*bool")
 
@@ -63,8 +63,8 @@ def test_whole_words_are_not_parts_of_longer_identifiers():
 
 
 def _lines(token, text: str, tree=None) -> list[int]:
-    from rltrefactor.regions.code import code_text
-    from rltrefactor.syntax import parse_tree
+    from rltrefactor.matching.regions.code import code_text
+    from rltrefactor.source.syntax import parse_tree
 
     syntax = parse_tree(text)
     code = code_text(text, syntax)
@@ -90,7 +90,7 @@ def test_a_word_inside_an_earlier_word_is_not_counted_but_selects_the_same_lines
 def test_counts_shared_between_tokens_of_one_text_match_fresh_counts():
     branch = re.compile(r"(?:if|while)\b")
     text = "".join(f"if x{i}:\n    pass\n" for i in range(100)) + "s = t.sum()\n"
-    from rltrefactor.prefilter import _occurrences
+    from rltrefactor.matching.prefilter import _occurrences
 
     assert _occurrences(text, branch, 0, len(text), 5) == 5  # stops at the cap
     assert _occurrences(text, branch, 0, len(text), 3) == 3  # a lower cap reads the stored count
@@ -111,8 +111,8 @@ def test_a_called_word_counts_only_where_it_is_called():
 
 
 def test_comments_and_docstrings_select_nothing_but_fstring_fields_do():
-    from rltrefactor.regions.code import code_text
-    from rltrefactor.syntax import parse_tree
+    from rltrefactor.matching.regions.code import code_text
+    from rltrefactor.source.syntax import parse_tree
 
     text = 'def f(x):\n    """Calls x.item() per step."""\n    # x.item() here\n    s = f"{x.item()}"\n    return "x.item()"\n'
     code = code_text(text, parse_tree(text))
@@ -183,8 +183,8 @@ def test_scanning_from_literal_starts_finds_what_the_regex_finds(source, pieces,
 
 
 def test_code_text_blanks_comments_and_docstrings_in_any_encoding_keeping_offsets():
-    from rltrefactor.regions.code import code_text
-    from rltrefactor.syntax import parse_tree
+    from rltrefactor.matching.regions.code import code_text
+    from rltrefactor.source.syntax import parse_tree
 
     text = "x = 'é'  # ünï .item()\r\n\"\"\"doc é\n.item()\"\"\"\ny = f'{z.item()}'\n"
     code = code_text(text, parse_tree(text))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
 
 torch = pytest.importorskip("torch")

@@ -4,10 +4,10 @@ its comments."""
 from __future__ import annotations
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
 try:
-    from rltrefactor.rule_findings import quoted
+    from rltrefactor.matching.rule_findings import quoted
 except ImportError:
     quoted = None
 

@@ -7,16 +7,16 @@ import re
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from rltrefactor.matchers import positions as positions_module
-from rltrefactor.matchers.positions import positions
-from rltrefactor.prefilter import GuardedRegex, whole_word
-from rltrefactor.regions.lines import LineIndex
-from rltrefactor.regions.plan import plan_regions
-from rltrefactor.regions.reach import MatcherReach, search_scope
-from rltrefactor.regions.tokens import token_lines, word_lines
-from rltrefactor.regions.windows import change_windows
-from rltrefactor.filemodel import FileModel
-from rltrefactor.syntax import parse_tree
+from rltrefactor.matching.matchers import positions as positions_module
+from rltrefactor.matching.matchers.positions import positions
+from rltrefactor.matching.prefilter import GuardedRegex, whole_word
+from rltrefactor.matching.regions.lines import LineIndex
+from rltrefactor.matching.regions.plan import plan_regions
+from rltrefactor.matching.regions.reach import MatcherReach, search_scope
+from rltrefactor.matching.regions.tokens import token_lines, word_lines
+from rltrefactor.matching.regions.windows import change_windows
+from rltrefactor.context.filemodel import FileModel
+from rltrefactor.source.syntax import parse_tree
 from rltrefactor.types import Span
 
 SOURCE = '''\
@@ -129,7 +129,7 @@ class _NodeKinds(cst.CSTVisitor):
 
 def _all_spans(text):
     """The module, its context and every node the context indexes (the module aside)."""
-    from rltrefactor.matchers.base import FileContext
+    from rltrefactor.matching.matchers.base import FileContext
 
     module = cst.parse_module(text)
     ctx = FileContext(FileModel.read("f.py", text), module, text=text)
@@ -174,7 +174,7 @@ def test_a_hit_inside_a_method_generates_that_method_only(monkeypatch):
 
 
 def test_spans_in_a_region_with_emptied_lines_left_out_are_the_files_spans():
-    from rltrefactor.matchers.base import FileContext
+    from rltrefactor.matching.matchers.base import FileContext
 
     (region,) = plan_regions(ANCHORS_SOURCE, parse_tree(ANCHORS_SOURCE), _reach({"r": (".item(",)}, reads="header"),
                              lines=None)

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from rltrefactor import rule_index
+from rltrefactor.matching import rule_index
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
-from rltrefactor.rule_index import DeferredMatcher, FunctionRef, load_rules
+from rltrefactor.matching.engine import Engine, select_rules
+from rltrefactor.matching.rule_index import DeferredMatcher, FunctionRef, load_rules
 
 from gitrepo import GitRepo
 
@@ -82,7 +82,7 @@ def test_local_rule_dirs_are_compiled_every_time(index_dir, tmp_path):
 
 
 def test_companions_are_saved_by_name_and_imported_when_called():
-    ref = FunctionRef("rltrefactor.matchers.companions", "written_self_names")
+    ref = FunctionRef("rltrefactor.matching.matchers.companions", "written_self_names")
     assert list(ref("self._x = 1\n")) == ["_x"]
     assert rule_index._function_ref(lambda text: [text]) is None  # not a module-level function
 

@@ -17,15 +17,15 @@ import libcst as cst
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine
+from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
-from rltrefactor.matchers.context import is_setup_name
-from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.prefilter import Prefilter
-from rltrefactor.regions.plan import plan_regions
-from rltrefactor.regions.reach import MatcherReach
-from rltrefactor.regions.statements import line_range, statement_nodes
-from rltrefactor.syntax import parse_tree
+from rltrefactor.matching.matchers.context import is_setup_name
+from rltrefactor.matching.matchers.registry import build_matcher
+from rltrefactor.matching.prefilter import Prefilter
+from rltrefactor.matching.regions.plan import plan_regions
+from rltrefactor.matching.regions.reach import MatcherReach
+from rltrefactor.matching.regions.statements import line_range, statement_nodes
+from rltrefactor.source.syntax import parse_tree
 
 
 def _rule(tokens: Prefilter, **reach) -> tuple[Prefilter, MatcherReach]:

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from rltrefactor.suppressions import parse_suppressions
+from rltrefactor.source.directives import parse_suppressions
 
 
 def test_directive_with_ids_and_reason():

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
-from rltrefactor.suppressions import parse_suppressions
+from rltrefactor.source.directives import parse_suppressions
 
 _LINES = st.lists(st.sampled_from(["a = 1", "b = 2", "c = 3", "", "def f():", "    return 0", "x = a + b"]), max_size=14)
 

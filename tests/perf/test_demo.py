@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from demo_defects import planted
 
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.perf import perf_findings, run_perf
 
 pytest.importorskip("torch")

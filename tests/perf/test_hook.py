@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.errors import ChangeInputError, ConfigError
 from rltrefactor.perf import plan, run_perf
 from rltrefactor.perf import hook as hook_module
-from rltrefactor.perf.report import render_perf_text
+from rltrefactor.report.perf import render_perf_text
 from rltrefactor.perf.sides import SideRun
 from rltrefactor.perf.records import PerfCheckTotals, PerfTotals
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from rltrefactor.perf.report import perf_to_dict, render_perf_text
+from rltrefactor.report.perf import perf_to_dict, render_perf_text
 from rltrefactor.perf.summary import changes_by_check
 from rltrefactor.report.json import render_json
 from rltrefactor.report.markdown import render_markdown
 from rltrefactor.report.text import render_text
 from rltrefactor.perf.records import PerfCheckTotals, PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTotals
-from rltrefactor.result import ReviewResult
+from rltrefactor.findings.result import ReviewResult
 from rltrefactor.types import ChangedFile, ChangeSet, Revision
 
 CHECK = "perf_hooks.engine:decode_step"

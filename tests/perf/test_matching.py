@@ -267,7 +267,7 @@ def test_a_measured_addition_confirms_the_static_finding_of_its_area_instead_of_
 def test_the_perf_report_lists_additions_and_improvements_and_serializes():
     import json
 
-    from rltrefactor.perf.report import perf_to_dict, render_perf_text
+    from rltrefactor.report.perf import perf_to_dict, render_perf_text
 
     summary = _summary(_delta("sync", 9, 0, 1), _delta("copy", 4, 1, 0, source="y = x.cpu()"))
     text = render_perf_text(summary)
@@ -278,7 +278,7 @@ def test_the_perf_report_lists_additions_and_improvements_and_serializes():
 
 
 def test_the_perf_report_leaves_out_empty_sections_and_says_when_nothing_changed():
-    from rltrefactor.perf.report import render_perf_text
+    from rltrefactor.report.perf import render_perf_text
 
     text = render_perf_text(_summary())
     assert "added (" not in text and "removed (" not in text

@@ -9,9 +9,9 @@ import json
 import pytest
 
 from rltrefactor.api import MeasureRequest, PerfRequest, ReviewRequest, measure, review_change
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.config import Config
-from rltrefactor.perf.report import render_perf_json, render_perf_text
+from rltrefactor.report.perf import render_perf_json, render_perf_text
 from rltrefactor.perf.unmeasured import classifier, not_measured
 from rltrefactor.report.json import render_json
 from rltrefactor.report.markdown import render_markdown

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.errors import ConfigError
 from rltrefactor.perf import profiles, run_perf
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.changes import collect_changes
+from rltrefactor.change.changeset import collect_changes
 from rltrefactor.perf import run_perf
 from rltrefactor.perf import testmap
 from rltrefactor.perf.coverage import touched_definitions
-from rltrefactor.perf.report import render_perf_text
+from rltrefactor.report.perf import render_perf_text
 
 pytest.importorskip("torch")
 
@@ -217,7 +217,7 @@ def test_the_map_is_read_from_the_cache_while_the_blobs_are_the_same(repo, measu
 
 def test_the_plan_names_what_it_runs_with_and_without_checks() -> None:
     from rltrefactor.perf.hook import PerfPlan
-    from rltrefactor.perf.report import plan_text
+    from rltrefactor.report.perf import plan_text
 
     tests_only = plan_text(PerfPlan("/r", "a" * 40, "working tree", "perf_hooks", (), tests=("tests",)))
     assert tests_only.splitlines()[0] == "perf: executing the tests reaching the change, of pytest tests"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rltrefactor.library.model import Applicability, MatcherSpec, Origin, Rule
-from rltrefactor.result import ReviewResult
+from rltrefactor.findings.result import ReviewResult
 from rltrefactor.types import ChangedFile, ChangeSet, Finding, Revision, Span
 
 BASE_SHA = "1111111111111111111111111111111111111111"

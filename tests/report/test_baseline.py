@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from rltrefactor.baseline import Baseline, BaselineEntry, apply_baseline, load_baseline, write_baseline
+from rltrefactor.findings.baseline import Baseline, BaselineEntry, apply_baseline, load_baseline, write_baseline
 from rltrefactor.errors import ConfigError
 from rltrefactor.types import Span
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rltrefactor.report.links import tool_version
-from rltrefactor.finishing import manual_checklist as checklist_of
+from rltrefactor.findings.finishing import manual_checklist as checklist_of
 from rltrefactor.perf.records import PerfDelta, PerfProfileRow, PerfSummary
 from rltrefactor.report.markdown import NOTHING_FOUND, render_markdown
-from rltrefactor.report.recurrence import changes_recurrence
+from rltrefactor.context.recurrence import changes_recurrence
 from rltrefactor.types import ChangedFile, FileError, Revision
 
 GH = "git@github.com:acme/engine.git"

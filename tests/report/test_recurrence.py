@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.report.recurrence import changes_recurrence, recurrence_spans
+from rltrefactor.context.recurrence import changes_recurrence, recurrence_spans
 
 LOOPED = """\
 class Runner:

@@ -6,10 +6,10 @@ import textwrap
 
 import libcst as cst
 
-from rltrefactor.execution import Declared
-from rltrefactor.filemodel import FileModel
-from rltrefactor.matchers.base import FileContext
-from rltrefactor.matchers.pattern import compile_pattern
+from rltrefactor.config import Declared
+from rltrefactor.context.filemodel import FileModel
+from rltrefactor.matching.matchers.base import FileContext
+from rltrefactor.matching.patterns.compiler import compile_pattern
 
 
 def context(code: str, path: str = "model_executor/m.py", *, hot: bool = True, test: bool = False) -> FileContext:

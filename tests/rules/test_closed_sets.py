@@ -10,9 +10,9 @@ import pytest
 
 from rltrefactor.api import ReviewRequest, review
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine
+from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
-from rltrefactor.matchers.repository_modules import module_paths
+from rltrefactor.matching.matchers.repository_modules import module_paths
 
 RULE = "string-state-comparison"
 TYPES = """\

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rltrefactor.matchers.context import is_cold_condition, is_never_true, runs_cold
+from rltrefactor.matching.matchers.context import is_cold_condition, is_never_true, runs_cold
 
 from .helpers import context
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rltrefactor.matchers.registry import PYTHON_MATCHERS
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
 
 from .helpers import hits
 

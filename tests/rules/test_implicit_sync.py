@@ -7,9 +7,9 @@ import libcst as cst
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine
-from rltrefactor.matchers.tensor_values import is_device_tensor
-from rltrefactor.rule_index import load_rules
+from rltrefactor.matching.engine import Engine
+from rltrefactor.matching.matchers.tensor_values import is_device_tensor
+from rltrefactor.matching.rule_index import load_rules
 
 from .helpers import context
 

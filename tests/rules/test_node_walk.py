@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rltrefactor.matchers.base import _TRIVIA, _index, child_nodes
-from rltrefactor.matchers.context import subtree
+from rltrefactor.matching.matchers.base import _TRIVIA, _index, child_nodes
+from rltrefactor.matching.matchers.context import subtree
 
 SOURCE = '''\
 import torch  # a comment

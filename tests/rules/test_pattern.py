@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.matchers.options import MatcherSpecError
-from rltrefactor.matchers.pattern import compile_pattern
-from rltrefactor.prefilter import AllOf
+from rltrefactor.matching.matchers.options import MatcherSpecError
+from rltrefactor.matching.patterns.compiler import compile_pattern
+from rltrefactor.matching.prefilter import AllOf
 
 from .helpers import hits, lines
 
@@ -196,10 +196,10 @@ def test_prefilter_uses_names_that_survive_aliasing():
 
 
 def test_an_import_that_drops_part_of_a_dotted_name_still_selects_the_call():
-    from rltrefactor.engine import _with_aliases
-    from rltrefactor.matchers.imports import ImportTable
-    from rltrefactor.regions.lines import LineIndex
-    from rltrefactor.regions.tokens import token_lines
+    from rltrefactor.matching.engine import _with_aliases
+    from rltrefactor.matching.matchers.imports import ImportTable
+    from rltrefactor.matching.regions.lines import LineIndex
+    from rltrefactor.matching.regions.tokens import token_lines
 
     prefilter = compile_pattern("r", {"pattern": "torch.cuda.synchronize(...)"}).prefilter
     for imports, call in (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import textwrap
 
-from rltrefactor.filemodel import FileModel
-from rltrefactor.matchers.layer_loops import per_iteration_functions
-from rltrefactor.matchers.per_layer import TensorRebuiltPerLayer
+from rltrefactor.context.filemodel import FileModel
+from rltrefactor.matching.matchers.layer_loops import per_iteration_functions
+from rltrefactor.matching.matchers.per_layer import TensorRebuiltPerLayer
 
 from .helpers import hits, lines
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine, select_rules
+from rltrefactor.matching.engine import Engine, select_rules
 from rltrefactor.library.loader import load_library
 
 LIBRARY = load_library()

@@ -21,13 +21,13 @@ from typing import Callable, Iterable, Iterator
 import pytest
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine
+from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.library.model import Rule
-from rltrefactor.matchers.base import FileContext, Match, Matcher
-from rltrefactor.matchers.registry import build_matcher
-from rltrefactor.prefilter import Prefilter
-from rltrefactor.regions.reach import MatcherReach
+from rltrefactor.matching.matchers.base import FileContext, Match, Matcher
+from rltrefactor.matching.matchers.registry import build_matcher
+from rltrefactor.matching.prefilter import Prefilter
+from rltrefactor.matching.regions.reach import MatcherReach
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "examples" / "demo_engine"

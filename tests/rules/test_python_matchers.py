@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rltrefactor.matchers.context import is_setup_name
-from rltrefactor.matchers.registry import PYTHON_MATCHERS
+from rltrefactor.matching.matchers.context import is_setup_name
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
 
 from .helpers import hits
 
@@ -346,8 +346,8 @@ def test_silent_import_fallback_variants():
 
 
 def _token_lines(m, code: str) -> list[int]:
-    from rltrefactor.regions.lines import LineIndex
-    from rltrefactor.regions.tokens import token_lines
+    from rltrefactor.matching.regions.lines import LineIndex
+    from rltrefactor.matching.regions.tokens import token_lines
 
     return sorted(token_lines(code, m.prefilter, LineIndex(code)))
 
@@ -413,7 +413,7 @@ def _starts_a_reported_number(text: str, i: int, allowed: frozenset[str]) -> boo
     st.sampled_from([frozenset(), frozenset({"0", "1"}), frozenset({"0", "1", "2", "0.0", "1.0", "-1"}), frozenset({"10", "1"})]),
 )
 def test_the_number_prefilter_starts_where_an_unallowed_literal_starts(text, allowed):
-    from rltrefactor.matchers.readability import _literal_start
+    from rltrefactor.matching.matchers.readability import _literal_start
 
     found = [m.start() for m in _literal_start(allowed).finditer(text)]
     assert found == [i for i in range(len(text)) if _starts_a_reported_number(text, i, allowed)]

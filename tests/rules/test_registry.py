@@ -7,10 +7,10 @@ from collections import Counter
 from pathlib import Path
 
 from rltrefactor.config import Config
-from rltrefactor.engine import Engine
+from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.library.model import AREAS
-from rltrefactor.matchers.registry import PYTHON_MATCHERS, build_matcher
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS, build_matcher
 
 LIBRARY = load_library()
 CHANGELOG = Path(__file__).resolve().parents[2] / "rules" / "CHANGELOG.md"

@@ -5,8 +5,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from rltrefactor.matchers.companions import residency_companions
-from rltrefactor.matchers.residency import is_pinned, on_host
+from rltrefactor.matching.matchers.companions import residency_companions
+from rltrefactor.matching.matchers.residency import is_pinned, on_host
 
 from .helpers import context
 

@@ -7,7 +7,7 @@ import pytest
 
 from rltrefactor.authoring.examples import run_example
 from rltrefactor.library.loader import load_library
-from rltrefactor.matchers.registry import build_matcher
+from rltrefactor.matching.matchers.registry import build_matcher
 
 LIBRARY = load_library()
 CASES = [

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from rltrefactor.config import Config, check_names
-from rltrefactor.engine import select_rules
+from rltrefactor.matching.engine import select_rules
 from rltrefactor.errors import ConfigError
 from rltrefactor.library.loader import load_library
 from rltrefactor.library.model import Precision
-from rltrefactor.matchers.registry import check_matcher
+from rltrefactor.matching.matchers.registry import check_matcher
 
 from .test_validation import RULE, line_of, load_error, write_rules
 

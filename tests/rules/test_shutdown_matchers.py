@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.matchers.options import MatcherSpecError
-from rltrefactor.matchers.registry import PYTHON_MATCHERS
+from rltrefactor.matching.matchers.options import MatcherSpecError
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
 
 from .test_teardown_matchers import lines, matcher
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from rltrefactor.matchers.registry import PYTHON_MATCHERS
-from rltrefactor.matchers.teardown import name_words
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
+from rltrefactor.matching.matchers.teardown import name_words
 
 from .helpers import hits
 
@@ -24,7 +24,7 @@ def lines(m, code: str) -> list[int]:
 
 def _through_engine(m, code: str) -> list[int]:
     from rltrefactor.config import Config
-    from rltrefactor.engine import Engine
+    from rltrefactor.matching.engine import Engine
     from rltrefactor.library.loader import load_library
 
     rule = next(r for r in load_library().rules if r.matcher is not None and r.matcher.python == m.rule_id_source)
@@ -337,7 +337,7 @@ def test_del_reports_attributes_a_failed_init_may_lack():
 
 def test_resource_prefilter_follows_import_aliases():
     from rltrefactor.config import Config
-    from rltrefactor.engine import Engine, select_rules
+    from rltrefactor.matching.engine import Engine, select_rules
     from rltrefactor.library.loader import load_library
 
     library = load_library()
@@ -442,7 +442,7 @@ class Runner:
 
 def test_engine_shaped_look_alikes_stay_quiet_under_the_lifecycle_rules():
     from rltrefactor.config import Config
-    from rltrefactor.engine import Engine, select_rules
+    from rltrefactor.matching.engine import Engine, select_rules
     from rltrefactor.library.loader import load_library
 
     library = load_library()

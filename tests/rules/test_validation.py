@@ -8,7 +8,7 @@ import pytest
 
 from rltrefactor.errors import RuleLibraryError
 from rltrefactor.library.loader import load_library, read_rule_dir
-from rltrefactor.matchers.registry import check_matcher
+from rltrefactor.matching.matchers.registry import check_matcher
 
 RULE = """\
   - id: sample-hazard

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ..matchers.pattern import iter_code_patterns
-from ..matchers.registry import PYTHON_MATCHERS
+from ..matching.patterns.compiler import iter_code_patterns
+from ..matching.matchers.registry import PYTHON_MATCHERS
 from ..library.model import AREAS, Example, Library, Rule
 
 AREA_QUESTIONS = {

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Callable, Literal
 
 from ..config import Config
-from ..engine import Engine
-from ..matchers.base import Matcher
-from ..matchers.registry import build_matcher
+from ..matching.engine import Engine
+from ..matching.matchers.base import Matcher
+from ..matching.matchers.registry import build_matcher
 from ..library.model import Example, Rule
 
 Status = Literal["validated", "noisy", "missing", "error"]

@@ -20,9 +20,9 @@ import re
 import textwrap
 from dataclasses import dataclass
 
-from ..changes import collect_changes
+from ..change.changeset import collect_changes
 from ..errors import ChangeInputError, GitError
-from ..gitio import git, read_blob, rev_parse
+from ..change.git import git, read_blob, rev_parse
 from ..types import Hunk
 from ..library.model import AREAS
 from ..library.schema import RULE_ID
@@ -112,7 +112,7 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
 def _bundled() -> TargetLibrary:
     from ..library.loader import load_library
     from ..library.location import LIBRARY_FILE
-    from ..matchers.registry import check_matcher
+    from ..matching.matchers.registry import check_matcher
 
     return TargetLibrary(f"rules/{LIBRARY_FILE}", load_library(check_rule=check_matcher).version)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import GitError, RuleLibraryError
-from ..gitio import git, read_blob, rev_parse
+from ..change.git import git, read_blob, rev_parse
 from ..library.fields import Reader
 from ..library.location import LIBRARY_FILE
 from ..library.yamlsafe import load_yaml

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import RuleLibraryError
 
 LIBRARY_FILE = "library.yaml"
-NAMES_FILE = "names.yaml"  # name lists as data (see ``rltrefactor.names``)
+NAMES_FILE = "names.yaml"  # name lists as data (see ``rltrefactor.library.names``)
 
 
 def bundled_rules_dir() -> Path:

@@ -11,7 +11,7 @@ import io
 import re
 import tokenize
 
-from ..globs import GlobError, compile_glob
+from .globs import GlobError, compile_glob
 from ..severity import SEVERITIES
 from .fields import Reader, _kind, _short, suggest
 from .model import (

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypedDict
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from ..fileio import write_atomic
+from ..change.files import write_atomic
 from .attribution import RepoFrames
 from .loading import LoadedCheck
 from .protocol import Capture

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
-from .. import contents, syntax
+from ..change import contents
+from ..source import syntax
 from ..types import ChangeSet
 
 Touched = Mapping[str, frozenset[str]]  # path -> qualnames

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def _bundled() -> "Library":
     from ..library.loader import load_library
-    from ..matchers.registry import check_matcher
+    from ..matching.matchers.registry import check_matcher
 
     return load_library(check_rule=check_matcher)
 
@@ -58,7 +58,8 @@ def _head_line(change: ChangeSet | None, path: str, line: int) -> tuple[str, str
     """(enclosing definition, the line as written at head); ("<module>", "") when unknown."""
     if change is None or not path:
         return "<module>", ""
-    from .. import contents, syntax
+    from ..change import contents
+    from ..source import syntax
 
     text = contents.read_text(change, path)
     if not isinstance(text, str):
@@ -93,7 +94,7 @@ def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
 def _finding(
     group: list[PerfDelta], ops_by_site: Mapping[str, str], change: ChangeSet | None, library: "Library | None"
 ) -> Finding:
-    from ..rule_findings import fill_template, rule_finding
+    from ..matching.rule_findings import fill_template, rule_finding
 
     delta, also = group[0], group[1:]
     rule = _rule(f"perf-added-{delta.category}", library)

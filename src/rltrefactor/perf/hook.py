@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from .. import gitio
+from ..change import git as gitio
 from ..errors import ChangeInputError, ConfigError
 from ..types import ChangeSet
 from .records import PerfSummary

@@ -15,9 +15,9 @@ import os
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..fileio import write_atomic
+from ..change.files import write_atomic
 from ..library.fields import closest
-from ..syntax import definitions
+from ..source.syntax import definitions
 from .skeleton import PLACEHOLDER, CallSkeleton, Placeholder, SkeletonError, call_skeleton, check_name
 
 TEMPLATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "template_check.py")

@@ -13,7 +13,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import contents, syntax
+from ..change import contents
+from ..source import syntax
 from ..types import ChangeSet, FileError
 from .records import PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTotals
 from .coverage import Touched, covered_by_declaration, covered_by_trace

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-from ..cache import code_stamp
-from ..callindex import list_blobs
+from .. import code_stamp
+from ..context.calls.index import list_blobs
 from ..errors import GitError
 from ..types import ChangeSet
 from .coverage import Touched, covered_by_trace

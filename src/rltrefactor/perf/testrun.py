@@ -62,8 +62,8 @@ class SetUpFrames(RepoFrames):
         known = self._set_up.get(code)
         if known is None:
             from ..config import DEFAULT_TEST_PATHS
-            from ..execution import is_setup_name
-            from ..globs import matches
+            from ..context.execution import is_setup_name
+            from ..library.globs import matches
 
             path = self.relpath(code)
             known = path is not None and not matches(path, DEFAULT_TEST_PATHS) and is_setup_name(code.co_name)

@@ -2,7 +2,7 @@
 
 ``sys.settrace`` sees every Python call (returning no local tracer, so no line events
 are paid for); the functions whose code lies in the repository are recorded as (repo-relative path, ``co_qualname``), the same qualified
-names that ``rltrefactor.syntax.definitions`` gives (``A.f.<locals>.g``).
+names that ``rltrefactor.source.syntax.definitions`` gives (``A.f.<locals>.g``).
 """
 
 from __future__ import annotations

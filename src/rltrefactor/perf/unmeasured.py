@@ -13,17 +13,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from .. import contents
+from ..change import contents
 from ..config import Config, declared_for
-from ..execution import EMPTY, ExecutionMap
-from ..filemodel import FileModel
-from ..globs import matches
+from ..context.execution import EMPTY, ExecutionMap
+from ..context.filemodel import FileModel
+from ..library.globs import matches
 from ..types import ChangeSet
 from .coverage import touched_definitions
 from .records import PerfSummary, UnmeasuredFunction
 
 if TYPE_CHECKING:
-    from ..callindex import CallIndex
+    from ..context.calls.index import CallIndex
 
 Classify = Callable[[str, str], ExecutionMap]  # (repo-relative path, text at head) -> where its functions run
 SCAFFOLD_COMMAND = "rltrefactor perf scaffold"

@@ -12,7 +12,7 @@ import tempfile
 from contextlib import contextmanager
 from typing import Iterator
 
-from .. import gitio
+from ..change import git as gitio
 from ..errors import GitError
 
 

@@ -8,7 +8,7 @@ Escaping follows the Actions toolkit: ``%``, CR and LF in the message; additiona
 
 from __future__ import annotations
 
-from ..result import ReviewResult
+from ..findings.result import ReviewResult
 from ..types import FileError, Finding
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}

@@ -11,11 +11,11 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from .. import __version__
-from ..result import ReviewResult
+from ..findings.result import ReviewResult
 from ..types import Finding
 
 if TYPE_CHECKING:
-    from ..baseline import BaselineReport
+    from ..findings.baseline import BaselineReport
 
 SCHEMA = "rltrefactor/review/v1"
 

@@ -14,7 +14,7 @@ from typing import Literal
 from urllib.parse import quote, urlsplit
 
 from ..errors import GitError
-from ..gitio import git
+from ..change.git import git
 
 TOOL_NAME = "rltrefactor"
 

@@ -16,7 +16,7 @@ from typing import Iterable, Mapping, Sequence
 
 from ..library.model import Rule
 from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary, PerfTestsRun, UnmeasuredFunction
-from ..result import ReviewResult
+from ..findings.result import ReviewResult
 from ..types import Finding
 from .links import WebRepo, permalink, rule_url, tool_version, web_repo
 

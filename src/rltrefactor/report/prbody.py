@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigError
-from ..fileio import write_atomic
+from ..change.files import write_atomic
 
 START = "<!-- rltrefactor:start -->"
 END = "<!-- rltrefactor:end -->"

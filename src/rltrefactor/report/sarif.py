@@ -14,7 +14,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from ..library.model import Rule
-from ..result import ReviewResult
+from ..findings.result import ReviewResult
 from ..types import FileError, Finding
 from .links import TOOL_NAME, rule_url, tool_version, web_repo
 

@@ -9,7 +9,7 @@ from itertools import groupby
 from rich.console import Console
 from rich.text import Text
 
-from ..result import ReviewResult
+from ..findings.result import ReviewResult
 from ..types import Finding
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}

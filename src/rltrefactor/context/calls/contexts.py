@@ -1,0 +1,298 @@
+"""Where a function runs and what it returns, proven by the calls around it, worked out
+per function on demand.
+
+Every question is answered from the callee's side: the calls that may reach a function
+are those whose callee has its name (``Repository.callers``), so answering for the
+functions of the reviewed files reads only the files on the call chains that reach them
+and never resolves every call of the repository. Verdicts, strongest first:
+
+- the configuration (``cold-functions``, a file under ``test-paths``/``cold-paths``),
+  construction dunders and cached functions: one-time or offline, and no chain passes
+  through them;
+- *per-step* when a per-step root reaches it through functions without such a verdict,
+  with the shortest chain as evidence: from a structural root (``forward``/``__call__``
+  of a class, ``hot-functions``, a compiled or inference-mode function, the body of a
+  long-running loop, a closure a cached factory returns) when one reaches it, else from a
+  function named by a per-step verb;
+- a name word (``dummy``, ``warmup``, ``test``), or a parameter holding a checkpoint's
+  ``state_dict``: evidence of last resort;
+- *one-time*/*offline* when at least one call resolves to it and every call that may
+  reach it (resolved to it, or unresolved with its name) comes from code that is.
+
+Functions on a cycle of such calls are never proven cold (the least fixed point): no
+function of the cycle can be the first to be shown cold.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from .facts import FunctionFacts
+from .links import Repository
+from ..execution import COLD_KINDS, verdict_by_name, verdict_by_parameters
+from ...library.names import Names
+
+Verdict = tuple[str, str]  # (kind, evidence)
+
+_CHAIN_SHOWN = 6
+# Calls followed from one function to its callers' callers when proving it cold; deeper
+# chains leave the function without a verdict (the per-file map decides) rather than
+# exhaust the interpreter's stack.
+_MAX_COLD_DEPTH = 100
+_MISSING: Verdict = ("", "")
+
+
+@dataclass(frozen=True)
+class _Own:
+    """What a function's own definition says, before any call is read."""
+
+    root: str = ""  # "structural" or "named" for a per-step root, "" otherwise
+    evidence: str = ""  # why it is a root
+    loop: bool = False  # a long-running loop: it reaches only what its loop calls
+    hard: Verdict | None = None  # cold whatever calls it
+    soft: Verdict | None = None  # cold by a name word, unless a chain shows otherwise
+
+
+def _patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    return re.compile("(?:" + "|".join(f"(?:{p})" for p in patterns) + ")") if patterns else None
+
+
+class CallContexts:
+    """Contexts and host returns of the repository's functions, each worked out once, when asked."""
+
+    def __init__(
+        self, repository: Repository, names: Names, declared: tuple[tuple[str, ...], tuple[str, ...]],
+        offline_file: Callable[[str], bool],
+    ) -> None:
+        """``declared``: the configuration's (``hot-functions``, ``cold-functions``);
+        ``offline_file``: whether a path is under ``test-paths`` or ``cold-paths``."""
+        self.repository = repository
+        self._names = names
+        self._hot, self._cold = _patterns(declared[0]), _patterns(declared[1])
+        self._offline_file = offline_file
+        self._own: dict[str, _Own] = {}
+        self._contexts: dict[str, Verdict | None] = {}
+        self._cold_chains: dict[str, tuple[str, ...]] = {}
+        self._pending: set[str] = set()
+        self._host: dict[str, bool] = {}
+
+    # -- contexts ---------------------------------------------------------------------------
+
+    def context(self, function_id: str) -> Verdict | None:
+        """(kind, evidence) the calls around the function prove, or None."""
+        found = self._contexts.get(function_id, _MISSING)
+        if found != _MISSING:
+            return found
+        if function_id in self._pending or len(self._pending) > _MAX_COLD_DEPTH:
+            return None  # a cycle of callers (see the module docstring), or too deep to follow
+        self._pending.add(function_id)
+        try:
+            own = self._own_verdict(function_id)
+            verdict = own.hard or self._per_step(function_id, own) or own.soft or self._cold_by_callers(function_id)
+        finally:
+            self._pending.discard(function_id)
+        self._contexts[function_id] = verdict
+        return verdict
+
+    def _own_verdict(self, function_id: str) -> _Own:
+        found = self._own.get(function_id)
+        if found is None:
+            found = self._own[function_id] = self._read_own(function_id)
+        return found
+
+    def _read_own(self, function_id: str) -> _Own:
+        function = self.repository.function(function_id)
+        if function is None:
+            return _Own()
+        path = function_id.partition("::")[0]
+        name, names = function.name, self._names
+        parent = self.repository.function(f"{path}::{function.parent}") if function.parent else None
+        cached = names.regex("one-time-decorators")
+        if self._cold is not None and self._cold.fullmatch(name):
+            return _Own(hard=("one-time", f"`{name}` matches `cold-functions` in the configuration"))
+        if self._offline_file(path):
+            return _Own(hard=("offline", "the file is a test or under cold-paths"))
+        if self._hot is not None and self._hot.fullmatch(name):
+            return _Own("structural", f"`{name}` is named in hot-functions")
+        if name.startswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
+            return _Own(hard=("one-time", f"`{name}` names construction, loading, warm-up or teardown"))
+        if cached.search(function.decorators):
+            return _Own(hard=("one-time", "a cached function runs once per argument set"))
+        if parent is not None and cached.search(parent.decorators) and f"name:{name}" in parent.returns:
+            return _Own("structural", f"returned by the cached factory `{parent.qualname}`, runs on every call")
+        by_name = verdict_by_name(name, function.owner, names)
+        if by_name is not None:
+            return _Own(soft=by_name)
+        if name in ("forward", "__call__") and function.owner:
+            return _Own("structural", f"{name} of {function.owner} runs per step")
+        if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
+            return _Own("named", f"`{name}` runs per step")
+        if names.regex("per-step-decorators").search(function.decorators):
+            return _Own("structural", "a compiled kernel or inference-mode function")
+        if function.loop_calls:
+            return _Own("structural", f"`{function.qualname}` runs a long-running loop", loop=True)
+        by_parameters = verdict_by_parameters(function.parameters, names)
+        return _Own(soft=by_parameters) if by_parameters is not None else _Own()
+
+    def _per_step(self, function_id: str, own: _Own) -> Verdict | None:
+        """Per-step with the shortest chain from a root, searched from the callee's side
+        (breadth first, so the first root met is the nearest); a structural root met at
+        any depth outranks a named one."""
+        if own.root == "structural":
+            return ("per-step", own.evidence)
+        toward: dict[str, str] = {function_id: ""}  # caller -> the function it calls on the way
+        frontier, named_root = [function_id], ""
+        while frontier:
+            structural: list[str] = []
+            named: list[str] = []
+            following: list[str] = []
+            for node in frontier:
+                function = self.repository.function(node)
+                for call in self.repository.callers(function.name) if function is not None else ():
+                    caller = call.caller
+                    if call.target != node or caller in toward or caller.endswith(("::<module>", "::<main>")):
+                        continue
+                    around = self._own_verdict(caller)
+                    if around.hard is not None or (around.loop and not call.in_loop):
+                        continue
+                    toward[caller] = node
+                    if around.root == "structural":
+                        structural.append(caller)
+                        continue
+                    if around.root == "named":
+                        named.append(caller)
+                    following.append(caller)
+            if structural:
+                return ("per-step", "per step: " + _shown(self._chain(min(structural), toward)))
+            if named and not named_root:
+                named_root = min(named)
+            frontier = sorted(following)
+        if own.root == "named":
+            return ("per-step", own.evidence)
+        if named_root:
+            return ("per-step", "per step: " + _shown(self._chain(named_root, toward)))
+        return None
+
+    def _chain(self, root: str, toward: dict[str, str]) -> tuple[str, ...]:
+        chain = [root]
+        while toward[chain[-1]]:
+            chain.append(toward[chain[-1]])
+        return tuple(f.partition("::")[2] for f in chain)
+
+    def _cold_by_callers(self, function_id: str) -> Verdict | None:
+        function = self.repository.function(function_id)
+        if function is None:
+            return None
+        calls = self.repository.callers(function.name)
+        resolved = sorted({c.caller for c in calls if c.target == function_id})
+        # Unresolved calls by its name may reach it: each must come from cold code too.
+        unresolved = sorted({c.caller for c in calls if c.target is None and not _pseudo(c.caller)})
+        if not resolved or any(self._own_verdict(c).root for c in resolved + unresolved if not _pseudo(c)):
+            return None
+        kinds: dict[str, str] = {}
+        for caller in resolved + unresolved:
+            kind = _pseudo_kind(caller) or (self.context(caller) or ("", ""))[0]
+            if kind not in COLD_KINDS:
+                return None
+            kinds[caller] = kind
+        kind = "one-time" if any(kinds[c] == "one-time" for c in resolved) else "offline"
+        first = min(c for c in resolved if kinds[c] == kind)
+        chain = self._cold_chains.get(first, (first.partition("::")[2],)) + (function.qualname,)
+        self._cold_chains[function_id] = chain
+        return (kind, f"{kind}, only called from code that is: {_shown(chain)}")
+
+    # -- residency ---------------------------------------------------------------------------
+
+    def returns_host(self, function_id: str) -> bool:
+        """Every return of the function is a host tensor (or None), directly or through a
+        call to another such function; at least one is not None."""
+        found = self._host.get(function_id)
+        if found is not None:
+            return found
+        function = self.repository.function(function_id)
+        if function is None or all(r == "none" for r in function.returns):
+            return False
+        self._host[function_id] = False  # a cycle of returns proves nothing
+        targets = dict(self.repository.calls(function_id))
+        found = all(
+            r in ("host", "none") or (r.startswith("call:") and r[5:] in targets and self.returns_host(targets[r[5:]]))
+            for r in function.returns
+        )
+        self._host[function_id] = found
+        return found
+
+    def host_parameters(self, function_id: str) -> frozenset[str]:
+        """Parameters every call that may reach the function passes a host tensor: at least
+        one call resolves to it, every call by its name does (none unresolved, none at
+        import time), and at each call site the argument is a host value."""
+        function = self.repository.function(function_id)
+        if function is None or not function.parameters:
+            return frozenset()
+        calls = self.repository.callers(function.name)
+        if any(c.target is None for c in calls):
+            return frozenset()  # a call no rule resolves may reach it with anything
+        resolved = [c for c in calls if c.target == function_id]  # the others reach another function of that name
+        if not resolved or any(_pseudo(c.caller) for c in resolved):
+            return frozenset()
+        host: set[str] | None = None
+        for call in resolved:
+            caller = self.repository.function(call.caller)
+            sites = [arguments for callee, arguments in caller.call_args if callee == call.callee] if caller else []
+            if not sites:
+                return frozenset()  # no argument of any of its calls there is a host value
+            for arguments in sites:
+                passed = _host_arguments(function, call.callee, arguments)
+                host = passed if host is None else host & passed
+        return frozenset(host or ())
+
+    def host_calls(self, function_ids: Iterable[str]) -> frozenset[str]:
+        """Callees, as written in the functions, that return host tensors only."""
+        return frozenset(
+            callee
+            for function_id in function_ids
+            for callee, target in self.repository.calls(function_id)
+            if self.returns_host(target)
+        )
+
+
+def _host_arguments(function: FunctionFacts, callee: str, arguments: str) -> set[str]:
+    """Parameters of ``function`` that one call site (``callee`` as written, its arguments
+    as ``FunctionFacts.call_args`` writes them) passes a host value."""
+    parameters = list(function.parameters)
+    receiver = callee.rpartition(".")[0]
+    # A method called on an object binds its first parameter; through its class it does not.
+    bound = bool(function.owner) and bool(parameters) and parameters[0] in ("self", "cls") \
+        and "staticmethod" not in function.decorators and receiver.rpartition(".")[2] != function.owner.rpartition(".")[2]
+    positional = parameters[1:] if bound else parameters
+    host: set[str] = set()
+    placed = True  # positions are known until an unpacking
+    for index, item in enumerate(arguments.split(",") if arguments else ()):
+        name, equals, value = item.partition("=")
+        if item == "*":
+            placed = False
+        elif equals:
+            if value == "h" and name in parameters:
+                host.add(name)
+        elif placed and item == "h" and index < len(positional) and positional[index] != "*" \
+                and "*" not in positional[:index]:
+            host.add(positional[index])
+    return host
+
+
+def _pseudo(caller: str) -> bool:
+    return caller.endswith(("::<module>", "::<main>"))
+
+
+def _pseudo_kind(caller: str) -> str:
+    if caller.endswith("::<module>"):
+        return "one-time"
+    return "offline" if caller.endswith("::<main>") else ""
+
+
+def _shown(chain: tuple[str, ...]) -> str:
+    names = [f"`{q}`" for q in chain]
+    if len(names) > _CHAIN_SHOWN:
+        names = names[:2] + ["…"] + names[-(_CHAIN_SHOWN - 3):]
+    return " → ".join(names)

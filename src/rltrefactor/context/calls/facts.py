@@ -1,0 +1,361 @@
+"""What one file tells the call index: its definitions, imports, calls and returns.
+
+Facts depend on the file's text alone (never on its path), so the call index caches
+them by blob hash and re-reads only files whose content changed. They are read with a
+single tree-sitter query per file (matched in C) and one sweep that gives every call,
+assignment and return to the function whose body holds it; definitions and their
+qualified names are those of the file's one definition walk (``syntax.walk_definitions``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ...source import treesitter
+from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
+
+if TYPE_CHECKING:
+    import tree_sitter
+    from tree_sitter import Node
+
+# A call's callee as written: a dotted chain (``self.runner.step``), or ``?.name`` when
+# the receiver is an expression (``super().m``, ``items[0].m``) and only the name is known.
+_CHAIN = re.compile(r"^[A-Za-z_][\w.]*$")
+_HOST_CALL = re.compile(rb"(\.cpu|\.numpy|\.tolist|from_numpy|frombuffer|\.pin_memory)\s*\($|pin_memory\s*=\s*True|device\s*=\s*['\"]cpu['\"]")
+_HOST_NAME = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_HOST_HINT = re.compile(rb"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_WORD = re.compile(rb"[A-Za-z_]\w*")
+_TYPE_NAME = re.compile(r"[A-Za-z_][\w.]*")
+_WRAPPER_TYPES = frozenset("Optional Union typing.Optional typing.Union Final ClassVar Annotated None".split())
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    qualname: str  # Python-style: ``A.f``, ``f.<locals>.g``
+    owner: str  # the class a method belongs to, "" for others
+    parent: str  # the function a nested function is defined in, "" for others
+    decorators: str
+    start_line: int  # 1-based, decorators included
+    end_line: int
+    calls: tuple[str, ...]  # callees as written, see _CHAIN
+    loop_calls: tuple[str, ...]  # the subset made inside a long-running loop
+    params: tuple[tuple[str, str], ...]  # (name, annotation)
+    locals: tuple[tuple[str, str], ...]  # (name, callee of ``name = C()`` or annotation)
+    returns: tuple[str, ...]  # "host", "call:<callee>", "name:<identifier>" or "other"
+    # Every parameter in order ("*" where only keywords follow; ``**kwargs`` left out).
+    parameters: tuple[str, ...] = ()
+    # (callee, arguments) of every call site of a callee that is passed a host value at one
+    # of them at least; arguments in order: "h" (host) or "-" positional, "name=h"/"name=-"
+    # keyword, "*" for an unpacking (what follows it cannot be placed).
+    call_args: tuple[tuple[str, str], ...] = ()
+    name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "name", self.qualname.rpartition(".")[2])
+
+
+@dataclass(frozen=True)
+class ClassFacts:
+    qualname: str
+    bases: tuple[str, ...]
+    attributes: tuple[tuple[str, str], ...]  # (attribute, "call:<callee>" or annotation)
+
+
+@dataclass(frozen=True)
+class FileFacts:
+    functions: tuple[FunctionFacts, ...]
+    classes: tuple[ClassFacts, ...]
+    imports: tuple[tuple[str, str, int], ...]  # (local name, dotted target, relative level)
+    import_calls: tuple[str, ...]  # made when the module is imported (module level, class bodies)
+    main_calls: tuple[str, ...]  # made under ``if __name__ == "__main__":``
+
+
+EMPTY_FACTS = FileFacts((), (), (), (), ())
+
+
+def facts_to_json(facts: FileFacts) -> dict[str, Any]:
+    return {
+        "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
+                       f.params, f.locals, f.returns, f.parameters, f.call_args] for f in facts.functions],
+        "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
+        "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
+    }
+
+
+def facts_from_json(data: dict[str, Any]) -> FileFacts:
+    """The inverse of ``facts_to_json``; raises KeyError, TypeError or ValueError on a bad document."""
+    functions = tuple(
+        FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
+                      tuple(map(str, ps)), _pairs(ca))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca in data["functions"]
+    )
+    classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
+    imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
+    return FileFacts(functions, classes, imports, tuple(data["import_calls"]), tuple(data["main_calls"]))
+
+
+def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(a), str(b)) for a, b in items)
+
+
+_QUERY = """
+(function_definition) @function
+(class_definition) @class
+(call function: (_) @callee)
+(import_statement) @import
+(import_from_statement) @import
+(assignment) @assign
+(return_statement) @return
+(while_statement condition: [(true) (integer) (not_operator)] body: (block) @loop)
+"""
+
+
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def callee_of(node: Node) -> str:
+    text = "".join(_text(node).split())
+    if _CHAIN.match(text):
+        return text
+    name = node.child_by_field_name("attribute") if node.type == "attribute" else None
+    return "?." + _text(name) if name is not None else ""
+
+
+def type_name(annotation: str) -> str:
+    """The class an annotation names: ``Optional["ModelRunner"]`` -> ``ModelRunner``; "" for none."""
+    for found in _TYPE_NAME.findall(annotation):
+        if found not in _WRAPPER_TYPES:
+            return str(found)
+    return ""
+
+
+class _Builder:
+    """Mutable facts of one definition while the sweep fills them."""
+
+    def __init__(self, node: Node, qualname: str, owner: str, parent: str) -> None:
+        self.node, self.qualname, self.owner, self.parent = node, qualname, owner, parent
+        self.calls: list[str] = []
+        self.loop_calls: list[str] = []
+        self.locals: list[tuple[str, str]] = []
+        self.attributes: list[tuple[str, str]] = []
+        self.returns: list[str] = []
+        self.host_names: set[str] = set()
+        self.loops: list[tuple[int, int]] = []
+        self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
+
+
+def read_facts(tree: tree_sitter.Tree) -> FileFacts:
+    """The facts of the file whose tree-sitter ``tree`` is given."""
+    captures = treesitter.captures(_QUERY, tree.root_node)
+    functions, classes, scopes = _definitions(walk_definitions(tree, captures.get("function", []) + captures.get("class", [])))
+    imports = tuple(item for node in captures.get("import", []) for item in _imports(node))
+    events: list[tuple[int, str, Node]] = [(n.start_byte, "loop", n) for n in captures.get("loop", [])]
+    events += [(n.start_byte, "call", n) for n in captures.get("callee", [])]
+    events += [(n.start_byte, "assign", n) for n in captures.get("assign", [])]
+    events += [(n.start_byte, "return", n) for n in captures.get("return", [])]
+    events.sort(key=lambda event: event[0])
+    module = _Builder(tree.root_node, "<module>", "", "")
+    main = _Builder(tree.root_node, "<main>", "", "")
+    main_ranges = [(n.start_byte, n.end_byte) for n in tree.root_node.children if _is_main_block(n)]
+    open_scopes: list[tuple[int, int, _Builder]] = []
+    position = 0
+    for byte, kind, node in events:
+        while position < len(scopes) and scopes[position][0] <= byte:
+            open_scopes.append(scopes[position])
+            position += 1
+        while open_scopes and open_scopes[-1][1] <= byte:
+            open_scopes.pop()
+        if open_scopes:
+            owner = open_scopes[-1][2]
+        else:
+            owner = main if any(start <= byte < end for start, end in main_ranges) else module
+        _record(owner, kind, node, byte)
+    facts = tuple(_function_facts(b) for b in functions)
+    class_facts = tuple(ClassFacts(b.qualname, _bases(b.node), tuple(b.attributes)) for b in classes)
+    return FileFacts(facts, class_facts, imports, tuple(module.calls), tuple(main.calls))
+
+
+def _definitions(defs: DefinitionMap) -> tuple[list[_Builder], list[_Builder], list[tuple[int, int, _Builder]]]:
+    """Builders of every function and class of the file's definition walk, with its
+    qualified names, and the byte range of each body (a call in a definition's header
+    belongs to the scope around it). A method's ``parent`` is "": its class stands between."""
+    functions: list[_Builder] = []
+    classes: list[_Builder] = []
+    scopes: list[tuple[int, int, _Builder]] = []
+    for site in defs.sites:
+        is_function = site.definition.kind == "function"
+        parent = site.parent.definition.qualname if is_function and site.owner is None and site.parent is not None else ""
+        builder = _Builder(site.node, site.definition.qualname, site.owner or "", parent)
+        (functions if is_function else classes).append(builder)
+        body = site.node.child_by_field_name("body")
+        if body is not None:
+            scopes.append((body.start_byte, body.end_byte, builder))
+    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
+    return functions, classes, scopes
+
+
+def _record(owner: _Builder, kind: str, node: Node, byte: int) -> None:
+    if kind == "loop":
+        if owner.node.type == "function_definition" and _waits(node):
+            owner.loops.append((node.start_byte, node.end_byte))
+    elif kind == "call":
+        callee = callee_of(node)
+        if callee:
+            owner.calls.append(callee)
+            if any(start <= byte < end for start, end in owner.loops):
+                owner.loop_calls.append(callee)
+            arguments = node.parent.child_by_field_name("arguments") if node.parent is not None else None
+            owner.call_sites.append((callee, _arguments(arguments, owner) if arguments is not None else ""))
+    elif kind == "assign":
+        _record_assignment(owner, node)
+    elif owner.node.type == "function_definition":
+        owner.returns.append(_return_kind(owner, node))
+
+
+def _arguments(arguments: Node, owner: _Builder) -> str:
+    """The host-ness of each argument of one call (see ``FunctionFacts.call_args``); ""
+    where no argument can be a host value (most calls: a text test skips them)."""
+    text = arguments.text or b""
+    if not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or (owner.host_names and _names_any(text, owner.host_names))):
+        return ""
+    items = []
+    for argument in arguments.named_children:
+        if argument.type in ("list_splat", "dictionary_splat"):
+            items.append("*")
+        elif argument.type == "keyword_argument":
+            value = argument.child_by_field_name("value")
+            host = value is not None and _is_host(value, owner)
+            items.append(f"{_text(argument.child_by_field_name('name'))}={'h' if host else '-'}")
+        elif argument.type != "comment":
+            items.append("h" if _is_host(argument, owner) else "-")
+    return ",".join(items)
+
+
+def _names_any(text: bytes, names: set[str]) -> bool:
+    return any(word.decode("utf-8", "replace") in names for word in _WORD.findall(text))
+
+
+def _waits(body: Node) -> bool:
+    """A loop that waits for work: it awaits, or reads a queue."""
+    text = body.text or b""
+    return b"await " in text or b".get(" in text or b".get_nowait(" in text or b".recv" in text
+
+
+def _record_assignment(owner: _Builder, node: Node) -> None:
+    left, right, annotation = (node.child_by_field_name(f) for f in ("left", "right", "type"))
+    if left is None:
+        return
+    value = ""
+    if right is not None and right.type == "call":
+        function = right.child_by_field_name("function")
+        value = "call:" + callee_of(function) if function is not None else ""
+    elif annotation is not None:
+        value = type_name(_text(annotation))
+    if value == "call:":
+        value = ""
+    in_function = owner.node.type == "function_definition"
+    if left.type == "identifier":
+        name = _text(left)
+        if right is not None and _is_host(right, owner):
+            owner.host_names.add(name)
+        if value:
+            (owner.locals if in_function else owner.attributes).append((name, value))
+    elif left.type == "attribute" and value and in_function and _text(left.child_by_field_name("object")) == "self":
+        # ``self.x = C()`` types ``x`` for the whole class; the index gathers these per class.
+        owner.locals.append(("self." + _text(left.child_by_field_name("attribute")), value))
+
+
+def _is_host(value: Node, owner: _Builder) -> bool:
+    if value.type == "call":
+        function = value.child_by_field_name("function")
+        arguments = value.child_by_field_name("arguments")
+        head = (function.text or b"") + b"(" if function is not None else b""
+        return bool(_HOST_CALL.search(head) or (arguments is not None and _HOST_CALL.search(arguments.text or b"")))
+    if value.type == "identifier":
+        name = _text(value)
+        return name in owner.host_names or bool(_HOST_NAME.search(name))
+    return False
+
+
+def _return_kind(owner: _Builder, node: Node) -> str:
+    value = node.named_children[0] if node.named_children else None
+    if value is None or value.type == "none":
+        return "none"
+    if _is_host(value, owner):
+        return "host"
+    if value.type == "call":
+        function = value.child_by_field_name("function")
+        callee = callee_of(function) if function is not None else ""
+        return "call:" + callee if callee else "other"
+    if value.type == "identifier":
+        name = _text(value)
+        assigned = [v for n, v in owner.locals if n == name]
+        if len(assigned) == 1 and assigned[0].startswith("call:"):
+            return assigned[0]
+        return "name:" + name
+    return "other"
+
+
+def _function_facts(builder: _Builder) -> FunctionFacts:
+    node = builder.node
+    decorated = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else None
+    decorators = " ".join(_text(c) for c in decorated.children if c.type == "decorator") if decorated is not None else ""
+    params: list[tuple[str, str]] = []
+    parameters = node.child_by_field_name("parameters")
+    for parameter in parameters.named_children if parameters is not None else ():
+        annotation = parameter.child_by_field_name("type")
+        if annotation is None:
+            continue
+        name = parameter.child_by_field_name("name") or next((c for c in parameter.named_children if c.type == "identifier"), None)
+        if name is not None:
+            params.append((_text(name), type_name(_text(annotation))))
+    start = (decorated or node).start_point[0] + 1
+    passed_host = {callee for callee, arguments in builder.call_sites if "h" in arguments}
+    return FunctionFacts(
+        builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
+        tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
+        parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
+    )
+
+
+def _bases(node: Node) -> tuple[str, ...]:
+    superclasses = node.child_by_field_name("superclasses")
+    if superclasses is None:
+        return ()
+    return tuple(callee_of(c) for c in superclasses.named_children if c.type in ("identifier", "attribute"))
+
+
+def _imports(node: Node) -> list[tuple[str, str, int]]:
+    found: list[tuple[str, str, int]] = []
+    if node.type == "import_statement":
+        for child in node.named_children:
+            if child.type == "aliased_import":
+                found.append((_text(child.child_by_field_name("alias")), _text(child.child_by_field_name("name")), 0))
+            elif child.type == "dotted_name":
+                dotted = _text(child)
+                found.append((dotted.split(".")[0], dotted.split(".")[0], 0))
+                if "." in dotted:
+                    found.append((dotted, dotted, 0))
+        return found
+    module = node.child_by_field_name("module_name")
+    source = _text(module)
+    level = len(source) - len(source.lstrip("."))
+    base = source.lstrip(".")
+    for child in node.children_by_field_name("name"):
+        name_node = child.child_by_field_name("name") if child.type == "aliased_import" else child
+        alias_node = child.child_by_field_name("alias") if child.type == "aliased_import" else child
+        name = _text(name_node)
+        found.append((_text(alias_node), f"{base}.{name}" if base else name, level))
+    return found
+
+
+def _is_main_block(node: Node) -> bool:
+    if node.type != "if_statement":
+        return False
+    condition = _text(node.child_by_field_name("condition"))
+    return "__name__" in condition and "__main__" in condition

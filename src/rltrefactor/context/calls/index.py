@@ -1,0 +1,399 @@
+"""The call index: where each function of the repository runs, proven by who calls it.
+
+A stage of its own, built once per review over every Python file of the repository at
+the reviewed revision, told to the reviewed files. Each file's facts (``callfacts``)
+are cached on disk by blob hash, and the summaries of every file (which names it
+defines and calls) in one pack, so a review parses only the files whose content the
+cache has not seen, and reads whole only the files on the call chains that reach the
+reviewed functions (``callcontexts``: contexts are worked out from the callee's side,
+by name, never by resolving every call of the repository). Each function gets a
+context with the call chain as evidence:
+
+- *per-step* when a per-step root reaches it: ``forward``/``__call__`` of a class, a
+  step/decode/execute name (``hot-functions``), a compiled or inference-mode function,
+  the body of a long-running loop (``while True:`` that awaits or reads a queue), a
+  closure returned by a cached factory (it runs on every call of what was built);
+- *one-time* or *offline* when it is one by construction (``__init__``, a cached
+  function, a file under ``test-paths``/``cold-paths``), or when only such code calls
+  it, so far as every call in the repository shows;
+- otherwise no verdict: the per-file execution map keeps its own.
+
+A name word (``dummy``, ``warmup``, ``test``) is evidence of last resort: a call chain
+from a per-step root outranks it. Beside contexts, the index knows which functions
+return host tensors only (``torch.from_numpy``, ``.cpu()``, ...), so that ``x = f()``
+in another module is a host value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import marshal
+import os
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping
+
+from ... import code_stamp
+from .contexts import CallContexts
+from .facts import EMPTY_FACTS, FileFacts, facts_from_json, facts_to_json, read_facts
+from .links import FileSummary, Repository, summary_of
+from ...config import Config
+from ...library.globs import matches
+from ...change.git import run
+from ...errors import GitError
+from ...config import names_for
+from ...source.syntax import parse_fresh, parse_tree
+from ...types import ChangeSet
+
+if TYPE_CHECKING:
+    from tree_sitter import Tree
+
+_FORMAT = "2"
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
+_MAX_BYTES = 2 * 1024 * 1024
+_PACK_BLOBS = 200_000  # summaries one pack keeps across revisions (a few MB)
+_PACK_STALE = 0.02  # share of a revision's blobs the pack may miss before it is written again
+
+
+@dataclass(frozen=True)
+class FileContexts:
+    """The index's verdicts for one file: what the per-file execution map is told."""
+
+    path: str
+    functions: tuple[tuple[str, str, str], ...]  # (qualname, kind, evidence); functions with a verdict only
+    host_calls: frozenset[str]  # callees as written in the functions told that return host tensors only
+    host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor
+
+    @cached_property
+    def _by_name(self) -> dict[str, tuple[str, str]]:
+        return {qualname: (kind, evidence) for qualname, kind, evidence in self.functions}
+
+    def verdict(self, qualname: str) -> tuple[str, str] | None:
+        """(kind, evidence) the index proves for the function, or None."""
+        return self._by_name.get(qualname)
+
+    @cached_property
+    def digest(self) -> str:
+        """Changes whenever what the file is told does (a result-cache key part)."""
+        return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params))).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CallIndex:
+    files: Mapping[str, FileContexts] = field(default_factory=dict)
+    parsed: int = 0  # files whose facts were read from source this time, not from the cache
+    indexed: int = 0  # Python files the index covers
+
+    def for_file(self, path: str) -> FileContexts | None:
+        return self.files.get(path)
+
+
+def build_index(
+    change: ChangeSet, config: Config, cache_dir: str | None, paths: Iterable[str] | None = None,
+    lines: Mapping[str, Collection[int]] | None = None, tree_of: Callable[[str, str], Tree | None] | None = None,
+) -> CallIndex:
+    """The index of the repository ``change`` is read from, at its head revision, told
+    to ``paths`` (None: every Python file of the repository): about the functions that
+    hold one of the path's ``lines`` (None, or a path not in it: every function).
+
+    ``tree_of(path, text)``: the reviewer's own parse of a reviewed file, when it has one,
+    so that the file is parsed once. ``cache_dir`` None: no disk cache. A repository that cannot be listed gives an
+    empty index (every function keeps the per-file verdict)."""
+    root = change.repo_root
+    if root is None:
+        return CallIndex()
+    try:
+        blobs = list_blobs(root, change.head.kind, change.head.ref)
+    except GitError:
+        return CallIndex()
+    told = sorted(blobs) if paths is None else sorted(set(paths) & blobs.keys())
+    store = _FactsCache(cache_dir) if cache_dir is not None else None
+    # The same files, settings and questions give the same index: a re-run reads it whole.
+    asked = {path: sorted(lines[path]) for path in told if path in lines} if lines is not None else {}
+    key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.test_paths, config.cold_paths)).encode()).hexdigest()
+    known = store.get_index(key) if store is not None else None
+    if known is not None:
+        return known
+    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of)
+    index = _told(Repository(facts.summaries(), facts.load), config, told, asked)
+    index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
+    if store is not None:
+        store.put_index(key, index)
+    return index
+
+
+def _told(repository: Repository, config: Config, paths: Iterable[str], lines: Mapping[str, Collection[int]] | None = None) -> CallIndex:
+    offline = lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)  # noqa: E731
+    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline)
+    files: dict[str, FileContexts] = {}
+    for path in paths:
+        verdicts = []
+        asked = sorted(_asked(repository, path, (lines or {}).get(path)))
+        for function_id in asked:
+            verdict = contexts.context(function_id)
+            if verdict is not None:
+                verdicts.append((function_id.partition("::")[2], *verdict))
+        host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
+        files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params))
+    return CallIndex(files, indexed=len(repository.paths))
+
+
+def _asked(repository: Repository, path: str, lines: Collection[int] | None) -> list[str]:
+    """The functions of ``path`` that hold one of ``lines`` (an enclosing function holds
+    the lines of its nested ones); every function where ``lines`` is None."""
+    found = []
+    for function in repository.facts(path).functions:
+        if lines is None or any(function.start_line <= line <= function.end_line for line in lines):
+            found.append(f"{path}::{function.qualname}")
+    return found
+
+
+# --- What the revision holds: path -> blob id ------------------------------------------------
+
+
+def list_blobs(root: str, kind: str, ref: str | None) -> dict[str, str]:
+    """Python files of the repository at ``kind`` ("git" at ``ref``, "index" or
+    "worktree"), each with its git blob id (the hash of its content)."""
+    if kind == "git" and ref:
+        return _tree_blobs(run(root, "ls-tree", "-r", "-z", "--full-tree", ref), "\t")
+    if not _is_git(root):
+        return {path: blob_id(data) for path, data in _walked(root)}
+    staged = _index_blobs(run(root, "ls-files", "-s", "-z"))
+    if kind == "index":
+        return staged
+    changed = run(root, "diff", "--name-only", "-z").decode("utf-8", "surrogateescape").split("\0")
+    untracked = run(root, "ls-files", "--others", "--exclude-standard", "-z").decode("utf-8", "surrogateescape").split("\0")
+    for path in {p for p in changed + untracked if _is_python(p)}:
+        data = _read_file(root, path)
+        if data is None:
+            staged.pop(path, None)
+        else:
+            staged[path] = blob_id(data)
+    return staged
+
+
+def blob_id(data: bytes) -> str:
+    """The id git gives a blob with this content."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _tree_blobs(listing: bytes, separator: str) -> dict[str, str]:
+    blobs: dict[str, str] = {}
+    for entry in listing.decode("utf-8", "surrogateescape").split("\0"):
+        header, _, path = entry.partition(separator)
+        fields = header.split()
+        if len(fields) >= 3 and fields[1] == "blob" and not fields[0].startswith("120") and _is_python(path):
+            blobs[path] = fields[2]
+    return blobs
+
+
+def _index_blobs(listing: bytes) -> dict[str, str]:
+    blobs: dict[str, str] = {}
+    for entry in listing.decode("utf-8", "surrogateescape").split("\0"):
+        header, _, path = entry.partition("\t")
+        fields = header.split()
+        if len(fields) >= 2 and _is_python(path) and not fields[0].startswith("120"):  # not a symlink
+            blobs[path] = fields[1]
+    return blobs
+
+
+def _is_python(path: str) -> bool:
+    return path.endswith(".py")
+
+
+def _is_git(root: str) -> bool:
+    try:
+        return run(root, "rev-parse", "--is-inside-work-tree").strip() == b"true"
+    except GitError:
+        return False
+
+
+def _read_file(root: str, path: str) -> bytes | None:
+    try:
+        with open(os.path.join(root, path), "rb") as handle:
+            return handle.read(_MAX_BYTES + 1)
+    except OSError:
+        return None
+
+
+def _walked(root: str) -> Iterable[tuple[str, bytes]]:
+    for directory, names, files in os.walk(root):
+        names[:] = sorted(n for n in names if n not in _SKIP_DIRS and not n.startswith("."))
+        for name in sorted(files):
+            if _is_python(name):
+                path = os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/")
+                data = _read_file(root, path)
+                if data is not None:
+                    yield path, data
+
+
+# --- Facts by blob, from the cache or parsed -------------------------------------------------
+
+
+class _Facts:
+    """Every path's summary up front, and a path's facts when asked: from the cache by
+    blob, else parsed from the blob's content (and cached). Files of the same content are
+    read once. The summaries of a revision come from one pack (``_FactsCache``), so that a
+    review after a small change reads one cache entry, not one per file."""
+
+    def __init__(
+        self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = (),
+        tree_of: Callable[[str, str], Tree | None] | None = None,
+    ) -> None:
+        self.root, self.blobs, self.store = root, blobs, store
+        self.reviewed = frozenset(reviewed)  # the reviewer parses them too: their trees are shared
+        self.tree_of = tree_of
+        self.parsed = 0  # distinct blobs parsed this time
+        self._by_blob: dict[str, FileFacts] = {}
+
+    def summaries(self) -> dict[str, FileSummary]:
+        packed = self.store.get_summaries() if self.store is not None else {}
+        missing = {path: blob for path, blob in self.blobs.items() if blob not in packed}
+        if missing:
+            for path, blob in missing.items():
+                cached = self.store.get(blob) if self.store is not None else None
+                if cached is not None:
+                    self._by_blob[blob] = cached
+            self._parse({p: b for p, b in missing.items() if b not in self._by_blob})
+            for blob in missing.values():
+                packed[blob] = summary_of(self._by_blob[blob])
+            # A few blobs missing (a small change) are read from their facts next time too:
+            # rewriting the pack would cost more than that.
+            if self.store is not None and len(missing) > len(self.blobs) * _PACK_STALE:
+                self.store.put_summaries(packed, set(self.blobs.values()))
+        return {path: packed[blob] for path, blob in self.blobs.items()}
+
+    def load(self, path: str) -> FileFacts:
+        blob = self.blobs[path]
+        found = self._by_blob.get(blob) or (self.store.get(blob) if self.store is not None else None)
+        if found is None:
+            self._parse({path: blob})
+            return self._by_blob[blob]
+        self._by_blob[blob] = found
+        return found
+
+    def _parse(self, missing: Mapping[str, str]) -> None:
+        contents = _contents(self.root, missing)
+        for path, blob in missing.items():
+            if blob in self._by_blob:
+                continue
+            data = contents.get(path)
+            if data is None or len(data) > _MAX_BYTES or b"\0" in data[:8192]:
+                self._by_blob[blob] = EMPTY_FACTS  # unreadable, too large or binary: defines nothing
+                continue
+            text = data.decode("utf-8", "replace")
+            self._by_blob[blob] = read_facts(self._tree(path, text))
+            self.parsed += 1
+            if self.store is not None:
+                self.store.put(blob, self._by_blob[blob])
+
+
+    def _tree(self, path: str, text: str) -> Tree:
+        if path not in self.reviewed:
+            return parse_fresh(text)
+        shared = self.tree_of(path, text) if self.tree_of is not None else None
+        return shared if shared is not None else parse_tree(text)
+
+
+def _contents(root: str, missing: Mapping[str, str]) -> dict[str, bytes]:
+    """Content of each missing blob: from git's object store, else from the file on disk."""
+    if not missing:
+        return {}
+    found: dict[str, bytes] = {}
+    try:
+        out = run(root, "cat-file", "--batch", input_bytes="".join(f"{b}\n" for b in missing.values()).encode())
+    except GitError:
+        out = b""
+    position = 0
+    for path in missing:
+        if position >= len(out):
+            break
+        header_end = out.index(b"\n", position)
+        header = out[position:header_end].split()
+        position = header_end + 1
+        if len(header) >= 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[path] = out[position : position + size]
+            position += size + 1
+    for path in missing.keys() - found.keys():  # worktree content git has not stored
+        data = _read_file(root, path)
+        if data is not None:
+            found[path] = data
+    return found
+
+
+class _FactsCache:
+    """One JSON document per blob, under the tool's cache directory; written to a
+    temporary file and renamed into place, so a reader never sees half an entry."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory = Path(directory) / f"callindex-v{_FORMAT}" / code_stamp()[:16]
+        # marshal is the fastest reader of plain tuples; its format follows the interpreter.
+        self._pack = self.directory / f"summaries-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
+
+    def _entry(self, blob: str) -> Path:
+        return self.directory / blob[:2] / f"{blob}.json"
+
+    def get(self, blob: str) -> FileFacts | None:
+        try:
+            with open(self._entry(blob), encoding="utf-8") as handle:
+                return facts_from_json(json.load(handle))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None  # missing or unreadable: parse again
+
+    def put(self, blob: str, facts: FileFacts) -> None:
+        _write(self._entry(blob), facts_to_json(facts))
+
+    def get_summaries(self) -> dict[str, FileSummary]:
+        try:
+            with open(self._pack, "rb") as handle:
+                data = marshal.load(handle)
+            return {blob: FileSummary(tuple(n), tuple(m), frozenset(c)) for blob, (n, m, c) in data.items()}
+        except (OSError, EOFError, ValueError, TypeError):
+            return {}  # missing or unreadable: summaries come from the facts
+
+    def put_summaries(self, summaries: Mapping[str, FileSummary], current: set[str]) -> None:
+        """Keeps the current revision's blobs, and older ones while the pack stays small."""
+        kept = summaries if len(summaries) <= _PACK_BLOBS else {b: s for b, s in summaries.items() if b in current}
+        # Interned, a name the files share is written once and read back as one object.
+        data = {
+            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, s.called)))
+            for blob, s in kept.items()
+        }
+        _write_bytes(self._pack, marshal.dumps(data))
+
+    def get_index(self, key: str) -> CallIndex | None:
+        try:
+            with open(self.directory / "index" / f"{key}.json", encoding="utf-8") as handle:
+                data = json.load(handle)
+            files = {
+                path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)),
+                                   frozenset((str(q), str(p)) for q, p in params))
+                for path, (functions, calls, params) in data["files"].items()
+            }
+            return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_index(self, key: str, index: CallIndex) -> None:
+        files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params)] for path, told in index.files.items()}
+        _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
+
+
+def _write(entry: Path, document: object) -> None:
+    _write_bytes(entry, json.dumps(document, separators=(",", ":")).encode())
+
+
+def _write_bytes(entry: Path, data: bytes) -> None:
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temp, entry)
+    except OSError:
+        return  # a cache that cannot be written only costs speed

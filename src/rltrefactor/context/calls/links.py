@@ -1,0 +1,311 @@
+"""Calls resolved across the repository, in both directions: what a function calls, and
+every call in the repository that may reach a function (by its name).
+
+A function is named ``path::qualname``; ``path::<module>`` stands for what runs when the
+module is imported and ``path::<main>`` for its ``if __name__ == "__main__":`` block.
+A callee as written resolves, in this order, through: the function's own nested
+functions; ``self.m()``/``cls.m()`` in its class and bases; ``self.x.m()`` where the
+class types ``x`` (``self.x = C()`` or ``x: C``); a local or parameter typed by an
+assignment (``w = C()``) or an annotation; the module's functions, classes and imports
+(``from x import f``, ``import x as y; y.f()``, re-exports followed); and, for a method
+call no rule resolved, the one method of the repository with that name, where there is
+only one and the name is not one that builtin containers also have.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping, NamedTuple
+
+from .facts import ClassFacts, FileFacts, FunctionFacts, type_name
+
+# Bounds on following names through the repository: they stop import and inheritance
+# cycles, and real chains are far shorter (a re-export rarely passes more than two modules).
+MAX_REEXPORTS = 6  # modules an imported name is followed through
+MAX_BASE_CLASSES = 8  # levels of base classes searched for a method
+
+
+@dataclass(frozen=True)
+class FileSummary:
+    """What the index needs of every file before it reads any file whole: which names the
+    file defines and which it calls. Small enough to keep one pack of them per repository."""
+
+    names: tuple[str, ...]  # the last part of every function's qualname
+    methods: tuple[str, ...]  # the same for methods that are not dunders, once per definition
+    called: frozenset[str]  # the last part of every callee the file writes, module level included
+
+
+def summary_of(facts: FileFacts) -> FileSummary:
+    called = {callee.rpartition(".")[2] for f in facts.functions for callee in f.calls}
+    called.update(callee.rpartition(".")[2] for callee in facts.import_calls + facts.main_calls)
+    return FileSummary(
+        tuple(f.name for f in facts.functions),
+        tuple(f.name for f in facts.functions if f.owner and not f.name.startswith("__")),
+        frozenset(called),
+    )
+
+
+class Caller(NamedTuple):
+    """One call seen from the callee's side."""
+
+    caller: str  # function id, or ``path::<module>``/``path::<main>``
+    callee: str  # as written
+    target: str | None  # the function id it resolves to; None where no rule resolves it
+    in_loop: bool  # made inside the caller's long-running loop
+
+
+# Method names builtin containers, strings and compiled patterns also have: a call by such
+# a name (``_PATTERN.match(k)``) proves nothing about a method of the repository.
+_COMMON_METHODS = frozenset(
+    name for kind in (dict, list, set, str, bytes, tuple, frozenset, re.Pattern, re.Match)
+    for name in dir(kind) if not name.startswith("_")
+) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split())
+
+
+class Repository:
+    """Every file's facts, read only where a question needs them, with names resolved
+    across files on demand.
+
+    ``summaries`` (every path's ``FileSummary``) are all that is read up front: they say
+    which names exist and which files call a name, so that the callers of a function are
+    found by reading only the files that write its name. ``load`` gives a path's facts."""
+
+    def __init__(self, summaries: Mapping[str, FileSummary], load: Callable[[str], FileFacts]) -> None:
+        self.paths = tuple(sorted(summaries))
+        self._load = load
+        self._facts: dict[str, FileFacts] = {}
+        self._functions: dict[str, dict[str, FunctionFacts]] = {}  # path -> qualname -> facts
+        self._classes: dict[str, dict[str, ClassFacts]] = {}  # path -> qualname -> facts
+        self._imports: dict[str, dict[str, str]] = {}  # path -> local name -> absolute dotted target
+        self._attributes: dict[tuple[str, str], dict[str, str]] = {}  # (path, class) -> attribute -> written type
+        self._modules: dict[str, list[str]] = {}  # dotted module name (and each suffix) -> paths
+        self._summaries = summaries
+        methods: dict[str, list[str]] = {}
+        self._names: set[str] = set()
+        for path in self.paths:
+            summary = summaries[path]
+            self._names.update(summary.names)
+            for name in summary.methods:
+                methods.setdefault(name, []).append(path)
+            parts = _module_of(path).split(".")
+            for start in range(len(parts)):
+                self._modules.setdefault(".".join(parts[start:]), []).append(path)
+        # A method name defined once in the repository -> the file that defines it.
+        self._unique = {name: paths[0] for name, paths in methods.items() if len(paths) == 1 and name not in _COMMON_METHODS}
+        self._known = frozenset(self.paths)
+        self._edges: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._callers: dict[str, tuple[Caller, ...]] = {}
+        # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
+        self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
+
+    # -- facts, read on demand ----------------------------------------------------------------
+
+    def facts(self, path: str) -> FileFacts:
+        found = self._facts.get(path)
+        if found is None:
+            found = self._facts[path] = self._load(path)
+            self._functions[path] = {f.qualname: f for f in found.functions}
+            self._classes[path] = {c.qualname: c for c in found.classes}
+            self._imports[path] = {name: _absolute(target, level, path) for name, target, level in found.imports}
+            for function in found.functions:
+                for name, value in function.locals:
+                    if name.startswith("self.") and function.owner:
+                        self._attributes.setdefault((path, function.owner), {}).setdefault(name[5:], value)
+            for class_facts in found.classes:
+                for name, value in class_facts.attributes:
+                    self._attributes.setdefault((path, class_facts.qualname), {}).setdefault(name, value)
+            self._written[path] = _calls_by_name(found)
+        return found
+
+    def function(self, function_id: str) -> FunctionFacts | None:
+        path, _, qualname = function_id.partition("::")
+        if path not in self._functions:
+            if path not in self._known:
+                return None
+            self.facts(path)
+        return self._functions[path].get(qualname)
+
+    def functions_in(self, path: str) -> tuple[str, ...]:
+        return tuple(f"{path}::{f.qualname}" for f in self.facts(path).functions)
+
+    # -- calls -------------------------------------------------------------------------------
+
+    def calls(self, function_id: str) -> tuple[tuple[str, str], ...]:
+        """(callee as written, resolved function id) for each call of the function that resolves."""
+        found = self._edges.get(function_id)
+        if found is None:
+            path, _, _ = function_id.partition("::")
+            function = self.function(function_id)
+            resolved = []
+            for callee in dict.fromkeys(function.calls if function is not None else ()):
+                target = self._resolve(path, function, callee)
+                if target is not None:
+                    resolved.append((callee, target))
+            found = self._edges[function_id] = tuple(resolved)
+        return found
+
+    def callers(self, name: str) -> tuple[Caller, ...]:
+        """Every call in the repository whose callee's last part is ``name``, resolved or not;
+        import-time and ``__main__`` calls of a file come from ``path::<module>``/``path::<main>``."""
+        found = self._callers.get(name)
+        if found is None:
+            calls: list[Caller] = []
+            # A membership test per file, when a name is first asked, costs less than an
+            # inverted index of every call of the repository built up front.
+            for path in (p for p in self.paths if name in self._summaries[p].called):
+                self.facts(path)
+                for caller, function, callee, in_loop in self._written[path].get(name, ()):
+                    calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop))
+            found = self._callers[name] = tuple(calls)
+        return found
+
+    def _resolve(self, path: str, function: FunctionFacts | None, callee: str) -> str | None:
+        if callee.rpartition(".")[2] not in self._names:  # most calls go to other packages
+            return None
+        parts = callee.split(".")
+        found = self._resolve_chain(path, function, parts) if parts[0] != "?" else None
+        if found is not None or len(parts) < 2:
+            return found
+        head = parts[0]
+        head_known = head not in ("?", "self", "cls") and (head in self._imports[path] or self._name(path, function, head) is not None)
+        return None if head_known else self._unique_method(parts[-1])
+
+    def _unique_method(self, name: str) -> str | None:
+        """The one method of the repository named ``name``, where there is only one."""
+        path = self._unique.get(name)
+        for function in self.facts(path).functions if path is not None else ():
+            if function.name == name and function.owner:
+                return f"{path}::{function.qualname}"
+        return None
+
+    def _resolve_chain(self, path: str, function: FunctionFacts | None, parts: list[str]) -> str | None:
+        head, rest = parts[0], parts[1:]
+        if head in ("self", "cls") and function is not None and function.owner:
+            cls: tuple[str, str] | None = (path, function.owner)
+            for attribute in rest[:-1]:
+                cls = self._attribute_class(cls, attribute) if cls is not None else None
+            return self._method(cls, rest[-1]) if cls is not None and rest else None
+        typed = self._local_class(path, function, head) if rest else None
+        if typed is not None:
+            return self._method(typed, rest[0]) if len(rest) == 1 else None
+        target = self._name(path, function, head)
+        return self._member(target, rest) if target is not None else None
+
+    def _member(self, target: tuple[str, str, str], rest: list[str], depth: int = 0) -> str | None:
+        kind, path, name = target
+        if not rest:
+            return f"{path}::{name}" if kind == "function" else None
+        if kind == "class":
+            return self._method((path, name), rest[0]) if len(rest) == 1 else None
+        if kind == "module":
+            inner = self._top_level(path, rest[0], depth + 1)
+            return self._member(inner, rest[1:], depth + 1) if inner is not None else None
+        return None
+
+    # -- names -------------------------------------------------------------------------------
+
+    def _name(self, path: str, function: FunctionFacts | None, name: str) -> tuple[str, str, str] | None:
+        """("function" | "class" | "module", path, qualname or "") that ``name`` means in the scope."""
+        scope = function
+        while scope is not None:
+            nested = f"{scope.qualname}.<locals>.{name}"
+            if self.function(f"{path}::{nested}") is not None:
+                return ("function", path, nested)
+            scope = self.function(f"{path}::{scope.parent}") if scope.parent else None
+        return self._top_level(path, name)
+
+    def _top_level(self, path: str, name: str, depth: int = 0) -> tuple[str, str, str] | None:
+        if self.function(f"{path}::{name}") is not None:
+            return ("function", path, name)
+        if name in self._classes.get(path, {}):
+            return ("class", path, name)
+        target = self._imports.get(path, {}).get(name)
+        return self._lookup(target, depth + 1) if target is not None and depth < MAX_REEXPORTS else None
+
+    def _lookup(self, dotted: str, depth: int) -> tuple[str, str, str] | None:
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            paths = self._modules.get(".".join(parts[:end]), [])
+            if len(paths) == 1:
+                module: tuple[str, str, str] = ("module", paths[0], "")
+                found: tuple[str, str, str] | None = module
+                for name in parts[end:]:
+                    found = self._inside(found, name, depth) if found is not None else None
+                return found
+        return None
+
+    def _inside(self, target: tuple[str, str, str], name: str, depth: int) -> tuple[str, str, str] | None:
+        kind, path, qualname = target
+        if kind == "module":
+            return self._top_level(path, name, depth)
+        if kind == "class" and self.function(f"{path}::{qualname}.{name}") is not None:
+            return ("function", path, f"{qualname}.{name}")
+        return None
+
+    def _method(self, cls: tuple[str, str], name: str, depth: int = 0) -> str | None:
+        path, qualname = cls
+        if self.function(f"{path}::{qualname}.{name}") is not None:
+            return f"{path}::{qualname}.{name}"
+        facts = self._classes.get(path, {}).get(qualname)
+        for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
+            found = self._class_named(path, None, base)
+            if found is not None:
+                method = self._method(found, name, depth + 1)
+                if method is not None:
+                    return method
+        return None
+
+    def _class_named(self, path: str, function: FunctionFacts | None, written: str) -> tuple[str, str] | None:
+        name = type_name(written[5:] if written.startswith("call:") else written)
+        if not name:
+            return None
+        parts = name.split(".")
+        found = self._name(path, function, parts[0])
+        for part in parts[1:]:
+            found = self._inside(found, part, 0) if found is not None else None
+        return (found[1], found[2]) if found is not None and found[0] == "class" else None
+
+    def _attribute_class(self, cls: tuple[str, str], attribute: str) -> tuple[str, str] | None:
+        written = self._attributes.get(cls, {}).get(attribute)
+        return self._class_named(cls[0], None, written) if written else None
+
+    def _local_class(self, path: str, function: FunctionFacts | None, name: str) -> tuple[str, str] | None:
+        if function is None:
+            return None
+        written = [v for n, v in function.locals if n == name] + [t for n, t in function.params if n == name]
+        if len(set(written)) != 1:  # assigned two ways: no one class
+            return None
+        return self._class_named(path, function, written[0])
+
+
+def _calls_by_name(facts: FileFacts) -> dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]:
+    """The file's distinct calls of each function (and of import time, ``__main__``), by
+    the last part of the callee."""
+    by_name: dict[str, list[tuple[str, FunctionFacts | None, str, bool]]] = {}
+    for pseudo, callees in (("<module>", facts.import_calls), ("<main>", facts.main_calls)):
+        for callee in dict.fromkeys(callees):
+            by_name.setdefault(callee.rpartition(".")[2], []).append((pseudo, None, callee, False))
+    for function in facts.functions:
+        loop_calls = set(function.loop_calls)
+        for callee in dict.fromkeys(function.calls):
+            by_name.setdefault(callee.rpartition(".")[2], []).append((function.qualname, function, callee, callee in loop_calls))
+    return by_name
+
+
+def _module_of(path: str) -> str:
+    stem = path[:-3] if path.endswith(".py") else path
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _absolute(target: str, level: int, path: str) -> str:
+    if not level:
+        return target
+    package = _module_of(path).split(".")
+    if not path.endswith("__init__.py"):
+        package = package[:-1]
+    base = package[: len(package) - (level - 1)] if level > 1 else package
+    return ".".join([*base, target]) if target else ".".join(base)

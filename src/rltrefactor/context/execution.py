@@ -1,0 +1,306 @@
+"""Where code runs: every function of a file is per-step, one-time, offline or unknown.
+
+A stage of its own, after parsing and before matching. It reads the file's tree-sitter
+tree and its definition walk (``syntax.walk_definitions``), both held by the file's
+``FileModel``, never LibCST. Every verdict carries its evidence, read from the code:
+
+- *per-step*: ``forward``/``__call__`` of a class, functions named by a per-step verb
+  (``hot-functions``), kernels (``@torch.compile``, ``@triton.jit``), functions run
+  under ``torch.inference_mode``/``no_grad``, and every function of the file that one
+  of those calls (``self.m()`` in the same class, ``f()`` in the same module);
+- *one-time*: construction, loading, warm-up, capture, compile, registration and
+  teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
+  functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``) or that
+  the file registers as state-dict hooks (``checkpoint-hook-registrations``), private
+  helpers that only one-time functions of the file call, and public methods that only
+  one-time methods of their class call through ``self``, each keeping what it returns;
+- *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples, a
+  script's ``main`` and private module-level functions nothing in the file mentions —
+  and everything in files under ``cold-paths``;
+- *unknown*: none of these. Device-residency rules apply to per-step and unknown code.
+
+Statement-level one-time code (``if not self._initialized:``) is recognised where the
+matchers ask, in ``matchers.context``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ..config import NOTHING_DECLARED, Declared
+from ..source.functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
+from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, registered_names, text_of
+from ..library.names import Names, bundled_names, name_words
+from ..source.syntax import DefinitionMap, innermost, walk_definitions
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
+
+
+def is_setup_name(name: str, names: Names | None = None) -> bool:
+    """The name says construction, loading, warm-up or teardown (``set-up-*`` names)."""
+    names = names or bundled_names()
+    if name.startswith("__") and name.endswith("__"):
+        return _is_setup_dunder(name, names)
+    return names.has_word("set-up-words", name_words(name)) or bool(names.regex("set-up-functions").fullmatch(name))
+
+
+def _is_setup_dunder(name: str, names: Names) -> bool:
+    """``__init__``, ``__del__``, ...: run at construction, teardown or printing, never per step."""
+    return name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values
+
+
+COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
+
+@dataclass(frozen=True)
+class FunctionExecution:
+    qualname: str
+    kind: ExecutionKind
+    evidence: str  # why, in a few words: "forward of a class", "called from Runner.step"
+    start_line: int  # 1-based, decorators included
+    end_line: int
+
+
+@dataclass(frozen=True)
+class ExecutionMap:
+    functions: tuple[FunctionExecution, ...]  # sorted by start line, outer before inner
+    host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
+    host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
+
+    def at(self, line: int) -> FunctionExecution | None:
+        """The innermost function holding ``line``; None at module level (or in a class body
+        outside any function). The same lookup as ``DefinitionMap.enclosing``."""
+        return innermost(self.functions, line)
+
+
+EMPTY = ExecutionMap(())
+
+
+class RepositoryContexts(Protocol):
+    """What the repository's call index tells one file (``callindex.FileContexts``)."""
+
+    @property
+    def host_calls(self) -> frozenset[str]: ...  # callees, as written, that return host tensors only
+
+    @property
+    def host_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) every caller passes a host tensor
+
+    def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
+
+    def __hash__(self) -> int: ...  # a key of the per-tree cache
+
+
+def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
+                  repository: RepositoryContexts | None = None, *, definitions: DefinitionMap | None = None) -> ExecutionMap:
+    """Classify every function of the file whose tree-sitter ``tree`` is given.
+
+    Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
+    is per-step unless its code shows otherwise (construction dunders, cached functions,
+    helpers only those call): a name word is never evidence enough there. A function
+    named by ``cold-functions`` or ``hot-functions`` is what the configuration says.
+    ``repository``: the call index's verdicts for this file; a context it proves by a
+    call chain replaces what the file alone says, never what the configuration declares.
+    ``definitions``: the file's definition walk, when already made (``FileModel`` hands
+    over its own); walked here otherwise.
+    """
+    functions = file_functions(definitions if definitions is not None else walk_definitions(tree))
+    if not functions:
+        return EMPTY
+    collect_calls(tree.root_node, functions)
+    names = declared.names or bundled_names()
+    by_key = {_key(f): f for f in functions}
+    for function in functions:
+        declared_verdict = _declared_verdict(function.name, declared)
+        function.declared = declared_verdict is not None
+        function.kind, function.evidence = declared_verdict or _own_verdict(function, names, declared.hot_file)
+        if function.kind == "unknown" and _times_itself(function, names):
+            function.kind, function.evidence = "offline", f"`{function.name}` times itself (a device wait and a clock read)"
+    if repository is not None:
+        _proven_by_calls(functions, repository)
+    _inherit_from_parents(functions)
+    _spread_per_step(functions, by_key)
+    _checkpoint_hooks(functions, tree.root_node, names)
+    mentions = Mentions(tree)
+    _one_time_helpers(functions, by_key, mentions)
+    if not declared.hot_file:
+        _never_called(functions, mentions)
+    _inherit_from_parents(functions)  # nested functions of helpers found one-time just now
+    if declared.hot_file:
+        for function in functions:
+            if function.kind == "unknown":
+                function.kind, function.evidence = "per-step", "the file is under hot-paths"
+    return ExecutionMap(tuple(
+        FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line)
+        for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
+    ), repository.host_calls if repository is not None else frozenset(),
+        repository.host_params if repository is not None else frozenset())
+
+
+def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
+    """The call index's verdict, read across the repository, outranks the file's own
+    heuristics but never a verdict the configuration declares."""
+    for function in functions:
+        if function.declared:
+            continue
+        proven = repository.verdict(function.qualname)
+        if proven is not None:
+            kind, evidence = proven
+            function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
+            function.evidence = evidence
+
+
+def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
+    if any(re.fullmatch(pattern, name) for pattern in declared.cold_functions):
+        return "one-time", f"`{name}` matches `cold-functions` in the configuration"
+    if any(re.fullmatch(pattern, name) for pattern in declared.hot_functions):
+        return "per-step", f"`{name}` matches `hot-functions` in the configuration"
+    if declared.cold_file:
+        return "offline", "the file is under cold-paths"
+    return None
+
+
+def _own_verdict(function: FileFunction, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
+    """What the function's own name, class and decorators say. Under ``hot-paths`` a
+    name word says nothing: only construction dunders and caching keep code cold there."""
+    name = function.name
+    by_name = None if hot_file else verdict_by_name(function.name, function.owner, names)
+    if by_name is not None:
+        return by_name
+    if _is_setup_dunder(name, names):
+        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
+    if names.regex("one-time-decorators").search(function.decorators):
+        return "one-time", "a cached function runs once per argument set"
+    if names.regex("per-step-functions").fullmatch(name) and (function.owner or name not in ("forward", "__call__")):
+        what = f"{name} of {function.owner}" if function.owner and name in ("forward", "__call__") else f"`{name}`"
+        return "per-step", f"{what} runs per step"
+    if names.regex("per-step-decorators").search(function.decorators):
+        return "per-step", "a compiled kernel or inference-mode function"
+    by_parameters = None if hot_file else verdict_by_parameters(function.parameters, names)
+    return by_parameters or ("unknown", "")
+
+
+def verdict_by_parameters(parameters: tuple[str, ...], names: Names) -> tuple[ExecutionKind, str] | None:
+    """What a function's parameter names say (``checkpoint-parameters``): evidence of last
+    resort, read after every per-step root, by the per-file map and the call index alike."""
+    held = names.regex("checkpoint-parameters")
+    found = next((p for p in parameters if held.fullmatch(p)), None)
+    if found is None:
+        return None
+    return "one-time", f"takes a checkpoint's `{found}`: it converts weights when a checkpoint is saved or loaded"
+
+
+def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[ExecutionKind, str] | None:
+    """What the words of a function's name (and its class's, ``owner``) say: evidence of
+    last resort, read the same way by the per-file map and the call index."""
+    owner = owner.rpartition(".")[2] if owner else None
+    if (
+        names.has_word("offline-words", name_words(name)) or names.regex("offline-functions").fullmatch(name)
+        or (owner and names.regex("offline-classes").search(owner))
+    ):
+        return "offline", f"`{name}` is test, benchmark, tuning or debugging code"
+    if name == "main":
+        return "offline", "a script's `main`"
+    if is_setup_name(name, names):
+        return "one-time", f"`{name}` names construction, loading, warm-up or teardown"
+    return None
+
+
+def _times_itself(function: FileFunction, names: Names) -> bool:
+    """A device wait and a clock read in the function's own body: it measures itself."""
+    body = function.node.child_by_field_name("body") if function.node is not None else None
+    text = text_of(body)
+    return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
+
+
+def _inherit_from_parents(functions: list[FileFunction]) -> None:
+    """A nested function runs when its parent does (unless it says otherwise)."""
+    for function in functions:  # parents come before their nested functions
+        parent = function.parent
+        if parent is not None and function.kind == "unknown" and parent.kind != "unknown":
+            function.kind, function.evidence = parent.kind, f"defined in {parent.qualname}"
+
+
+def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFunction]) -> None:
+    """Functions a per-step function calls run per step too (unless they are cold by name)."""
+    queue = [f for f in functions if f.kind == "per-step"]
+    while queue:
+        caller = queue.pop()
+        for key in sorted(caller.calls):  # sorted: the evidence names the same caller every run
+            callee = by_key.get(key)
+            if callee is not None and callee.kind == "unknown":
+                callee.kind, callee.evidence = "per-step", f"called from {caller.qualname}"
+                queue.append(callee)
+
+
+def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -> None:
+    """A function the file registers as a state-dict hook (``checkpoint-hook-registrations``)
+    runs when a checkpoint is saved or loaded: code evidence, read under ``hot-paths`` too."""
+    registrations = names.regex("checkpoint-hook-registrations")
+    if not registrations.search(text_of(root)):
+        return
+    hooks = registered_names(root, registrations)
+    for function in functions:
+        if function.kind == "unknown" and function.name in hooks:
+            function.kind, function.evidence = "one-time", "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
+
+
+def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:
+    """A private helper that only one-time functions of this file call is one-time, and so
+    is a public method that only one-time methods of its class call (``_builds_at_construction``).
+
+    Other public functions may be called from other modules, so they stay unknown."""
+    callers: dict[str, list[FileFunction]] = {}
+    for function in functions:
+        for key in function.calls:
+            callers.setdefault(key, []).append(function)
+    changed = True
+    while changed:
+        changed = False
+        for function in functions:
+            if function.kind != "unknown" or function.name.startswith("__"):
+                continue
+            seen = callers.get(_key(function), [])
+            if not seen or any(c.kind != "one-time" for c in seen):
+                continue
+            if function.name.startswith("_"):
+                function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
+                changed = True
+            elif _builds_at_construction(function, seen, mentions):
+                function.kind, function.evidence = (
+                    "one-time", f"only called from {seen[0].qualname}, which keeps what it returns")
+                changed = True
+
+
+def _builds_at_construction(method: FileFunction, callers: list[FileFunction], mentions: Mentions) -> bool:
+    """A public method reachable from outside only through an instance, whose every use in
+    its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
+    are already known one-time): it builds part of the object's state.
+
+    Invariant: each mention of its name in the file is either its ``def`` or one of those
+    calls, so nothing in the file passes it on (``register(self.m)``) or calls it on
+    another object; a call that drops the result (``self.reset()``) refreshes state and
+    may be repeated from outside, so it keeps the method unknown."""
+    if method.owner is None:
+        return False
+    key = _key(method)
+    uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
+    return bool(uses) and all(uses) and mentions(method.name) == 1 + len(uses)
+
+
+def _never_called(functions: list[FileFunction], mentions: Mentions) -> None:
+    """A private module-level function that nothing in its file mentions does not run:
+    its name says only its module uses it, and nothing there does. A decorated one stays
+    unknown: a decorator may register it to be called by name (``@torch.library.impl``)."""
+    for function in functions:
+        if (
+            function.kind == "unknown" and function.owner is None and function.parent is None
+            and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
+            and mentions(function.name) == 1
+        ):
+            function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
+
+
+def _key(function: FileFunction) -> str:
+    return f"{function.owner}.{function.name}" if function.owner else function.name

@@ -1,0 +1,1 @@
+"""The pattern compiler: YAML code patterns into matchers."""

@@ -1,0 +1,176 @@
+"""The functions of one file as the execution stage (``execution``) reads them: their
+definitions, parameters, and the calls in their bodies to the file's own functions.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from . import treesitter
+from .syntax import DefinitionMap, DefinitionSite, parameter_names
+
+if TYPE_CHECKING:
+
+    from tree_sitter import Node, Tree
+
+ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
+
+
+@dataclass
+class FileFunction:
+    """One function of a file as the execution stage works on it: what the definition walk
+    and the calls in its body say, and the verdict found so far (mutable while the map is made)."""
+
+    name: str
+    qualname: str
+    owner: str | None  # the class a method belongs to
+    parent: "FileFunction | None"  # the function a nested function is defined in
+    decorators: str
+    start_line: int
+    end_line: int
+    calls: set[str]  # callee keys: "Class.m" for self.m(), "f" for f()
+    node: Node | None = None  # the function_definition
+    parameters: tuple[str, ...] = ()
+    # One entry per ``self.m()``/``cls.m()`` call in the body: (callee key, whether the
+    # result is kept: assigned or returned rather than dropped).
+    method_calls: list[tuple[str, bool]] = field(default_factory=list)
+    kind: ExecutionKind = "unknown"
+    evidence: str = ""
+    declared: bool = False  # the configuration names its verdict; nothing overrides it
+
+
+def code_text(tree: Tree) -> str:
+    """The file's text with every comment blanked (lengths kept): a name mentioned only
+    in a comment (a call commented out) is mentioned nowhere."""
+    source = bytearray(tree.root_node.text or b"")
+    for _, captures in treesitter.matches("(comment) @comment", tree.root_node):
+        for node in captures["comment"]:
+            source[node.start_byte:node.end_byte] = b" " * (node.end_byte - node.start_byte)
+    return source.decode("utf-8", "replace")
+
+
+
+
+_WORD = re.compile(r"\w+")
+
+
+class Mentions:
+    """How often each name occurs as a whole word in a file's code (``code_text``):
+    definitions, calls, references and strings alike, comments not. Counted once, when
+    first asked, so that a file whose functions raise no such question never pays for it."""
+
+    def __init__(self, tree: Tree) -> None:
+        self._tree = tree
+        self._counts: collections.Counter[str] | None = None
+
+    def __call__(self, name: str) -> int:
+        if self._counts is None:
+            self._counts = collections.Counter(_WORD.findall(code_text(self._tree)))
+        return self._counts[name]
+
+
+def text_of(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def file_functions(defs: DefinitionMap) -> list[FileFunction]:
+    """Every function of the definition walk, parents before the functions nested in them."""
+    made: dict[DefinitionSite, FileFunction] = {}
+    for site in defs.functions:  # sorted: a parent comes before what it holds
+        made[site] = FileFunction(
+            name=site.name, qualname=site.definition.qualname, owner=site.owner,
+            parent=made.get(site.parent) if site.parent is not None else None, decorators=site.decorators,
+            start_line=site.definition.start_line, end_line=site.definition.end_line, calls=set(), node=site.node,
+            parameters=parameter_names(site.node.child_by_field_name("parameters")) if site.node is not None else (),
+        )
+    return list(made.values())
+
+
+_CALLS_QUERY = """
+(call function: (identifier) @name)
+(call function: (attribute object: (identifier) @object attribute: (identifier) @attribute)) @method_call
+(class_definition) @class
+"""
+
+
+
+
+_REGISTRATIONS_QUERY = "(call function: (attribute attribute: (identifier) @method) arguments: (argument_list . (_) @hook))"
+
+
+
+
+def registered_names(root: Node, registrations: re.Pattern[str]) -> set[str]:
+    """Names of the functions passed first to a method whose whole name ``registrations``
+    matches: ``f`` in ``m.register_hook(f)``, ``m.register_hook(self.f)`` and
+    ``m.register_hook(partial(f, ...))``."""
+    found: set[str] = set()
+    for _, captures in treesitter.matches(_REGISTRATIONS_QUERY, root):
+        if not registrations.fullmatch(text_of(captures["method"][0])):
+            continue
+        hook: Node | None = captures["hook"][0]
+        if hook is not None and hook.type == "call" and text_of(hook.child_by_field_name("function")).rpartition(".")[2] == "partial":
+            arguments = hook.child_by_field_name("arguments")
+            hook = arguments.named_children[0] if arguments is not None and arguments.named_children else None
+        if hook is not None and hook.type == "identifier":
+            found.add(text_of(hook))
+        elif hook is not None and hook.type == "attribute":
+            found.add(text_of(hook.child_by_field_name("attribute")))
+    return found
+
+
+def collect_calls(root: Node, functions: list[FileFunction]) -> None:
+    """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
+    from the calls in its body. A call inside a nested function or class belongs to that
+    definition (a class body's calls to none), a call in a definition's header
+    (defaults, annotations) to none."""
+    # Scopes nest: (first byte, end byte, the function whose body it is, or None).
+    scopes: list[tuple[int, int, FileFunction | None]] = []
+    for function in functions:
+        body = function.node.child_by_field_name("body") if function.node is not None else None
+        if function.node is not None and body is not None:
+            scopes.append((function.node.start_byte, body.start_byte, None))
+            scopes.append((body.start_byte, body.end_byte, function))
+    calls: list[tuple[int, str | None, str, bool]] = []  # (byte, callee name or None for self.m(), name, result kept)
+    for _, captures in treesitter.matches(_CALLS_QUERY, root):
+        if "class" in captures:
+            scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
+        elif "name" in captures:
+            callee = captures["name"][0]
+            calls.append((callee.start_byte, text_of(callee), "", False))
+        elif text_of(captures["object"][0]) in ("self", "cls"):
+            kept = _result_kept(captures["method_call"][0])
+            calls.append((captures["object"][0].start_byte, None, text_of(captures["attribute"][0]), kept))
+    scopes.sort(key=lambda scope: (scope[0], -scope[1]))
+    calls.sort(key=lambda call: call[0])
+    open_scopes: list[tuple[int, int, FileFunction | None]] = []
+    next_scope = 0
+    for position, name, method, kept in calls:
+        while next_scope < len(scopes) and scopes[next_scope][0] <= position:
+            open_scopes.append(scopes[next_scope])
+            next_scope += 1
+        open_scopes = [scope for scope in open_scopes if scope[1] > position]
+        if not open_scopes:
+            continue
+        owner = open_scopes[-1][2]  # the innermost: scopes open in nesting order
+        if owner is None:
+            continue
+        if name is not None:
+            owner.calls.add(name)
+        elif owner.owner is not None:
+            owner.calls.add(f"{owner.owner}.{method}")
+            owner.method_calls.append((f"{owner.owner}.{method}", kept))
+
+
+def _result_kept(call: Node) -> bool:
+    """The call's value is bound to a name or attribute, or returned; not dropped."""
+    parent = call.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment":
+        return parent.child_by_field_name("right") == call
+    return parent.type == "return_statement"
+

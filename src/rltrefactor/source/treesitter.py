@@ -1,0 +1,56 @@
+"""The one owner of tree-sitter: the Python grammar, the parser and the compiled queries.
+
+Every other module parses and queries through here. tree-sitter is imported on the
+first call, so a process that never parses never loads it. Queries are compiled once
+per query text and kept for the life of the process: their texts are constants.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import tree_sitter
+
+
+@cache
+def language() -> tree_sitter.Language:
+    import tree_sitter
+    import tree_sitter_python
+
+    return tree_sitter.Language(tree_sitter_python.language())
+
+
+@cache
+def _parser() -> tree_sitter.Parser:
+    import tree_sitter
+
+    return tree_sitter.Parser(language())
+
+
+def parse(text: str) -> tree_sitter.Tree:
+    """The syntax tree of ``text``; error-tolerant, rows are ``\\n``-separated lines."""
+    return _parser().parse(text.encode("utf-8", "surrogatepass"))
+
+
+@cache
+def query(source: str) -> tree_sitter.Query:
+    """``source`` compiled against the Python grammar."""
+    import tree_sitter
+
+    return tree_sitter.Query(language(), source)
+
+
+def captures(source: str, node: tree_sitter.Node) -> dict[str, list[tree_sitter.Node]]:
+    """The nodes under ``node`` that the query ``source`` captures, by capture name."""
+    import tree_sitter
+
+    return tree_sitter.QueryCursor(query(source)).captures(node)
+
+
+def matches(source: str, node: tree_sitter.Node) -> list[tuple[int, dict[str, list[tree_sitter.Node]]]]:
+    """Each match of the query ``source`` under ``node``: its pattern index and captures."""
+    import tree_sitter
+
+    return tree_sitter.QueryCursor(query(source)).matches(node)
