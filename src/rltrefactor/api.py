@@ -105,7 +105,7 @@ def review_change(request: ReviewRequest) -> ReviewReport:
     matched.engine.release_models()
     total = result.timings.get("total", 0.0) + time.perf_counter() - started
     result = replace(result, findings=finished.findings, drops=finished.drops, checklist=finished.checklist,
-                     timings={**result.timings, "total": total})
+                     moved_to_run_less=finished.moved_to_run_less, timings={**result.timings, "total": total})
     # An empty change reviewed nothing, so nothing was held back from it.
     skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
     warnings = (*loaded.config.warnings, *_experimental_warning(skipped), *finished.warnings)
@@ -199,9 +199,11 @@ def _with_perf(
 
 def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, request: ReviewRequest) -> CallIndex | None:
     """The repository's call index, built only when a rule that depends on where code
-    runs may hit in a reviewed file and the configuration turns it on (``call-index``):
-    most small changes never pay for it."""
-    if not engine.config.call_index or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
+    runs may hit in a reviewed file: for every review of a change unless ``call-index =
+    false``, for a full scan only with ``call-index = true`` (a scan asks about every
+    function of every file, which costs the parse of every file that calls them)."""
+    wanted = engine.config.call_index if engine.config.call_index is not None else not change.full_scan
+    if not wanted or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
     from .context.calls.index import build_index
 
@@ -276,6 +278,7 @@ def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: C
 def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
               call_index: CallIndex | None = None) -> PerfSummary:
     """The hook's summary, with the changed per-step functions nothing measured."""
+    from .perf.environment import RunnerSetup
     from .perf.hook import plan, run_perf
     from .perf.unmeasured import classifier, not_measured, reached_by_checks
 
@@ -286,8 +289,9 @@ def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
         change, hooks_dir=config.perf_hooks, timeout=request.timeout, profile=request.profile,
         out_dir=request.out_dir, window=request.window, device=request.device, memory_mb=request.memory_mb,
         tests=tests, cache_dir=(request.cache_dir or default_cache_dir()) if request.use_cache else None,
+        setup=RunnerSetup(stubs=config.perf_stubs, keep_env=config.perf_env),
     )
-    if call_index is None and config.call_index:
+    if call_index is None and config.call_index is not False:
         from .context.calls.index import build_index
 
         touched = [c.path for c in change.files if c.is_python and c.status != "deleted"]

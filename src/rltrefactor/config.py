@@ -6,6 +6,7 @@ import difflib
 import functools
 import os
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
@@ -70,9 +71,13 @@ class Config:
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
-    call_index: bool = False  # read where functions run across the repository (``callindex``)
+    # Where functions run, read across the repository (``context.calls``): None (unset) for
+    # reviews of a change and not full scans, True always, False never (per file only).
+    call_index: bool | None = None
     perf_hooks: str = "perf_hooks"
     perf_tests: tuple[str, ...] = ()  # pytest arguments (test paths) for ``perf --tests``; (): pytest's own
+    perf_stubs: tuple[str, ...] = ()  # modules the perf hook's processes import as stubs (``flash_attn``)
+    perf_env: tuple[str, ...] = ()  # variable names or globs the perf hook's processes keep beside its allow-list
     docs_url: str | None = None  # the rules reference rule ids link to; None: no links
     warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
@@ -99,6 +104,8 @@ _KEYS = {
     "call-index": "true or false",
     "perf-hooks": "a directory",
     "perf-tests": "list of test paths (pytest arguments)",
+    "perf-stubs": "list of module names",
+    "perf-env": "list of environment variable names or globs",
     "docs-url": "URL",
 }
 
@@ -187,9 +194,11 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
-        call_index=get("call-index") is True,
+        call_index=get("call-index"),
         perf_hooks=get("perf-hooks") or "perf_hooks",
         perf_tests=tuple(get("perf-tests") or ()),
+        perf_stubs=_checked_stubs(tuple(get("perf-stubs") or ()), _where(path, text, "perf-stubs")),
+        perf_env=_checked_env(tuple(get("perf-env") or ()), _where(path, text, "perf-env")),
         docs_url=_check_url(get("docs-url"), f"{_where(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
         source=path if table else "defaults",
     )
@@ -215,6 +224,34 @@ def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameC
         extend, remove = changes.get(entry, ((), ()))
         changes[entry] = (extend + tuple(values), remove) if action == "extend" else (extend, remove + tuple(values))
     return tuple(NameChange(entry, extend, remove) for entry, (extend, remove) in sorted(changes.items()))
+
+
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+# Modules the perf hook's own processes run on: a stub in their place would stop every check.
+_UNSTUBBABLE = frozenset({"torch", "rltrefactor", "pytest", "_pytest", "pluggy"})
+
+
+def _checked_stubs(names: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for name in names:
+        if not _MODULE_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: [tool.rltrefactor] perf-stubs: expected a dotted module name such as "
+                              f"flash_attn or triton.language (got {name!r}); fix the entry")
+        top = name.split(".")[0]
+        if top in _UNSTUBBABLE or top in sys.stdlib_module_names:
+            raise ConfigError(f"{where}: [tool.rltrefactor] perf-stubs: {top} cannot be stubbed, the perf hook "
+                              f"itself runs on it (got {name!r}); remove the entry")
+    return names
+
+
+def _checked_env(globs: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for glob in globs:
+        if not re.fullmatch(r"[\w*?]+", glob, re.ASCII):
+            raise ConfigError(f"{where}: [tool.rltrefactor] perf-env: expected a variable name or a glob such as "
+                              f"MYAPP_* (got {glob!r}); use letters, digits, _ and the wildcards * and ?")
+        if not re.search(r"\w", glob, re.ASCII):
+            raise ConfigError(f"{where}: [tool.rltrefactor] perf-env: a glob matching every name passes every "
+                              f"credential on (got {glob!r}); name the variables, or prefixes such as MYAPP_*")
+    return globs
 
 
 def _check_url(url: str | None, where: str) -> str | None:

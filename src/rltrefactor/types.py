@@ -113,11 +113,19 @@ class PerfEvidence:
     are in ``perf.records``)."""
 
     check: str  # micro-check name, "module:function"
-    category: Literal["sync", "copy", "alloc"]
+    category: Literal["sync", "copy", "alloc", "race"]
     base_count: int
     head_count: int
     device: str
     detail: str = ""  # e.g. "+1 sync at engine/runner.py:212 — step_tokens.item()"
+
+
+@dataclass(frozen=True)
+class BaseLocation:
+    """Where code stood at the base revision: its file and enclosing definition."""
+
+    path: str
+    definition: str  # qualified name, "<module>" outside every definition
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,10 @@ class Finding:
     confidence: str = ""  # the rule's confidence, lowered where the execution is unknown
     # Lines of the same rule's other new findings in the same function, reported here once.
     also_at: tuple[int, ...] = ()
+    # Rules of other findings of the same problem (one expression, or its consequence on
+    # the next line), reported here once.
+    also_rules: tuple[str, ...] = ()
+    moved_from: BaseLocation | None = None  # a pre-existing finding whose code moved here from elsewhere
 
 
 @dataclass(frozen=True)
@@ -177,8 +189,9 @@ class Drop:
     """A finding that was not reported, and why."""
 
     finding: Finding
-    # "confirms-finding": a measured addition recorded on the static finding of the same problem
-    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding"]
+    # "confirms-finding": a measured addition recorded on the static finding of the same problem;
+    # "merged-into-finding": a finding of another rule reported, with its id, on the same problem
+    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding", "merged-into-finding"]
 
 
 @dataclass(frozen=True)
@@ -187,5 +200,5 @@ class ChangedFunction:
 
     path: str
     qualname: str  # "<module>" for top-level statements
-    execution: Literal["per-step", "one-time", "offline", "unknown", "module"]
+    execution: Literal["per-step", "per-request", "one-time", "offline", "unknown", "module"]
     evidence: str

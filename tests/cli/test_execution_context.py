@@ -31,7 +31,8 @@ def test_per_step_and_unknown_findings_carry_their_context(repo, cli):
     document, by_definition = _syncs_by_definition(repo, cli)
     step = by_definition["Runner.execute_model"]
     assert step["execution"] == {"context": "per-step", "evidence": "`execute_model` runs per step"}
-    assert step["confidence"] == "high" and "Per-step code" in step["impact"]
+    # A per-step name is the evidence: the rule's high confidence drops to medium.
+    assert step["confidence"] == "medium" and "Per-step code" in step["impact"]
     other = by_definition["Runner.summarize"]
     assert other["execution"]["context"] == "unknown" and other["confidence"] == "medium"
     contexts = {f["definition"]: f["context"] for f in document["changed_functions"]}
@@ -48,7 +49,7 @@ def test_one_time_and_offline_changes_are_named_and_not_checked(repo, cli):
     ))
     result = cli("review", "--diff", "HEAD", cwd=repo.path)
     assert result.code == 0, result.out
-    assert "Not checked by device-residency rules (runs once or offline):" in result.out
+    assert "Not checked by per-step rules (runs once, per request or offline):" in result.out
     assert "Runner.__init__  one-time" in result.out and "run_benchmark  offline" in result.out
     assert "No changed code runs per step, or might" in result.out and "hot-functions" in result.out
     # Printed as written: a bracketed table name is not taken for a style tag.
@@ -145,12 +146,22 @@ def test_configured_cold_functions_beat_forward(repo, cli):
     assert contexts == {"Runner._make_dummy_batch_meta": "one-time", "Runner.forward": "one-time"}
 
 
-def test_an_error_where_the_code_may_not_run_per_step_is_only_a_warning(repo, cli):
+def test_an_error_needs_code_the_configuration_declares_per_step(repo, cli):
     document, by_definition = _syncs_by_definition(repo, cli)
-    assert by_definition["Runner.execute_model"]["severity"] == "error"
+    named = by_definition["Runner.execute_model"]
+    assert named["severity"] == "warning"
+    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in named["impact"]
     unknown = by_definition["Runner.summarize"]
     assert unknown["severity"] == "warning"
-    assert "Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." in unknown["impact"]
+    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in unknown["impact"]
+
+
+def test_a_per_step_function_the_configuration_names_keeps_the_error(repo, cli):
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nhot-functions = ["execute_model"]\n')
+    document, by_definition = _syncs_by_definition(repo, cli)
+    declared = by_definition["Runner.execute_model"]
+    assert declared["severity"] == "error" and declared["confidence"] == "high"
+    assert by_definition["Runner.summarize"]["severity"] == "warning"
 
 
 def _syncs_by_definition(repo, cli):

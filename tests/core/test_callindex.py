@@ -198,28 +198,34 @@ def test_a_function_reached_only_from_construction_is_one_time_unless_an_unresol
         "cache.py": """
             class KVCache:
                 def __init__(self):
-                    self.build_tables()
-                    self.fill_slots()
-                def build_tables(self):
+                    self._build_tables()
+                    self._fill_slots()
+                    self.resize()
+                def _build_tables(self):
                     pass
-                def fill_slots(self):
+                def _fill_slots(self):
+                    pass
+                def resize(self):
                     pass
             def elsewhere(obj):
-                obj.fill_slots()
+                obj._fill_slots()
             """,
     })
-    assert _context(index, "cache.py", "KVCache.build_tables") == (
-        "one-time", "one-time, only called from code that is: `KVCache.__init__` → `KVCache.build_tables`")
-    assert _context(index, "cache.py", "KVCache.fill_slots") is None
+    assert _context(index, "cache.py", "KVCache._build_tables") == (
+        "one-time", "one-time, only called from code that is: `KVCache.__init__` → `KVCache._build_tables`")
+    assert _context(index, "cache.py", "KVCache._fill_slots") is None
+    # A public method may be called from outside the repository: its callers here prove nothing.
+    assert _context(index, "cache.py", "KVCache.resize") is None
 
 
 def test_callees_reached_only_from_tests_are_offline(tmp_path: Path) -> None:
     index = _index(tmp_path, {
-        "eng/util.py": "def make_fixture():\n    return 1\ndef shared():\n    return 2\n",
+        "eng/util.py": "def _make_fixture():\n    return 1\ndef shared():\n    return 2\ndef make_inputs():\n    return 3\n",
         "eng/model.py": "from eng.util import shared\nclass M:\n    def forward(self):\n        return shared()\n",
-        "tests/test_util.py": "from eng.util import make_fixture, shared\ndef test_it():\n    make_fixture()\n    shared()\n",
+        "tests/test_util.py": "from eng.util import _make_fixture, make_inputs, shared\ndef test_it():\n    _make_fixture()\n    make_inputs()\n    shared()\n",
     })
-    assert (_context(index, "eng/util.py", "make_fixture") or ("",))[0] == "offline"
+    assert (_context(index, "eng/util.py", "_make_fixture") or ("",))[0] == "offline"
+    assert _context(index, "eng/util.py", "make_inputs") is None  # public: the package's users may call it
     assert (_context(index, "eng/util.py", "shared") or ("",))[0] == "per-step"
     assert (_context(index, "tests/test_util.py", "test_it") or ("",))[0] == "offline"
 
@@ -414,3 +420,33 @@ def test_a_state_dict_parameter_is_one_time_unless_a_call_chain_shows_per_step(t
     assert _context(index, "lora.py", "merge_adapter") == ("per-step", "per step: `Layer.forward` → `merge_adapter`")
     assert _context(index, "lora.py", "bf16_hook") == (
         "one-time", "takes a checkpoint's `state_dict`: it converts weights when a checkpoint is saved or loaded")
+
+
+def test_a_launchers_main_block_is_the_programs_entry_point_not_offline_code(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "train/trainer.py": """
+            class Trainer:
+                def train(self):
+                    for batch in self.loader:
+                        self.step_metrics(batch)
+                def step_metrics(self, batch):
+                    return batch
+            """,
+        "train/launch.py": """
+            from train.trainer import Trainer
+            def build_trainer():
+                return Trainer()
+            if __name__ == "__main__":
+                build_trainer().train()
+            """,
+    })
+    assert (_context(index, "train/trainer.py", "Trainer.train") or ("",))[0] not in ("offline", "one-time")
+    assert (_context(index, "train/launch.py", "build_trainer") or ("",))[0] not in ("offline", "one-time")
+
+
+def test_a_function_only_import_time_code_calls_stays_one_time(tmp_path: Path) -> None:
+    # The look-alike: a module's import-time call runs once, whoever imports it.
+    index = _index(tmp_path, {
+        "eng/registry.py": "def _build_table():\n    return {}\nTABLE = _build_table()\n",
+    })
+    assert (_context(index, "eng/registry.py", "_build_table") or ("",))[0] == "one-time"

@@ -12,7 +12,8 @@ from rltrefactor.api import ReviewRequest, review
 from rltrefactor.context.calls.contexts import CallContexts
 from rltrefactor.context.calls.facts import FileFacts, read_facts
 from rltrefactor.context.calls.index import build_index
-from rltrefactor.context.calls.links import Repository, summary_of
+from rltrefactor.context.calls.links import Repository
+from rltrefactor.context.calls.texts import RevisionTexts
 from rltrefactor.config import Config
 from rltrefactor.config import names_for
 from rltrefactor.source.syntax import parse_fresh
@@ -56,7 +57,8 @@ def test_a_context_reads_only_the_files_that_call_the_names_on_its_chain() -> No
         loaded.append(path)
         return facts[path]
 
-    repository = Repository({path: summary_of(f) for path, f in facts.items()}, load)
+    texts = RevisionTexts({path: textwrap.dedent(text).encode() for path, text in CHAIN.items()})
+    repository = Repository(texts, load)
     contexts = CallContexts(repository, names_for(()), ((), ()), lambda path: False)
     assert contexts.context("eng/ops.py::_twice") == ("per-step", "per step: `Model.forward` → `scale` → `_twice`")
     assert sorted(set(loaded)) == ["eng/model.py", "eng/ops.py"]  # loader.py and server.py never read
@@ -70,15 +72,22 @@ def _repo(tmp_path: Path, files: dict[str, str], pyproject: str = "[tool.rltrefa
     return repo, repo.commit()
 
 
-def test_after_a_change_the_summaries_come_from_one_pack_and_unrelated_facts_are_not_read(tmp_path: Path) -> None:
+def test_nothing_is_parsed_up_front_and_a_cold_index_reads_only_the_chain(tmp_path: Path) -> None:
+    # No cache at all: the files that neither define nor call a name on the chain are never parsed.
+    repo, head = _repo(tmp_path, {**CHAIN, "eng/__init__.py": ""})
+    index = build_index(ChangeSet(str(repo.path), Revision("git", head), ()), Config(), None, paths=["eng/ops.py"])
+    assert index.parsed == 2  # ops.py itself, and model.py (it calls ``scale``): not loader.py or server.py
+    told = index.for_file("eng/ops.py")
+    assert told is not None and told.verdict("_twice") == ("per-step", "per step: `Model.forward` → `scale` → `_twice`")
+
+
+def test_after_a_change_unrelated_facts_are_not_read(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     repo, head = _repo(tmp_path, {**CHAIN, "eng/__init__.py": ""})
     build_index(ChangeSet(str(repo.path), Revision("git", head), ()), Config(), str(cache))
-    for entry in cache.glob("callindex-v*/*/*/*.json"):
-        entry.unlink()  # facts of every file gone; the pack of summaries stays
     repo.write("eng/ops.py", "def scale(x):\n    return _twice(x)\ndef _twice(x):\n    return x + x\n")
     index = build_index(ChangeSet(str(repo.path), Revision("worktree"), ()), Config(), str(cache), paths=["eng/ops.py"])
-    assert index.parsed == 2  # the changed file, and model.py (it calls ``scale``): nothing else is read
+    assert index.parsed == 1  # the changed file; model.py's facts come from the cache by blob
     told = index.for_file("eng/ops.py")
     assert told is not None and told.verdict("_twice") == ("per-step", "per step: `Model.forward` → `scale` → `_twice`")
 
@@ -165,14 +174,14 @@ def test_a_pattern_method_name_does_not_resolve_to_the_one_method_of_that_name(t
                 @classmethod
                 def match(cls, spec):
                     return spec.kind == "ocr"
-                def fullscan(self, page):
+                def _fullscan(self, page):
                     return page
             """,
         "core/worker.py": """
             import re
             _TEST_ENV = re.compile("^TEST_")
             def _strip_test_envs(envs, model):
-                model.fullscan(envs)
+                model._fullscan(envs)
                 return {k: v for k, v in envs.items() if not _TEST_ENV.match(k)}
             """,
     })
@@ -180,5 +189,5 @@ def test_a_pattern_method_name_does_not_resolve_to_the_one_method_of_that_name(t
     told = index.for_file("models/ocr.py")
     assert told is not None
     assert told.verdict("LayoutModel.match") is None  # ``_TEST_ENV.match`` is a pattern's, not the model's
-    assert told.verdict("LayoutModel.fullscan") == (  # a name no standard type has still resolves
-        "offline", "offline, only called from code that is: `_strip_test_envs` → `LayoutModel.fullscan`")
+    assert told.verdict("LayoutModel._fullscan") == (  # a name no standard type has still resolves
+        "offline", "offline, only called from code that is: `_strip_test_envs` → `LayoutModel._fullscan`")

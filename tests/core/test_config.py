@@ -52,10 +52,13 @@ def test_bad_values(tmp_path, body, fragment):
     assert fragment in str(info.value)
 
 
-def test_the_call_index_is_off_unless_the_configuration_turns_it_on(tmp_path):
-    assert load_config(str(tmp_path)).call_index is False
+def test_the_call_index_is_left_to_the_review_unless_the_configuration_says(tmp_path):
+    # Unset: on for reviews of a change, off for full scans (``api``).
+    assert load_config(str(tmp_path)).call_index is None
     _write(tmp_path, "call-index = true\n")
     assert load_config(str(tmp_path)).call_index is True
+    _write(tmp_path, "call-index = false\n")
+    assert load_config(str(tmp_path)).call_index is False
 
 
 def test_invalid_toml(tmp_path):

@@ -5,19 +5,23 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
 ``FileModel``, never LibCST. Every verdict carries its evidence, read from the code:
 
 - *per-step*: ``forward``/``__call__`` of a class, functions named by a per-step verb
-  (``hot-functions``), kernels (``@torch.compile``, ``@triton.jit``), functions run
-  under ``torch.inference_mode``/``no_grad``, and every function of the file that one
-  of those calls (``self.m()`` in the same class, ``f()`` in the same module);
+  (``hot-functions``), compiled kernels (``@torch.compile``, ``@triton.jit``), and every
+  function of the file that one of those calls (``self.m()`` in the same class, ``f()``
+  in the same module, an entry of a module-level table: ``ATTENTION[impl](...)``);
 - *one-time*: construction, loading, warm-up, capture, compile, registration and
   teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
   functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``) or that
-  the file registers as state-dict hooks (``checkpoint-hook-registrations``), private
-  helpers that only one-time functions of the file call, and public methods that only
-  one-time methods of their class call through ``self``, each keeping what it returns;
+  the file registers as state-dict hooks (``checkpoint-hook-registrations``), and private
+  helpers that only one-time functions of the file call and nothing hands on as a value;
 - *offline*: tests, benchmarks, tuning/autotune, profiling, debugging, examples, a
   script's ``main`` and private module-level functions nothing in the file mentions —
   and everything in files under ``cold-paths``;
 - *unknown*: none of these. Device-residency rules apply to per-step and unknown code.
+
+What the file cannot show is unknown, never proof: a public function stays unknown
+whatever its callers in the file are (other modules may call it), ``no_grad`` and
+``inference_mode`` say nothing about how often a function runs, and a function that
+times itself (a device wait and a clock read) may well run every step.
 
 Statement-level one-time code (``if not self._initialized:``) is recognised where the
 matchers ask, in ``matchers.context``.
@@ -31,8 +35,10 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..config import NOTHING_DECLARED, Declared
 from ..source.functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
-from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, registered_names, text_of
+from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, function_tables, registered_names, text_of
 from ..library.names import Names, bundled_names, name_words
+from ..library.protocols import Protocols, bundled_protocols
+from ..source.aliases import import_table
 from ..source.syntax import DefinitionMap, innermost, walk_definitions
 
 if TYPE_CHECKING:
@@ -52,7 +58,8 @@ def _is_setup_dunder(name: str, names: Names) -> bool:
     return name.startswith("__") and name.endswith("__") and name[2:-2] in names.entry("set-up-dunders").values
 
 
-COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline"})
+# Kinds that do not run per step: per-step rules leave their code alone.
+COLD_KINDS: frozenset[str] = frozenset({"one-time", "offline", "per-request"})
 
 @dataclass(frozen=True)
 class FunctionExecution:
@@ -61,6 +68,10 @@ class FunctionExecution:
     evidence: str  # why, in a few words: "forward of a class", "called from Runner.step"
     start_line: int  # 1-based, decorators included
     end_line: int
+    # What the verdict rests on: "configuration" (hot-functions, hot-paths, cold-...),
+    # "protocol" (a model of the class's base), "call-chain" (the call index), "structure"
+    # (a compiled kernel, a cached function), "name" (words of a name), "" when unknown.
+    basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,22 +116,25 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     ``definitions``: the file's definition walk, when already made (``FileModel`` hands
     over its own); walked here otherwise.
     """
-    functions = file_functions(definitions if definitions is not None else walk_definitions(tree))
+    definitions = definitions if definitions is not None else walk_definitions(tree)
+    functions = file_functions(definitions)
     if not functions:
         return EMPTY
     collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
+    bases = class_bases(tree, definitions)
+    protocols = bundled_protocols()
     for function in functions:
         declared_verdict = _declared_verdict(function.name, declared)
         function.declared = declared_verdict is not None
-        function.kind, function.evidence = declared_verdict or _own_verdict(function, names, declared.hot_file)
-        if function.kind == "unknown" and _times_itself(function, names):
-            function.kind, function.evidence = "offline", f"`{function.name}` times itself (a device wait and a clock read)"
+        by_protocol = None if declared_verdict else _protocol_verdict(function, bases, protocols)
+        function.kind, function.evidence = declared_verdict or by_protocol or _own_verdict(function, names, declared.hot_file)
+        function.basis = "configuration" if declared_verdict else "protocol" if by_protocol else _own_basis(function)
     if repository is not None:
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
-    _spread_per_step(functions, by_key)
+    _spread_per_step(functions, by_key, function_tables(tree.root_node) if any(f.dispatched for f in functions) else {})
     _checkpoint_hooks(functions, tree.root_node, names)
     mentions = Mentions(tree)
     _one_time_helpers(functions, by_key, mentions)
@@ -130,9 +144,9 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     if declared.hot_file:
         for function in functions:
             if function.kind == "unknown":
-                function.kind, function.evidence = "per-step", "the file is under hot-paths"
+                function.kind, function.evidence, function.basis = "per-step", "the file is under hot-paths", "configuration"
     return ExecutionMap(tuple(
-        FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line)
+        FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line, f.basis if f.kind != "unknown" else "")
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
     ), repository.host_calls if repository is not None else frozenset(),
         repository.host_params if repository is not None else frozenset())
@@ -148,6 +162,7 @@ def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContex
         if proven is not None:
             kind, evidence = proven
             function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
+            function.basis = "call-chain"
             function.evidence = evidence
 
 
@@ -159,6 +174,57 @@ def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str
     if declared.cold_file:
         return "offline", "the file is under cold-paths"
     return None
+
+
+def class_bases(tree: Tree, definitions: DefinitionMap) -> dict[str, tuple[str, ...]]:
+    """Each class of the file (by qualified name) with its bases qualified through the
+    file's imports, a base defined in the file standing for its own bases too."""
+    written: dict[str, tuple[str, ...]] = {}
+    for site in definitions.sites:
+        if site.definition.kind != "class":
+            continue
+        superclasses = site.node.child_by_field_name("superclasses")
+        written[site.definition.qualname] = tuple(
+            text_of(node).partition("[")[0] for node in (superclasses.named_children if superclasses is not None else ())
+            if node.type in ("identifier", "attribute", "subscript")
+        )
+    if not written:
+        return {}
+    imports = import_table(tree)
+
+    def qualified(qualname: str, seen: frozenset[str]) -> tuple[str, ...]:
+        found: list[str] = []
+        for base in written.get(qualname, ()):
+            found.append(imports.qualify(base))
+            if base in written and base not in seen:  # a class of this file: its bases too
+                found.extend(qualified(base, seen | {base}))
+        return tuple(found)
+
+    return {qualname: qualified(qualname, frozenset({qualname})) for qualname in written}
+
+
+def _protocol_verdict(
+    function: FileFunction, bases: dict[str, tuple[str, ...]], protocols: Protocols,
+) -> tuple[ExecutionKind, str] | None:
+    """How often a method runs by the protocol model of its class's base (``rules/protocols.yaml``)."""
+    if function.owner is None or not bases.get(function.owner):
+        return None
+    found = protocols.method(bases[function.owner], function.name)
+    if found is None:
+        return None
+    said = f"`{function.name}` of a `{found.base}` runs {found.frequency.replace('-', ' ')} (protocol model `{found.pattern}`)"
+    if found.frequency in ("per-layer", "per-step"):
+        return "per-step", said
+    if found.frequency == "per-request":
+        return "per-request", said
+    return "one-time", said
+
+
+def _own_basis(function: FileFunction) -> str:
+    """What ``_own_verdict``'s verdict rests on: a decorator is structure, the rest names."""
+    if function.kind == "unknown":
+        return ""
+    return "structure" if function.evidence in ("a compiled kernel", "a cached function runs once per argument set") else "name"
 
 
 def _own_verdict(function: FileFunction, names: Names, hot_file: bool) -> tuple[ExecutionKind, str]:
@@ -176,7 +242,7 @@ def _own_verdict(function: FileFunction, names: Names, hot_file: bool) -> tuple[
         what = f"{name} of {function.owner}" if function.owner and name in ("forward", "__call__") else f"`{name}`"
         return "per-step", f"{what} runs per step"
     if names.regex("per-step-decorators").search(function.decorators):
-        return "per-step", "a compiled kernel or inference-mode function"
+        return "per-step", "a compiled kernel"
     by_parameters = None if hot_file else verdict_by_parameters(function.parameters, names)
     return by_parameters or ("unknown", "")
 
@@ -207,31 +273,35 @@ def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[Executi
     return None
 
 
-def _times_itself(function: FileFunction, names: Names) -> bool:
-    """A device wait and a clock read in the function's own body: it measures itself."""
-    body = function.node.child_by_field_name("body") if function.node is not None else None
-    text = text_of(body)
-    return bool(names.regex("synchronize-calls").search(text) and names.regex("clock-calls").search(text))
-
-
 def _inherit_from_parents(functions: list[FileFunction]) -> None:
     """A nested function runs when its parent does (unless it says otherwise)."""
     for function in functions:  # parents come before their nested functions
         parent = function.parent
         if parent is not None and function.kind == "unknown" and parent.kind != "unknown":
-            function.kind, function.evidence = parent.kind, f"defined in {parent.qualname}"
+            function.kind, function.evidence, function.basis = parent.kind, f"defined in {parent.qualname}", parent.basis
 
 
-def _spread_per_step(functions: list[FileFunction], by_key: dict[str, FileFunction]) -> None:
-    """Functions a per-step function calls run per step too (unless they are cold by name)."""
+def _spread_per_step(
+    functions: list[FileFunction], by_key: dict[str, FileFunction], tables: dict[str, frozenset[str]],
+) -> None:
+    """Functions a per-step function calls run per step too (unless they are cold by name),
+    and so does every function of a module-level table it calls an entry of
+    (``ATTENTION[impl](q, k, v)``): any entry may be the one picked."""
     queue = [f for f in functions if f.kind == "per-step"]
     while queue:
         caller = queue.pop()
         for key in sorted(caller.calls):  # sorted: the evidence names the same caller every run
             callee = by_key.get(key)
             if callee is not None and callee.kind == "unknown":
-                callee.kind, callee.evidence = "per-step", f"called from {caller.qualname}"
+                callee.kind, callee.evidence, callee.basis = "per-step", f"called from {caller.qualname}", caller.basis
                 queue.append(callee)
+        for table in sorted(caller.dispatched):
+            for key in sorted(tables.get(table, ())):
+                callee = by_key.get(key)
+                if callee is not None and callee.kind == "unknown":
+                    callee.kind, callee.evidence, callee.basis = (
+                        "per-step", f"called from {caller.qualname} through the table `{table}`", caller.basis)
+                    queue.append(callee)
 
 
 def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -> None:
@@ -247,10 +317,12 @@ def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -
 
 
 def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:
-    """A private helper that only one-time functions of this file call is one-time, and so
-    is a public method that only one-time methods of its class call (``_builds_at_construction``).
+    """A private helper that only one-time functions of this file call, and that nothing
+    in the file passes on as a value, is one-time.
 
-    Other public functions may be called from other modules, so they stay unknown."""
+    A public function or method stays unknown whatever its callers in this file are:
+    other modules may call it (through an attribute of an object whose type this file
+    does not show, a registry, a subclass), and what cannot be seen proves nothing."""
     callers: dict[str, list[FileFunction]] = {}
     for function in functions:
         for key in function.calls:
@@ -259,34 +331,20 @@ def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunct
     while changed:
         changed = False
         for function in functions:
-            if function.kind != "unknown" or function.name.startswith("__"):
+            if function.kind != "unknown" or not function.name.startswith("_") or function.name.startswith("__"):
                 continue
             seen = callers.get(_key(function), [])
-            if not seen or any(c.kind != "one-time" for c in seen):
+            if not seen or any(c.kind != "one-time" for c in seen) or _passed_as_value(function, mentions):
                 continue
-            if function.name.startswith("_"):
-                function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
-                changed = True
-            elif _builds_at_construction(function, seen, mentions):
-                function.kind, function.evidence = (
-                    "one-time", f"only called from {seen[0].qualname}, which keeps what it returns")
-                changed = True
+            function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
+            changed = True
 
 
-def _builds_at_construction(method: FileFunction, callers: list[FileFunction], mentions: Mentions) -> bool:
-    """A public method reachable from outside only through an instance, whose every use in
-    its file is a ``self.m()`` call in one-time code that keeps the result (``callers``
-    are already known one-time): it builds part of the object's state.
-
-    Invariant: each mention of its name in the file is either its ``def`` or one of those
-    calls, so nothing in the file passes it on (``register(self.m)``) or calls it on
-    another object; a call that drops the result (``self.reset()``) refreshes state and
-    may be repeated from outside, so it keeps the method unknown."""
-    if method.owner is None:
-        return False
-    key = _key(method)
-    uses = [kept for caller in callers for callee, kept in caller.method_calls if callee == key]
-    return bool(uses) and all(uses) and mentions(method.name) == 1 + len(uses)
+def _passed_as_value(function: FileFunction, mentions: Mentions) -> bool:
+    """The file names the function more often than its definition and its calls: it is
+    handed on (a dispatch table, a callback, a registration), so whoever receives it may
+    call it from anywhere."""
+    return mentions(function.name) > 1 + function.call_sites
 
 
 def _never_called(functions: list[FileFunction], mentions: Mentions) -> None:

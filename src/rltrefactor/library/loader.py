@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from ..errors import RuleLibraryError
 from .fields import Reader, suggest
-from .location import LIBRARY_FILE, NAMES_FILE, bundled_rules_dir
+from .location import LIBRARY_FILE, NAMES_FILE, PROTOCOLS_FILE, bundled_rules_dir
 from .model import AREAS, Library, Rule
 from .schema import VERSION, parse_rule
 from .yamlsafe import load_yaml
@@ -92,7 +92,7 @@ def read_rule_dir(directory: Path, *, label: str, bundled: bool, check_rule: Rul
         meta = RuleDir(label, "0.0.0", (), frozenset())
     rules: list[Rule] = []
     # The bundled library's name lists (``names``) are read where they are used.
-    skipped = (LIBRARY_FILE, NAMES_FILE) if bundled else (LIBRARY_FILE,)
+    skipped = (LIBRARY_FILE, NAMES_FILE, PROTOCOLS_FILE) if bundled else (LIBRARY_FILE,)
     files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.name not in skipped)
     files.sort(key=lambda p: AREAS.index(p.stem) if p.stem in AREAS else len(AREAS))
     for path in files:

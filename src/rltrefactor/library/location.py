@@ -8,6 +8,7 @@ from ..errors import RuleLibraryError
 
 LIBRARY_FILE = "library.yaml"
 NAMES_FILE = "names.yaml"  # name lists as data (see ``rltrefactor.library.names``)
+PROTOCOLS_FILE = "protocols.yaml"  # how often framework entry points run (``rltrefactor.library.protocols``)
 
 
 def bundled_rules_dir() -> Path:

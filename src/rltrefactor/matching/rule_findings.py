@@ -171,17 +171,30 @@ def _place(hit: Finding, changed: frozenset[int]) -> tuple[bool, int, int, str]:
 
 
 def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:
-    """Say where the flagged code runs. Where that is unknown, a rule's confidence drops
-    to medium and an ``error`` is reported as a ``warning``, saying why: an error needs
-    per-step code that a call chain or the configuration proves."""
+    """Say where the flagged code runs. An ``error`` needs per-step code the configuration
+    declares (``hot-functions``, ``hot-paths``); anywhere else it is reported as a
+    ``warning``, saying why. Where the verdict rests on a name, or how often the code
+    runs is unknown, a rule's high confidence drops to medium."""
     if where is not None and where.kind == "per-step":
+        if where.basis == "configuration":
+            return replace(
+                finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
+                impact=f"{finding.impact} (Per-step code: {where.evidence}.)",
+            )
+        # Measured on engines the rules were not written from, per-step verdicts read from
+        # the code were not true often enough for an error: only the configuration makes one.
+        lowered = at_least(finding.severity, "error")
+        note = " Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." if lowered else ""
         return replace(
-            finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
-            impact=f"{finding.impact} (Per-step code: {where.evidence}.)",
+            finding, execution="per-step", execution_evidence=where.evidence,
+            # A name, or a chain that may start from one, is weaker evidence than a model or a decorator.
+            confidence="medium" if where.basis in ("name", "call-chain") and rule.confidence == "high" else rule.confidence,
+            severity="warning" if lowered else finding.severity,
+            impact=f"{finding.impact} (Per-step code: {where.evidence}.{note})",
         )
     evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
     lowered = at_least(finding.severity, "error")
-    note = " Reported as a warning, not an error, until a call chain or `hot-functions` shows it runs per step." if lowered else ""
+    note = " Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." if lowered else ""
     return replace(
         finding, execution="unknown", execution_evidence=evidence,
         confidence="medium" if rule.confidence == "high" else rule.confidence,

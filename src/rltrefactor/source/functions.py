@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from tree_sitter import Node, Tree
 
-ExecutionKind = Literal["per-step", "one-time", "offline", "unknown"]
+ExecutionKind = Literal["per-step", "per-request", "one-time", "offline", "unknown"]
 
 
 @dataclass
@@ -37,8 +37,14 @@ class FileFunction:
     # One entry per ``self.m()``/``cls.m()`` call in the body: (callee key, whether the
     # result is kept: assigned or returned rather than dropped).
     method_calls: list[tuple[str, bool]] = field(default_factory=list)
+    # Calls anywhere in the file by this function's name (``f()``, ``obj.f()``), so that a
+    # name mentioned more often than defined and called is known to be handed on.
+    call_sites: int = 0
+    # Module-level tables (dicts, lists, tuples of functions) this function calls an entry of: ``TABLE[key](...)``.
+    dispatched: set[str] = field(default_factory=set)
     kind: ExecutionKind = "unknown"
     evidence: str = ""
+    basis: str = ""  # what the verdict rests on (``context.execution.FunctionExecution.basis``)
     declared: bool = False  # the configuration names its verdict; nothing overrides it
 
 
@@ -92,8 +98,26 @@ def file_functions(defs: DefinitionMap) -> list[FileFunction]:
 _CALLS_QUERY = """
 (call function: (identifier) @name)
 (call function: (attribute object: (identifier) @object attribute: (identifier) @attribute)) @method_call
+(call function: (subscript value: (identifier) @table))
 (class_definition) @class
 """
+# A module-level table of functions: ``ATTENTION = {"sdpa": sdpa_attention, "eager": eager_attention}``.
+_TABLES_QUERY = """
+(module (expression_statement (assignment left: (identifier) @table right: [(dictionary) (list) (tuple)] @entries)))
+"""
+
+
+def function_tables(root: Node) -> dict[str, frozenset[str]]:
+    """Module-level dicts, lists and tuples by name, each with the bare names it holds as
+    values (``{"a": f}`` holds ``f``; keys are not values)."""
+    tables: dict[str, frozenset[str]] = {}
+    for _, captures in treesitter.matches(_TABLES_QUERY, root):
+        entries = captures["entries"][0]
+        values = [pair.child_by_field_name("value") if pair.type == "pair" else pair for pair in entries.named_children]
+        names = frozenset(text_of(value) for value in values if value is not None and value.type == "identifier")
+        if names:
+            tables[text_of(captures["table"][0])] = names
+    return tables
 
 
 
@@ -135,16 +159,29 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
             scopes.append((function.node.start_byte, body.start_byte, None))
             scopes.append((body.start_byte, body.end_byte, function))
     calls: list[tuple[int, str | None, str, bool]] = []  # (byte, callee name or None for self.m(), name, result kept)
+    dispatches: list[tuple[int, str]] = []  # (byte, table name)
+    sites: collections.Counter[str] = collections.Counter()
     for _, captures in treesitter.matches(_CALLS_QUERY, root):
         if "class" in captures:
             scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
         elif "name" in captures:
             callee = captures["name"][0]
             calls.append((callee.start_byte, text_of(callee), "", False))
-        elif text_of(captures["object"][0]) in ("self", "cls"):
-            kept = _result_kept(captures["method_call"][0])
-            calls.append((captures["object"][0].start_byte, None, text_of(captures["attribute"][0]), kept))
+            sites[text_of(callee)] += 1
+        elif "table" in captures:
+            dispatches.append((captures["table"][0].start_byte, text_of(captures["table"][0])))
+        else:
+            sites[text_of(captures["attribute"][0])] += 1
+            if text_of(captures["object"][0]) in ("self", "cls"):
+                kept = _result_kept(captures["method_call"][0])
+                calls.append((captures["object"][0].start_byte, None, text_of(captures["attribute"][0]), kept))
+    for function in functions:
+        function.call_sites = sites[function.name]
     scopes.sort(key=lambda scope: (scope[0], -scope[1]))
+    for position, table in dispatches:
+        owner = _innermost_scope(scopes, position)
+        if owner is not None:
+            owner.dispatched.add(table)
     calls.sort(key=lambda call: call[0])
     open_scopes: list[tuple[int, int, FileFunction | None]] = []
     next_scope = 0
@@ -163,6 +200,18 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
         elif owner.owner is not None:
             owner.calls.add(f"{owner.owner}.{method}")
             owner.method_calls.append((f"{owner.owner}.{method}", kept))
+
+
+def _innermost_scope(scopes: list[tuple[int, int, FileFunction | None]], position: int) -> FileFunction | None:
+    """The function whose body holds ``position`` (None in a header, a class body or at
+    module level); ``scopes`` sorted by start, outer before inner."""
+    found: FileFunction | None = None
+    for start, end, function in scopes:
+        if start > position:
+            break
+        if position < end:
+            found = function
+    return found
 
 
 def _result_kept(call: Node) -> bool:

@@ -11,13 +11,15 @@ and never resolves every call of the repository. Verdicts, strongest first:
   through them;
 - *per-step* when a per-step root reaches it through functions without such a verdict,
   with the shortest chain as evidence: from a structural root (``forward``/``__call__``
-  of a class, ``hot-functions``, a compiled or inference-mode function, the body of a
+  of a class, ``hot-functions``, a compiled function, the body of a
   long-running loop, a closure a cached factory returns) when one reaches it, else from a
   function named by a per-step verb;
 - a name word (``dummy``, ``warmup``, ``test``), or a parameter holding a checkpoint's
   ``state_dict``: evidence of last resort;
-- *one-time*/*offline* when at least one call resolves to it and every call that may
-  reach it (resolved to it, or unresolved with its name) comes from code that is.
+- *one-time*/*offline* for a private function when at least one call resolves to it and
+  every call that may reach it (resolved to it, or unresolved with its name) comes from
+  code that is; a public function may be called from outside the repository, so its
+  callers never prove it cold.
 
 Functions on a cycle of such calls are never proven cold (the least fixed point): no
 function of the cycle can be the first to be shown cold.
@@ -130,7 +132,7 @@ class CallContexts:
         if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
             return _Own("named", f"`{name}` runs per step")
         if names.regex("per-step-decorators").search(function.decorators):
-            return _Own("structural", "a compiled kernel or inference-mode function")
+            return _Own("structural", "a compiled kernel")
         if function.loop_calls:
             return _Own("structural", f"`{function.qualname}` runs a long-running loop", loop=True)
         by_parameters = verdict_by_parameters(function.parameters, names)
@@ -183,7 +185,10 @@ class CallContexts:
 
     def _cold_by_callers(self, function_id: str) -> Verdict | None:
         function = self.repository.function(function_id)
-        if function is None:
+        # Only a private function can be proven cold by its callers: a public one (a
+        # dunder included) may be called from code the repository does not hold (a
+        # package's users, a framework, ``getattr``), and what cannot be seen proves nothing.
+        if function is None or not function.name.startswith("_") or function.name.startswith("__"):
             return None
         calls = self.repository.callers(function.name)
         resolved = sorted({c.caller for c in calls if c.target == function_id})
@@ -286,9 +291,10 @@ def _pseudo(caller: str) -> bool:
 
 
 def _pseudo_kind(caller: str) -> str:
-    if caller.endswith("::<module>"):
-        return "one-time"
-    return "offline" if caller.endswith("::<main>") else ""
+    """Import-time code runs once. A script's ``if __name__ == "__main__":`` block is the
+    program's entry point: what it calls may run for as long as the program does (a
+    launcher's ``trainer.train()``), so it proves nothing cold."""
+    return "one-time" if caller.endswith("::<module>") else ""
 
 
 def _shown(chain: tuple[str, ...]) -> str:

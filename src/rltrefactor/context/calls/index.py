@@ -1,16 +1,16 @@
 """The call index: where each function of the repository runs, proven by who calls it.
 
 A stage of its own, built once per review over every Python file of the repository at
-the reviewed revision, told to the reviewed files. Each file's facts (``callfacts``)
-are cached on disk by blob hash, and the summaries of every file (which names it
-defines and calls) in one pack, so a review parses only the files whose content the
-cache has not seen, and reads whole only the files on the call chains that reach the
-reviewed functions (``callcontexts``: contexts are worked out from the callee's side,
-by name, never by resolving every call of the repository). Each function gets a
+the reviewed revision, told to the reviewed files. Nothing is parsed up front: the text
+of every file is searched for the names on the call chains that reach the reviewed
+functions (``texts``: which files may define or call a name), and only the files the
+search names are parsed (``calls.contexts``: contexts are worked out from the callee's
+side, by name, never by resolving every call of the repository). Each file's facts are
+cached on disk by blob hash. Each function gets a
 context with the call chain as evidence:
 
 - *per-step* when a per-step root reaches it: ``forward``/``__call__`` of a class, a
-  step/decode/execute name (``hot-functions``), a compiled or inference-mode function,
+  step/decode/execute name (``hot-functions``), a compiled function,
   the body of a long-running loop (``while True:`` that awaits or reads a queue), a
   closure returned by a cached factory (it runs on every call of what was built);
 - *one-time* or *offline* when it is one by construction (``__init__``, a cached
@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import marshal
 import os
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -40,7 +38,8 @@ from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping
 from ... import code_stamp
 from .contexts import CallContexts
 from .facts import EMPTY_FACTS, FileFacts, facts_from_json, facts_to_json, read_facts
-from .links import FileSummary, Repository, summary_of
+from .links import Repository
+from .texts import RevisionTexts
 from ...config import Config
 from ...library.globs import matches
 from ...change.git import run
@@ -52,11 +51,9 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "2"
+_FORMAT = "3"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
-_PACK_BLOBS = 200_000  # summaries one pack keeps across revisions (a few MB)
-_PACK_STALE = 0.02  # share of a revision's blobs the pack may miss before it is written again
 
 
 @dataclass(frozen=True)
@@ -119,7 +116,7 @@ def build_index(
     if known is not None:
         return known
     facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of)
-    index = _told(Repository(facts.summaries(), facts.load), config, told, asked)
+    index = _told(Repository(facts.texts(), facts.load), config, told, asked)
     index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
     if store is not None:
         store.put_index(key, index)
@@ -235,10 +232,9 @@ def _walked(root: str) -> Iterable[tuple[str, bytes]]:
 
 
 class _Facts:
-    """Every path's summary up front, and a path's facts when asked: from the cache by
-    blob, else parsed from the blob's content (and cached). Files of the same content are
-    read once. The summaries of a revision come from one pack (``_FactsCache``), so that a
-    review after a small change reads one cache entry, not one per file."""
+    """The text of every path, read up front (``RevisionTexts``: nothing is parsed), and a
+    path's facts when asked: from the cache by blob, else parsed from the blob's content
+    (and cached). Files of the same content are read once."""
 
     def __init__(
         self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = (),
@@ -249,23 +245,11 @@ class _Facts:
         self.tree_of = tree_of
         self.parsed = 0  # distinct blobs parsed this time
         self._by_blob: dict[str, FileFacts] = {}
+        self._contents: dict[str, bytes] = {}
 
-    def summaries(self) -> dict[str, FileSummary]:
-        packed = self.store.get_summaries() if self.store is not None else {}
-        missing = {path: blob for path, blob in self.blobs.items() if blob not in packed}
-        if missing:
-            for path, blob in missing.items():
-                cached = self.store.get(blob) if self.store is not None else None
-                if cached is not None:
-                    self._by_blob[blob] = cached
-            self._parse({p: b for p, b in missing.items() if b not in self._by_blob})
-            for blob in missing.values():
-                packed[blob] = summary_of(self._by_blob[blob])
-            # A few blobs missing (a small change) are read from their facts next time too:
-            # rewriting the pack would cost more than that.
-            if self.store is not None and len(missing) > len(self.blobs) * _PACK_STALE:
-                self.store.put_summaries(packed, set(self.blobs.values()))
-        return {path: packed[blob] for path, blob in self.blobs.items()}
+    def texts(self) -> RevisionTexts:
+        self._contents = _contents(self.root, self.blobs, _unmodified_on_disk(self.root))
+        return RevisionTexts({path: self._contents.get(path) for path in self.blobs})
 
     def load(self, path: str) -> FileFacts:
         blob = self.blobs[path]
@@ -277,7 +261,8 @@ class _Facts:
         return found
 
     def _parse(self, missing: Mapping[str, str]) -> None:
-        contents = _contents(self.root, missing)
+        unread = {path: blob for path, blob in missing.items() if path not in self._contents}
+        contents = {**{path: self._contents[path] for path in missing if path in self._contents}, **_contents(self.root, unread)}
         for path, blob in missing.items():
             if blob in self._by_blob:
                 continue
@@ -299,17 +284,25 @@ class _Facts:
         return shared if shared is not None else parse_tree(text)
 
 
-def _contents(root: str, missing: Mapping[str, str]) -> dict[str, bytes]:
-    """Content of each missing blob: from git's object store, else from the file on disk."""
+def _contents(root: str, missing: Mapping[str, str], on_disk: Mapping[str, str] | None = None) -> dict[str, bytes]:
+    """Content of each missing blob: from the working tree where ``on_disk`` (path ->
+    blob id of files whose working-tree content is that blob) says the file holds that
+    very blob, else from git's object store, else from the file on disk."""
     if not missing:
         return {}
     found: dict[str, bytes] = {}
+    for path, blob in missing.items():
+        if on_disk is not None and on_disk.get(path) == blob:
+            data = _read_file(root, path)
+            if data is not None:
+                found[path] = data
+    stored = {path: blob for path, blob in missing.items() if path not in found}
     try:
-        out = run(root, "cat-file", "--batch", input_bytes="".join(f"{b}\n" for b in missing.values()).encode())
+        out = run(root, "cat-file", "--batch", input_bytes="".join(f"{b}\n" for b in stored.values()).encode()) if stored else b""
     except GitError:
         out = b""
     position = 0
-    for path in missing:
+    for path in stored:
         if position >= len(out):
             break
         header_end = out.index(b"\n", position)
@@ -326,14 +319,26 @@ def _contents(root: str, missing: Mapping[str, str]) -> dict[str, bytes]:
     return found
 
 
+def _unmodified_on_disk(root: str) -> dict[str, str]:
+    """Path -> blob id of the tracked Python files whose working-tree content is the
+    index's blob (``git diff`` sees no change): reading those files from disk gives the
+    blob's bytes, several times faster than inflating it from the object store."""
+    try:
+        staged = _index_blobs(run(root, "ls-files", "-s", "-z"))
+        changed = run(root, "diff", "--name-only", "-z").decode("utf-8", "surrogateescape").split("\0")
+    except GitError:
+        return {}
+    for path in changed:
+        staged.pop(path, None)
+    return staged
+
+
 class _FactsCache:
     """One JSON document per blob, under the tool's cache directory; written to a
     temporary file and renamed into place, so a reader never sees half an entry."""
 
     def __init__(self, directory: str) -> None:
         self.directory = Path(directory) / f"callindex-v{_FORMAT}" / code_stamp()[:16]
-        # marshal is the fastest reader of plain tuples; its format follows the interpreter.
-        self._pack = self.directory / f"summaries-py{sys.version_info[0]}{sys.version_info[1]}.marshal"
 
     def _entry(self, blob: str) -> Path:
         return self.directory / blob[:2] / f"{blob}.json"
@@ -347,24 +352,6 @@ class _FactsCache:
 
     def put(self, blob: str, facts: FileFacts) -> None:
         _write(self._entry(blob), facts_to_json(facts))
-
-    def get_summaries(self) -> dict[str, FileSummary]:
-        try:
-            with open(self._pack, "rb") as handle:
-                data = marshal.load(handle)
-            return {blob: FileSummary(tuple(n), tuple(m), frozenset(c)) for blob, (n, m, c) in data.items()}
-        except (OSError, EOFError, ValueError, TypeError):
-            return {}  # missing or unreadable: summaries come from the facts
-
-    def put_summaries(self, summaries: Mapping[str, FileSummary], current: set[str]) -> None:
-        """Keeps the current revision's blobs, and older ones while the pack stays small."""
-        kept = summaries if len(summaries) <= _PACK_BLOBS else {b: s for b, s in summaries.items() if b in current}
-        # Interned, a name the files share is written once and read back as one object.
-        data = {
-            blob: (tuple(map(sys.intern, s.names)), tuple(map(sys.intern, s.methods)), tuple(map(sys.intern, s.called)))
-            for blob, s in kept.items()
-        }
-        _write_bytes(self._pack, marshal.dumps(data))
 
     def get_index(self, key: str) -> CallIndex | None:
         try:

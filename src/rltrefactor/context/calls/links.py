@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Mapping, NamedTuple
 
+from .texts import RevisionTexts
 from .facts import ClassFacts, FileFacts, FunctionFacts, type_name
 
 # Bounds on following names through the repository: they stop import and inheritance
@@ -67,37 +68,48 @@ class Repository:
     """Every file's facts, read only where a question needs them, with names resolved
     across files on demand.
 
-    ``summaries`` (every path's ``FileSummary``) are all that is read up front: they say
-    which names exist and which files call a name, so that the callers of a function are
-    found by reading only the files that write its name. ``load`` gives a path's facts."""
+    Nothing is parsed up front: which files may define or call a name is read from their
+    text (``RevisionTexts``), and only those files are parsed, when a question needs
+    them, to decide. ``load`` gives a path's facts."""
 
-    def __init__(self, summaries: Mapping[str, FileSummary], load: Callable[[str], FileFacts]) -> None:
-        self.paths = tuple(sorted(summaries))
+    def __init__(self, texts: RevisionTexts, load: Callable[[str], FileFacts]) -> None:
+        self.paths = texts.paths
+        self._texts = texts
         self._load = load
         self._facts: dict[str, FileFacts] = {}
+        self._summaries: dict[str, FileSummary] = {}
         self._functions: dict[str, dict[str, FunctionFacts]] = {}  # path -> qualname -> facts
         self._classes: dict[str, dict[str, ClassFacts]] = {}  # path -> qualname -> facts
         self._imports: dict[str, dict[str, str]] = {}  # path -> local name -> absolute dotted target
         self._attributes: dict[tuple[str, str], dict[str, str]] = {}  # (path, class) -> attribute -> written type
         self._modules: dict[str, list[str]] = {}  # dotted module name (and each suffix) -> paths
-        self._summaries = summaries
-        methods: dict[str, list[str]] = {}
-        self._names: set[str] = set()
         for path in self.paths:
-            summary = summaries[path]
-            self._names.update(summary.names)
-            for name in summary.methods:
-                methods.setdefault(name, []).append(path)
             parts = _module_of(path).split(".")
             for start in range(len(parts)):
                 self._modules.setdefault(".".join(parts[start:]), []).append(path)
-        # A method name defined once in the repository -> the file that defines it.
-        self._unique = {name: paths[0] for name, paths in methods.items() if len(paths) == 1 and name not in _COMMON_METHODS}
+        self._unique: dict[str, str | None] = {}  # method name -> the one file defining it, if one
         self._known = frozenset(self.paths)
         self._edges: dict[str, tuple[tuple[str, str], ...]] = {}
         self._callers: dict[str, tuple[Caller, ...]] = {}
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
+
+    def _summary(self, path: str) -> FileSummary:
+        found = self._summaries.get(path)
+        if found is None:
+            found = self._summaries[path] = summary_of(self.facts(path))
+        return found
+
+    def _unique_path(self, name: str) -> str | None:
+        """The one file defining a method ``name``, where the repository defines one such
+        method; only the files with an indented ``def name`` are parsed to tell."""
+        if name not in self._unique:
+            count, where = 0, None
+            for path in sorted(self._texts.defining_indented(name)):
+                defined = self._summary(path).methods.count(name)
+                count, where = count + defined, where if not defined else path
+            self._unique[name] = where if count == 1 and name not in _COMMON_METHODS else None
+        return self._unique[name]
 
     # -- facts, read on demand ----------------------------------------------------------------
 
@@ -153,7 +165,7 @@ class Repository:
             calls: list[Caller] = []
             # A membership test per file, when a name is first asked, costs less than an
             # inverted index of every call of the repository built up front.
-            for path in (p for p in self.paths if name in self._summaries[p].called):
+            for path in (p for p in self._texts.calling(name) if name in self._summary(p).called):
                 self.facts(path)
                 for caller, function, callee, in_loop in self._written[path].get(name, ()):
                     calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop))
@@ -161,7 +173,7 @@ class Repository:
         return found
 
     def _resolve(self, path: str, function: FunctionFacts | None, callee: str) -> str | None:
-        if callee.rpartition(".")[2] not in self._names:  # most calls go to other packages
+        if not self._texts.defining(callee.rpartition(".")[2]):  # most calls go to other packages
             return None
         parts = callee.split(".")
         found = self._resolve_chain(path, function, parts) if parts[0] != "?" else None
@@ -173,7 +185,7 @@ class Repository:
 
     def _unique_method(self, name: str) -> str | None:
         """The one method of the repository named ``name``, where there is only one."""
-        path = self._unique.get(name)
+        path = self._unique_path(name)
         for function in self.facts(path).functions if path is not None else ():
             if function.name == name and function.owner:
                 return f"{path}::{function.qualname}"

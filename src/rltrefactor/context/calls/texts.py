@@ -1,0 +1,95 @@
+"""The text of every Python file at the reviewed revision, searched before anything is parsed.
+
+The call index asks two questions of the whole repository: which files may define a
+function of a name, and which files may call one. Both are answered here from the raw
+bytes, as supersets (a ``def name`` inside a string counts), so that only the files the
+answer names are parsed; the parsed facts then decide. One pass over every file finds the
+names of all ``def`` lines; calls are searched per name, when first asked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Iterable, Mapping
+
+_DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
+_CALL = re.compile(rb"(\w+)\s*\(")
+# Names searched one at a time before one pass indexes every called name of every file.
+_SEARCHED_NAMES = 64
+
+
+def _calls(data: bytes, needle: bytes, pattern: re.Pattern[bytes]) -> bool:
+    """``needle`` is written as a whole word followed by ``(`` somewhere in ``data``."""
+    if needle not in data:
+        return False
+    return any(match.start() == 0 or not (data[match.start() - 1:match.start()].isalnum() or data[match.start() - 1] == 95)
+               for match in pattern.finditer(data))
+
+
+class RevisionTexts:
+    """Path -> content of every Python file the index covers (``None``: unreadable)."""
+
+    def __init__(self, contents: Mapping[str, bytes | None]) -> None:
+        self.paths = tuple(sorted(contents))
+        self._contents = contents
+        self._defined: dict[str, set[str]] | None = None
+        self._indented: dict[str, set[str]] | None = None
+        self._calling: dict[str, tuple[str, ...]] = {}
+        self._called: dict[str, set[str]] | None = None  # every called name -> files, once read
+
+    def _read_defs(self) -> None:
+        defined: dict[str, set[str]] = defaultdict(set)
+        indented: dict[str, set[str]] = defaultdict(set)
+        for path in self.paths:
+            data = self._contents[path]
+            for match in _DEF.finditer(data or b""):
+                name = match.group(2).decode("ascii", "replace")
+                defined[name].add(path)
+                if match.group(1):
+                    indented[name].add(path)
+        self._defined, self._indented = dict(defined), dict(indented)
+
+    def defining(self, name: str) -> frozenset[str]:
+        """Files with a ``def name`` line: every file that may define a function ``name``."""
+        if self._defined is None:
+            self._read_defs()
+        assert self._defined is not None
+        return frozenset(self._defined.get(name, ()))
+
+    def defining_indented(self, name: str) -> frozenset[str]:
+        """Files with an indented ``def name`` line: every file that may define a method ``name``."""
+        if self._indented is None:
+            self._read_defs()
+        assert self._indented is not None
+        return frozenset(self._indented.get(name, ()))
+
+    def calling(self, name: str) -> tuple[str, ...]:
+        """Files where ``name`` is followed by ``(``: every file that may call it by that name.
+
+        The first names asked are searched one by one (a review of a change asks a few);
+        past ``_SEARCHED_NAMES`` one pass over every file indexes every called name."""
+        found = self._calling.get(name)
+        if found is not None:
+            return found
+        if self._called is None and len(self._calling) >= _SEARCHED_NAMES:
+            self._called = self._read_calls()
+        if self._called is not None:
+            found = tuple(sorted(self._called.get(name, ())))
+        else:
+            needle = name.encode()
+            pattern = re.compile(re.escape(needle) + rb"\s*\(")
+            found = tuple(path for path in self.paths if _calls(self._contents[path] or b"", needle, pattern))
+        self._calling[name] = found
+        return found
+
+    def _read_calls(self) -> dict[str, set[str]]:
+        called: dict[str, set[str]] = defaultdict(set)
+        for path in self.paths:
+            for name in set(_CALL.findall(self._contents[path] or b"")):
+                called[name.decode("ascii", "replace")].add(path)
+        return dict(called)
+
+    @classmethod
+    def of(cls, contents: Iterable[tuple[str, bytes | None]]) -> RevisionTexts:
+        return cls(dict(contents))

@@ -1,0 +1,120 @@
+"""How often the methods of well-known bases run, as data (``rules/protocols.yaml``).
+
+A model names bases by qualified-name pattern and says, for each method, how often it
+runs: ``per-layer``, ``per-step``, ``per-request`` or ``once``. A pattern is a dotted
+name whose ``*`` stands for any number of dotted parts, none included (``vllm.*.AttentionImpl``
+holds ``vllm.attention.backends.abstract.AttentionImpl`` and the same class in later module
+layouts), so one model covers a framework's releases and its forks that keep the names.
+It is read like the rule library: unknown keys and values are ``file:line`` errors.
+
+The evidence is the class's base as the file's imports resolve it, never the method's
+name alone: a ``forward`` of a class whose base no model holds is left to the other
+evidence of ``context.execution``.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+Frequency = Literal["per-layer", "per-step", "per-request", "once"]
+FREQUENCIES: tuple[Frequency, ...] = get_args(Frequency)
+_MODEL_KEYS = ("bases", "methods", "source")
+
+
+@dataclass(frozen=True)
+class ProtocolModel:
+    bases: tuple[str, ...]  # qualified-name patterns; ``*`` spans dotted parts
+    methods: tuple[tuple[str, Frequency], ...]
+    source: str  # where the frequency is documented
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile("|".join(_pattern_text(base) for base in self.bases))
+
+    def holds(self, qualified_base: str) -> bool:
+        return self._pattern.fullmatch(qualified_base) is not None
+
+
+@dataclass(frozen=True)
+class ProtocolMatch:
+    """A method a model covers: how often it runs, and the model's base that says so."""
+
+    frequency: Frequency
+    base: str  # the class's base, qualified as the file's imports resolve it
+    pattern: str  # the model's pattern that holds it
+
+
+@dataclass(frozen=True)
+class Protocols:
+    models: tuple[ProtocolModel, ...]
+
+    def method(self, bases: tuple[str, ...], method: str) -> ProtocolMatch | None:
+        """How often ``method`` of a class whose (qualified) ``bases`` are given runs,
+        by the first model that holds one of the bases and names the method."""
+        for model in self.models:
+            frequency = dict(model.methods).get(method)
+            if frequency is None:
+                continue
+            for base in bases:
+                if model.holds(base):
+                    pattern = next(p for p in model.bases if re.fullmatch(_pattern_text(p), base))
+                    return ProtocolMatch(frequency, base, pattern)
+        return None
+
+
+def _pattern_text(base: str) -> str:
+    """``a.*.B`` as a regex: ``*`` spans any number of dotted parts, none included."""
+    parts = base.split(".")
+    pieces = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "*":
+            pieces.append(r"\w+(?:\.\w+)*" if last else r"(?:\w+\.)*")
+        else:
+            pieces.append(re.escape(part) + ("" if last else r"\."))
+    return "".join(pieces)
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_protocols() -> Protocols:
+    """The protocol models shipped with the rule library."""
+    from .location import PROTOCOLS_FILE, bundled_rules_dir
+
+    path = bundled_rules_dir() / PROTOCOLS_FILE
+    return parse_protocols(path.read_text(encoding="utf-8"), f"rules/{PROTOCOLS_FILE}")
+
+
+def parse_protocols(text: str, display: str) -> Protocols:
+    from .fields import Reader
+    from .yamlsafe import load_yaml
+
+    top = Reader(load_yaml(text, display), display, "", 1)
+    top.check_keys(("protocols",))
+    table = top.get("protocols", list, required=True)
+    models = []
+    for index, item in enumerate(table):
+        line = table.line_of(index) if hasattr(table, "line_of") else 1
+        if not isinstance(item, dict):
+            raise top.error(line, f"protocols[{index}]: expected a mapping of bases, methods and source; fix the entry")
+        r = Reader(item, display, f"protocols[{index}]", line)
+        r.check_keys(_MODEL_KEYS)
+        bases = r.strings("bases")
+        if not bases:
+            raise r.error(r.line_of("bases"), "bases: expected a non-empty list of qualified names; list the bases")
+        for base in bases:
+            if not re.fullmatch(r"[A-Za-z_]\w*(?:\.(?:\*|[A-Za-z_]\w*))*", base):
+                raise r.error(r.line_of("bases"), f"bases: {base!r} is not a dotted name (a part may be `*`); fix it")
+        methods = r.get("methods", dict, required=True)
+        pairs: list[tuple[str, Frequency]] = []
+        for name in methods:
+            frequency = methods[name]
+            if frequency not in FREQUENCIES:
+                raise r.error(methods.line_of(name) if hasattr(methods, "line_of") else r.line_of("methods"),
+                              f"methods: {name}: unknown frequency {frequency!r}; use one of {', '.join(FREQUENCIES)}")
+            pairs.append((str(name), frequency))
+        source = r.get("source", str, required=True)
+        models.append(ProtocolModel(bases, tuple(pairs), source))
+    return Protocols(tuple(models))

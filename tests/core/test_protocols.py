@@ -1,0 +1,93 @@
+"""Protocol models as data: how often the methods of well-known bases run, decided by the
+class's base as the file's imports resolve it, never by the method's name alone."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from rltrefactor.context.execution import execution_map
+from rltrefactor.errors import RuleLibraryError
+from rltrefactor.library.protocols import bundled_protocols, parse_protocols
+from rltrefactor.source.syntax import parse_tree
+
+
+def _kinds(text: str) -> dict[str, tuple[str, str]]:
+    found = execution_map(parse_tree(textwrap.dedent(text)))
+    return {f.qualname: (f.kind, f.basis) for f in found.functions}
+
+
+def test_a_metadata_builders_build_runs_per_step_by_its_framework_base():
+    kinds = _kinds("""
+        from vllm.v1.attention.backends.utils import AttentionMetadataBuilder
+
+
+        class FlashMetadataBuilder(AttentionMetadataBuilder[FlashMetadata]):
+            def build(self, common_prefix_len, common_attn_metadata):
+                return common_attn_metadata.seq_lens.max().item()
+
+            def build_for_cudagraph_capture(self, common_attn_metadata):
+                return self.build(0, common_attn_metadata)
+    """)
+    assert kinds["FlashMetadataBuilder.build"] == ("per-step", "protocol")
+    assert kinds["FlashMetadataBuilder.build_for_cudagraph_capture"] == ("one-time", "protocol")
+
+
+def test_the_same_method_name_on_a_class_no_model_holds_proves_nothing():
+    kinds = _kinds("""
+        class ReportBuilder:
+            def build(self, rows):
+                return rows
+    """)
+    assert kinds["ReportBuilder.build"] == ("unknown", "")
+
+
+def test_a_base_is_resolved_through_aliases_and_the_files_own_classes():
+    kinds = _kinds("""
+        from torch import nn
+
+
+        class Block(nn.Module):
+            pass
+
+
+        class DecoderLayer(Block):
+            def forward(self, hidden):
+                return hidden
+    """)
+    assert kinds["DecoderLayer.forward"] == ("per-step", "protocol")
+
+
+def test_a_processor_runs_per_request_and_per_step_rules_leave_it_alone():
+    kinds = _kinds("""
+        from transformers import ProcessorMixin
+
+
+        class VisionProcessor(ProcessorMixin):
+            def __call__(self, images):
+                return images
+    """)
+    assert kinds["VisionProcessor.__call__"] == ("per-request", "protocol")
+
+
+def test_the_bundled_models_load_and_answer():
+    protocols = bundled_protocols()
+    assert protocols.method(("torch.autograd.function.Function",), "backward").frequency == "per-layer"
+    assert protocols.method(("sglang.srt.layers.attention.base_attn_backend.AttentionBackend",), "forward_decode").frequency == "per-layer"
+    assert protocols.method(("mypackage.layers.Base",), "forward") is None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("protocols:\n  - bases: [torch.nn.Module]\n    methods: {forward: every-step}\n    source: x\n",
+     "methods: forward: unknown frequency 'every-step'; use one of per-layer, per-step, per-request, once"),
+    ("protocols:\n  - bases: [torch..Module]\n    methods: {forward: per-step}\n    source: x\n",
+     "bases: 'torch..Module' is not a dotted name"),
+    ("protocols:\n  - bases: [torch.nn.Module]\n    methods: {forward: per-step}\n    sorce: x\n",
+     "sorce"),
+])
+def test_a_bad_model_is_a_one_line_error_naming_its_line(text, message):
+    with pytest.raises(RuleLibraryError) as info:
+        parse_protocols(text, "protocols.yaml")
+    assert str(info.value).startswith("protocols.yaml:") and message in str(info.value)
+    assert "\n" not in str(info.value)
