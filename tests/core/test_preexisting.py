@@ -102,14 +102,17 @@ def test_module_level_code_moved_down_is_pre_existing(repo, monkeypatch):
     assert {s[-1] for s in _both_ways(repo, base, head, monkeypatch)} <= {"pre-existing"}
 
 
-def test_renamed_function_is_new_code(repo, monkeypatch):
-    """The identity names the enclosing definition: code under a new name is new."""
+def test_code_of_a_renamed_function_is_moved_code(repo, monkeypatch):
+    """The fingerprint names the enclosing definition, but code that left ``forward`` for
+    ``forward_step`` is the base's code (``moves``): pre-existing, naming where it stood."""
     repo.write(HOT, _module(SYNC_FN.format(name="forward"), HELPER))
     base = repo.commit("base")
     repo.write(HOT, _module(HELPER, SYNC_FN.format(name="forward_step")))
     head = repo.commit("rename and move forward")
     statuses = _both_ways(repo, base, head, monkeypatch)
-    assert statuses and {s[-1] for s in statuses} == {"new"}
+    assert statuses and {s[-1] for s in statuses} == {"pre-existing"}
+    result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", use_cache=False))
+    assert {(f.definition, f.moved_from.definition) for f in result.findings if f.moved_from} == {("forward_step", "forward")}
 
 
 def test_a_second_copy_of_a_finding_is_new(repo, monkeypatch):

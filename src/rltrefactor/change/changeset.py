@@ -9,6 +9,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Iterator
 
 from . import git as gitio
+from .path_arguments import check_named, missing_path
 from ..errors import ChangeInputError
 from ..types import ChangedFile, ChangeSet, FileStatus, Hunk, Revision
 
@@ -45,7 +46,10 @@ def collect_changes(
     change = _from_index(root, pathspec) if staged else _from_range(root, diff or "HEAD", pathspec)
     if not pathspec:
         return change
-    under = ", ".join(spec.removeprefix(_LITERAL) for spec in pathspec)
+    relative = [spec.removeprefix(_LITERAL) for spec in pathspec]
+    # A PATH with no change under it is an empty change only if it names something.
+    check_named(change, paths, relative)
+    under = ", ".join(relative)
     return replace(change, description=f"{change.description}, under {under}")
 
 
@@ -138,10 +142,10 @@ def _from_paths(repo: str, paths: tuple[str, ...]) -> ChangeSet:
     found: dict[str, None] = {}
     for given in paths:
         absolute = os.path.abspath(given)
-        if not os.path.exists(absolute):
-            raise ChangeInputError(f"{given}: no such file or directory")
         if os.path.commonpath([root, absolute]) != root:
             raise ChangeInputError(f"{given}: outside the reviewed repository {root}; pass --repo")
+        if not os.path.exists(absolute):
+            raise missing_path(given, root, os.path.relpath(absolute, root).replace(os.sep, "/"))
         for path in _walk(absolute):
             found[os.path.relpath(path, root).replace(os.sep, "/")] = None
     files = tuple(ChangedFile(path=p, status="added") for p in sorted(found))

@@ -57,8 +57,9 @@ class BaselineReport:
 
 
 def recorded_hits(result: ReviewResult) -> list[Finding]:
-    """Every unsuppressed hit of ``result``: its findings and the repeats merged into them."""
-    repeats = [d.finding for d in result.drops if d.reason == "repeat-in-function"]
+    """Every unsuppressed hit of ``result``: its findings and the repeats and other rules'
+    findings merged into them."""
+    repeats = [d.finding for d in result.drops if d.reason in ("repeat-in-function", "merged-into-finding")]
     return [f for f in (*result.findings, *repeats) if not f.suppressed]
 
 
@@ -189,3 +190,4 @@ def stale_warning(path: str, count: int) -> str:
     entries = "stale baseline entry" if count == 1 else "stale baseline entries"
     return (f"{count} {entries} (recorded findings that no longer occur; --format json lists them); "
             f"{UPDATE_HINT} to drop them from {path}")
+

@@ -1,15 +1,18 @@
 """The final pass over findings: every source of findings (the rule matchers, the perf
 hook) goes through it once, in this order.
 
-1. suppression: a directive on a finding's line marks it, whatever produced the finding;
+1. suppression: a directive on a finding's line marks it, whatever produced the finding
+   (one without a reason silences nothing: its own finding takes that finding's severity);
 2. scoping: a static finding outside the change is dropped (a measured addition belongs
    to the change by construction);
-3. pre-existing: a static finding whose identity also exists at the base is marked;
+3. pre-existing: a static finding whose identity also exists at the base is marked, and
+   so is one whose code moved here from another definition or file of the change;
 4. occurrence: each hit's fingerprint gets its index among equal identities;
 5. confirmation: a measured addition on the line of a static finding of its area
    confirms that finding instead of being a second record of one problem;
 6. baseline: each hit it records is dropped (one entry per hit, before merging);
-7. repeats: one finding per rule per definition (a measured addition stays one per line).
+7. repeats: one finding per rule per definition (a measured addition stays one per line);
+8. merging: findings of several rules on one problem become one naming every rule.
 
 The manual checklist is derived from what remains.
 """
@@ -21,10 +24,12 @@ from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from ..change.contents import read_sources
 from ..perf.delta_findings import confirm
+from .merging import merge_findings
+from .moves import MovedToRunLess, mark_moved
 from .preexisting import complete_head, mark_preexisting
 from .repeats import group_repeats
 from ..matching.rule_findings import number_occurrences
-from .suppression import mark_suppressed
+from .suppression import mark_suppressed, mark_suppressed_per_file
 from ..source.syntax import DefinitionMap, definitions
 from ..types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding
 
@@ -60,18 +65,19 @@ class Finished:
     checklist: tuple[Rule, ...]  # manual rules of the areas the change touched
     baseline: BaselineReport | None = None
     warnings: tuple[str, ...] = ()
+    moved_to_run_less: tuple[MovedToRunLess, ...] = ()  # improvements: never findings
 
 
 def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Finished:
     """Findings as reported: the pass above, applied once to every source's findings."""
     texts = _HeadTexts(matched.change, matched.texts)
-    outcomes = [replace(o, findings=tuple(mark_suppressed(o.findings, texts.get(o.path)))) for o in matched.outcomes]
-    measured = [f for path, group in _by_path(matched.measured).items() for f in mark_suppressed(group, texts.get(path))]
+    outcomes, measured = mark_suppressed_per_file(matched.outcomes, matched.measured, texts.get)
     kept, drops = scope_findings(outcomes, matched.files, matched.change, matched.scope, matched.texts,
                                  definitions_of=lambda path, text: matched.engine.model(path, text).definitions)
     line_limited = matched.scope == "lines" and not matched.change.full_scan
     heads = complete_head(kept, outcomes, matched.files, matched.engine, matched.texts, kept_on_lines=line_limited)
     kept = mark_preexisting(kept, heads, matched.files, matched.change, matched.engine, matched.texts)
+    kept, moved_to_run_less = mark_moved(kept, matched.change, matched.engine, matched.texts)
     changed = {} if matched.change.full_scan else {path: f.added_lines for path, f in matched.files.items()}
     kept = number_occurrences(kept, heads, changed) + number_occurrences(measured, {})
     kept, confirmations = confirm(kept)
@@ -85,6 +91,8 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     kept, repeats = group_repeats([f for f in kept if f.perf is None or f.confirmed])
     kept = _name_baselined(kept, drops) + still_measured
     drops.extend(repeats)
+    kept, merged = merge_findings(kept, texts.get)
+    drops.extend(merged)
     looped = _changes_looped_code(matched.change, texts, matched.engine)
     return Finished(
         findings=tuple(sorted(kept, key=_location)),
@@ -92,6 +100,7 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
         checklist=manual_checklist(kept, matched.change, matched.rules, looped=looped),
         baseline=report,
         warnings=warnings,
+        moved_to_run_less=moved_to_run_less,
     )
 
 

@@ -10,6 +10,7 @@ from ..library.model import Rule
 from ..perf.records import PerfSummary
 from ..severity import Severity, at_least
 from ..types import ChangedFunction, ChangeSet, Drop, FileError, Finding
+from .moves import MovedToRunLess
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,9 @@ class ReviewResult:
     library_versions: str = ""  # bundled and local library versions, as ``Library.versions`` says them
     library_rules: int = 0  # rules in the loaded library, as ``rules list`` counts them
     checklist: tuple["Rule", ...] = ()  # manual rules of the areas the change touched, in library order
+    # Code the change moved to where it runs less often: improvements, never findings
+    # (the finding there is pre-existing and names where the code came from).
+    moved_to_run_less: tuple[MovedToRunLess, ...] = ()
 
     @property
     def gate_failed(self) -> bool:

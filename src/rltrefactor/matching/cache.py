@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import code_stamp
-from ..types import FileError, FileOutcome, Finding, Span
+from ..types import BaseLocation, FileError, FileOutcome, Finding, Span
 
 _FORMAT = "2"
 
@@ -30,7 +30,7 @@ class ResultCache:
 
     def _entry(self, path: str, text: str, salt: str) -> Path:
         """``salt``: what else the outcome depends on (what the call index tells the file)."""
-        key = hashlib.sha256(f"{self._context}\0{path}\0{salt}\0".encode() + text.encode("utf-8", "surrogatepass"))
+        key = hashlib.sha256(f"{self._context}\0{path}\0{salt}\0{text}".encode("utf-8", "surrogatepass"))
         digest = key.hexdigest()
         return self.directory / digest[:2] / f"{digest}.json"
 
@@ -55,7 +55,9 @@ class ResultCache:
 
 def _decode(data: dict[str, Any]) -> FileOutcome:  # a JSON document, checked by the record types
     findings = tuple(
-        Finding(**{**item, "span": Span(**item["span"]), "perf": None, "also_at": tuple(item.get("also_at", ()))})
+        Finding(**{**item, "span": Span(**item["span"]), "perf": None, "also_at": tuple(item.get("also_at", ())),
+                   "also_rules": tuple(item.get("also_rules", ())),
+                   "moved_from": BaseLocation(**item["moved_from"]) if item.get("moved_from") else None})
         for item in data["findings"]
     )
     errors = tuple(FileError(**item) for item in data["errors"])

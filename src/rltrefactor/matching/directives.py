@@ -1,5 +1,8 @@
 """Findings for ``# rltrefactor: ignore[...]`` directives that cannot be honoured: no rule
-named, no reason given, or ids the library does not have."""
+named, no reason given, or ids the library does not have.
+
+They carry the rule's own severity here; where the directive named a finding on its line
+that it cannot silence, ``findings.suppression`` raises it to that finding's severity."""
 
 from __future__ import annotations
 
@@ -30,7 +33,8 @@ def _invalid_suppressions(
     for directive in directives:
         unknown = [rule_id for rule_id in directive.rule_ids if rule_id not in known_ids]
         if directive.problem:
-            impact = f"This suppression {directive.problem.split(';')[0]}: reviewers cannot tell why the finding was not adopted."
+            impact = (f"This suppression {directive.problem.split(';')[0]}, so it silences nothing: the findings on "
+                      "its line still report, and reviewers could not tell why they were not adopted.")
             fix = directive.problem.split("; ", 1)[-1].capitalize() + "."
         elif unknown:
             impact, fix = _unknown_ids(unknown, known_ids)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..findings.result import ReviewResult
 from ..types import FileError, Finding
+from .paths import escape_undecodable, quote_path
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -17,7 +18,7 @@ COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 def render_github(result: ReviewResult) -> str:
     lines = [_finding_command(f) for f in _actionable(result.findings)]
     lines.extend(_error_command(e) for e in result.errors)
-    return "".join(line + "\n" for line in lines)
+    return escape_undecodable("".join(line + "\n" for line in lines))
 
 
 def _actionable(findings: tuple[Finding, ...]) -> list[Finding]:
@@ -30,7 +31,7 @@ def _finding_command(finding: Finding) -> str:
     # Spans end exclusively; annotations take the last column itself.
     end_column = max(span.column, span.end_column - 1)
     props = {
-        "file": finding.path,
+        "file": quote_path(finding.path),
         "line": str(span.line),
         "endLine": str(span.end_line),
         "col": str(span.column),
@@ -42,7 +43,7 @@ def _finding_command(finding: Finding) -> str:
 
 
 def _error_command(error: FileError) -> str:
-    props = {"file": error.path, "title": "rltrefactor: file not reviewed"}
+    props = {"file": quote_path(error.path), "title": "rltrefactor: file not reviewed"}
     if error.line is not None:
         props["line"] = str(error.line)
     return _command("warning", props, error.message)

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING
 
 from .. import __version__
 from ..findings.result import ReviewResult
-from ..types import Finding
+from ..types import BaseLocation, Finding
+from .paths import escape_document, quote_path
 
 if TYPE_CHECKING:
     from ..findings.baseline import BaselineReport
@@ -26,7 +27,7 @@ def finding_record(finding: Finding) -> dict[str, object]:
         "area": finding.area,
         "title": finding.title,
         "severity": finding.severity,
-        "path": finding.path,
+        "path": quote_path(finding.path),
         "line": finding.span.line,
         "column": finding.span.column,
         "end_line": finding.span.end_line,
@@ -45,9 +46,17 @@ def finding_record(finding: Finding) -> dict[str, object]:
         record["confidence"] = finding.confidence
     if finding.also_at:
         record["also_at"] = list(finding.also_at)
+    if finding.also_rules:
+        record["also_rules"] = list(finding.also_rules)  # rules that flagged the same problem
+    if finding.moved_from is not None:
+        record["moved_from"] = _base_location(finding.moved_from)
     if finding.perf is not None:
         record["perf"] = asdict(finding.perf)
     return record
+
+
+def _base_location(origin: BaseLocation) -> dict[str, str]:
+    return {"path": quote_path(origin.path), "definition": origin.definition}
 
 
 def render_json(
@@ -62,15 +71,15 @@ def render_json(
             "description": change.description,
             "base": change.base,
             "head": change.head.ref if change.head.kind == "git" else change.head.kind,
-            "files": list(result.files_reviewed),
-            "unreviewable": list(result.files_unreviewable),
+            "files": [quote_path(path) for path in result.files_reviewed],
+            "unreviewable": [quote_path(path) for path in result.files_unreviewable],
         },
         "findings": [
             finding_record(f) for f in result.findings if show_preexisting or f.status == "new"
         ],
-        "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in result.errors],
+        "errors": [{"path": quote_path(e.path), "line": e.line, "message": e.message} for e in result.errors],
         "changed_functions": [
-            {"path": f.path, "definition": f.qualname, "context": f.execution, "evidence": f.evidence}
+            {"path": quote_path(f.path), "definition": f.qualname, "context": f.execution, "evidence": f.evidence}
             for f in result.changed_functions
         ],
         "summary": {
@@ -81,7 +90,14 @@ def render_json(
             "fail_on": result.fail_on,
             "unreviewable": len(result.files_unreviewable),
             "fail_on_unreviewable": result.fail_on_unreviewable,
+            "moved_to_run_less": len(result.moved_to_run_less),
         },
+        # Improvements: code the change moved to where it runs less often (its finding is pre-existing).
+        "moved_to_run_less": [
+            {"rule": m.rule_id, "path": quote_path(m.path), "line": m.line, "definition": m.definition,
+             "moved_from": _base_location(m.moved_from), "why": m.why}
+            for m in result.moved_to_run_less
+        ],
     }
     if baseline is not None:
         document["baseline"] = baseline.to_dict()
@@ -95,11 +111,12 @@ def render_json(
             "checks": list(perf.checks),
             "deltas": [{**asdict(d), "added": d.added} for d in perf.deltas],  # removals are improvements
             "per_check": changes_to_list(perf),  # counts added and removed (improvements) per check
-            "errors": [{"path": e.path, "line": e.line, "message": e.message} for e in perf.errors],
+            "errors": [{"path": quote_path(e.path), "line": e.line, "message": e.message} for e in perf.errors],
             "wall_seconds": round(perf.wall_seconds, 3),
             "artifacts_dir": perf.artifacts_dir,
             # Changed per-step code no check reached: a clean result says nothing about it.
             "not_measured": [not_measured_record(f) for f in perf.not_measured],
             "tests": asdict(perf.tests) if perf.tests is not None else None,  # selected, left out, unstable
         }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    # Names in messages and evidence too: the document must encode as UTF-8.
+    return json.dumps(escape_document(document), indent=2, ensure_ascii=False) + "\n"

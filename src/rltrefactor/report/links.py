@@ -15,6 +15,7 @@ from urllib.parse import quote, urlsplit
 
 from ..errors import GitError
 from ..change.git import git
+from .paths import name_bytes
 
 TOOL_NAME = "rltrefactor"
 
@@ -45,7 +46,7 @@ class WebRepo:
 
     def blob(self, sha: str, path: str, line: int, end_line: int | None = None) -> str:
         """Permalink to ``path`` at commit ``sha``, anchored to the line range."""
-        quoted = quote(path, safe="/")
+        quoted = quote(name_bytes(path), safe="/")  # the name's own bytes, whatever they are
         last = end_line if end_line is not None and end_line > line else None
         if self.forge == "gitlab":
             anchor = f"L{line}" + (f"-{last}" if last else "")

@@ -19,6 +19,7 @@ from ..perf.records import PerfDelta, PerfProfileRow, PerfSummary, PerfTestsRun,
 from ..findings.result import ReviewResult
 from ..types import Finding
 from .links import WebRepo, permalink, rule_url, tool_version, web_repo
+from .paths import escape_undecodable, quote_path
 
 NOTHING_FOUND = "No applicable issue was found."
 
@@ -32,7 +33,7 @@ class _Links:
     anchors: Mapping[str, str]  # rule id -> anchor in the rules reference
 
     def location(self, path: str, line: int, end_line: int | None = None, *, base: bool = False) -> str:
-        label = f"{path}:{line}"
+        label = f"{quote_path(path)}:{line}"
         url = permalink(self.repo, self.base_sha if base else self.head_sha, path, line, end_line)
         return f"[`{label}`]({url})" if url else f"`{label}`"
 
@@ -77,9 +78,11 @@ def render_markdown(
         _perf(result.perf, links),
         _checklist(checklist, links, all_manual),
         _file_errors(result),
-        "" if docs_url else _rule_texts(result, [f.rule_id for f in (*new, *preexisting, *suppressed)], checklist),
+        "" if docs_url else _rule_texts(
+            result, [rule for f in (*new, *preexisting, *suppressed) for rule in (f.rule_id, *f.also_rules)], checklist),
     ]
-    return "\n\n".join(block for block in blocks if block) + "\n"
+    # Names inside messages and evidence too: the summary must encode as UTF-8.
+    return escape_undecodable("\n\n".join(block for block in blocks if block) + "\n")
 
 
 def _manual_rules(result: ReviewResult, all_manual: bool) -> tuple[Rule, ...]:
@@ -99,6 +102,9 @@ def _header(result: ReviewResult, links: _Links) -> str:
     # Counted as `rltrefactor rules list` counts the library, whatever the run selected.
     ran = f"{run} of {_plural(result.library_rules, 'rule')} run" if result.library_rules > run else f"{_plural(run, 'rule')} run"
     counts = f"{ran} on {_plural(len(result.files_reviewed), 'file')}"
+    moved = len(result.moved_to_run_less)
+    if moved:
+        counts += f" · {_plural(moved, 'improvement')}: code moved to run less often"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 
@@ -120,7 +126,7 @@ def _findings(title: str, findings: Sequence[Finding], links: _Links, *, empty: 
         confidence = f" · {f.confidence} confidence" if f.confidence else ""
         severity = f.severity + confidence + (" · confirmed by perf" if f.confirmed else "")
         where = links.location(f.path, f.span.line, f.span.end_line)
-        rule = f"{links.rule(f.rule_id)} {_cell(f.title)}"
+        rule = " ".join(links.rule(rule_id) for rule_id in (f.rule_id, *f.also_rules)) + f" {_cell(f.title)}"
         rows.append(f"| {severity} | {where} | {rule} | {_cell(f.impact)} | {_cell(f.fix)} |")
     return f"### {title} ({len(findings)})\n\n" + "\n".join(rows)
 
@@ -156,7 +162,7 @@ def _perf(perf: PerfSummary | None, links: _Links) -> str:
     if perf.artifacts_dir:
         parts.append(f"Profile artifacts: `{perf.artifacts_dir}`")
     if perf.errors:
-        failed = [f"- `{e.path}`: {_inline(e.message)}" for e in perf.errors]
+        failed = [f"- `{quote_path(e.path)}`: {_inline(e.message)}" for e in perf.errors]
         parts.append("Micro-checks that did not complete:\n\n" + "\n".join(failed))
     return "\n\n".join(parts)
 
@@ -266,7 +272,7 @@ def _file_errors(result: ReviewResult) -> str:
         return ""
     items = []
     for e in errors:
-        where = f"{e.path}:{e.line}" if e.line is not None else e.path
+        where = f"{quote_path(e.path)}:{e.line}" if e.line is not None else quote_path(e.path)
         items.append(f"- `{where}`: {_inline(e.message)}")
     return "### Files not reviewed\n\n" + "\n".join(items)
 

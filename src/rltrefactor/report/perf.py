@@ -17,6 +17,7 @@ from ..perf.records import PerfSummary, PerfTotals
 from ..perf.deltas import detail
 from ..perf.summary import change_text, changes_by_check, changes_to_list
 from ..perf.unmeasured import not_measured_lines, not_measured_record
+from .paths import escape_document, escape_undecodable, quote_path
 
 if TYPE_CHECKING:
     from ..perf.hook import PerfPlan
@@ -72,7 +73,7 @@ def render_perf_text(summary: PerfSummary) -> str:
         out.append(f"skipped {name}: {reason}")
     if summary.tests is not None:
         out += _tests_text(summary)
-    out += [f"error {e.path}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
+    out += [f"error {quote_path(e.path)}{f':{e.line}' if e.line else ''}: {e.message}" for e in summary.errors]
     if summary.profile_rows:
         out.append(f"profiled operators (ops-only; profiled numbers, not performance results) in {summary.artifacts_dir}:")
         out.append("  operator | count base->head | self cpu us base->head | self device us base->head")
@@ -80,7 +81,7 @@ def render_perf_text(summary: PerfSummary) -> str:
             out.append(f"  {row.operator[:60]} | {row.base_count}->{row.head_count} | "
                        f"{row.base_self_cpu_us}->{row.head_self_cpu_us} | "
                        f"{row.base_self_device_us}->{row.head_self_device_us}")
-    return "\n".join(out) + "\n"
+    return escape_undecodable("\n".join(out) + "\n")  # names inside details and messages too
 
 
 def _tests_text(summary: PerfSummary) -> list[str]:
@@ -116,4 +117,4 @@ def render_perf_json(summary: PerfSummary, findings: tuple[Finding, ...]) -> str
 
     document = {"schema": "rltrefactor/perf/v1", **perf_to_dict(summary),
                 "findings": [finding_record(f) for f in findings]}
-    return json.dumps(document, indent=2, default=str) + "\n"
+    return json.dumps(escape_document(document), indent=2, default=str) + "\n"

@@ -17,6 +17,7 @@ from ..library.model import Rule
 from ..findings.result import ReviewResult
 from ..types import FileError, Finding
 from .links import TOOL_NAME, rule_url, tool_version, web_repo
+from .paths import escape_document, name_bytes, quote_path
 
 SARIF_SCHEMA = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -53,7 +54,8 @@ def render_sarif(
         root = Path(result.change.repo_root).resolve().as_uri().rstrip("/") + "/"
         run["originalUriBaseIds"] = {_SRCROOT: {"uri": root}}
     log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    # Names in messages and snippets too: the log must encode as UTF-8.
+    return json.dumps(escape_document(log), indent=2, ensure_ascii=False) + "\n"
 
 
 def _descriptor_rules(result: ReviewResult) -> list[tuple[str, Rule | Finding]]:
@@ -174,9 +176,15 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
     return entry
 
 
-def _artifact(path: str) -> dict[str, str]:
-    """A repo-relative path as a URI reference (spaces and ``#`` percent-encoded)."""
-    return {"uri": quote(path, safe="/"), "uriBaseId": _SRCROOT}
+def _artifact(path: str) -> dict[str, Any]:
+    """A repo-relative path as a URI reference: the bytes of its name, percent-encoded
+    where a URI needs it (spaces, ``#``, every non-ASCII byte). A name that is not valid
+    UTF-8 is also given, git-quoted, as the location's description."""
+    location: dict[str, Any] = {"uri": quote(name_bytes(path), safe="/"), "uriBaseId": _SRCROOT}
+    quoted = quote_path(path)
+    if quoted != path:
+        location["description"] = {"text": quoted}
+    return location
 
 
 def _result_properties(finding: Finding) -> dict[str, Any]:

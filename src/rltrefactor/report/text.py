@@ -11,6 +11,7 @@ from rich.text import Text
 
 from ..findings.result import ReviewResult
 from ..types import Finding
+from .paths import escape_undecodable, quote_path
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -33,12 +34,12 @@ def render_text(
     shown = [f for f in result.findings if _visible(f, show_preexisting)]
     if not quiet:
         for path, group in groupby(shown, key=lambda f: f.path):
-            console.print(Text(path, style="bold underline"))
+            console.print(Text(quote_path(path), style="bold underline"))
             for finding in group:
                 _print_finding(console, finding)
             console.print()
         for error in result.errors:
-            where = f"{error.path}:{error.line}" if error.line else error.path
+            where = f"{quote_path(error.path)}:{error.line}" if error.line else quote_path(error.path)
             console.print(Text.assemble(("error ", "bold magenta"), f"{where}: {error.message}"))
         _print_unchecked(console, result)
         _print_perf_changes(console, result)
@@ -46,7 +47,7 @@ def render_text(
     if statistics:
         _print_statistics(console, shown)
     console.print(_summary(result, shown, show_preexisting))
-    return buffer.getvalue()
+    return escape_undecodable(buffer.getvalue())  # names inside messages and evidence too
 
 
 def _visible(finding: Finding, show_preexisting: bool) -> bool:
@@ -58,15 +59,18 @@ def _visible(finding: Finding, show_preexisting: bool) -> bool:
 def _print_finding(console: Console, finding: Finding) -> None:
     span = finding.span
     header = Text.assemble(
-        (f"  {finding.path}:{span.line}:{span.column}", "bold"),
+        (f"  {quote_path(finding.path)}:{span.line}:{span.column}", "bold"),
         "  ",
         (finding.severity, _SEVERITY_STYLE.get(finding.severity, "")),
         (f" ({finding.confidence} confidence)" if finding.confidence else "", "dim"),
         "  ",
-        (finding.rule_id, "bold"),
+        (", ".join((finding.rule_id, *finding.also_rules)), "bold"),
         f"  {finding.title}",
     )
-    if finding.status == "pre-existing":
+    if finding.moved_from is not None:
+        origin = finding.moved_from
+        header.append(f"  (pre-existing, moved from {quote_path(origin.path)} {origin.definition})", style="dim")
+    elif finding.status == "pre-existing":
         header.append("  (pre-existing)", style="dim")
     if finding.confirmed:
         header.append("  [confirmed by perf hook]", style="green")
@@ -90,12 +94,13 @@ def _print_unchecked(console: Console, result: ReviewResult) -> None:
     functions = result.changed_functions
     if not functions:
         return
-    skipped = [f for f in functions if f.execution in ("one-time", "offline")]
+    skipped = [f for f in functions if f.execution in ("one-time", "offline", "per-request")]
     checked = [f for f in functions if f.execution in ("per-step", "unknown")]
     if skipped:
-        console.print(Text("Not checked by device-residency rules (runs once or offline):", style="bold"))
+        console.print(Text("Not checked by per-step rules (runs once, per request or offline):", style="bold"))
         for function in skipped[:_UNCHECKED_SHOWN]:
-            console.print(f"  {function.path}  {function.qualname}  {function.execution}: {function.evidence}")
+            where = quote_path(function.path)
+            console.print(f"  {where}  {function.qualname}  {function.execution}: {function.evidence}")
         if len(skipped) > _UNCHECKED_SHOWN:
             console.print(f"  ... and {len(skipped) - _UNCHECKED_SHOWN} more (--format json lists them all)")
         console.print("  One that runs per step after all: name it in `hot-functions` under [tool.rltrefactor].")
@@ -148,6 +153,11 @@ def _print_statistics(console: Console, shown: list[Finding]) -> None:
         console.print(f"{count:>5}  {severity:<8} {rule_id}")
 
 
+def _moves_summary(count: int) -> str:
+    """The summary's part for code moved to run less often (``ReviewResult.moved_to_run_less``)."""
+    return f"{count} improvement{'s' if count != 1 else ''}: code moved to run less often (--format json lists where)"
+
+
 def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool) -> Text:
     failing = len(result.failing)
     if not result.change.files:
@@ -165,6 +175,8 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     if preexisting:
         # The hint names the flag only while the pre-existing findings are hidden.
         parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
+    if result.moved_to_run_less:
+        parts.append(_moves_summary(len(result.moved_to_run_less)))
     unreviewable = len(result.files_unreviewable)
     if unreviewable:
         gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""

@@ -2,9 +2,9 @@
 
 Only a real comment counts (never text inside a string), and only when the directive
 opens the comment or follows another ``#`` in it: prose that merely mentions the
-directive mid-sentence suppresses nothing. Which findings a directive silences is
-decided by ``findings.suppression``; broken directives are reported by
-``matching.directives``.
+directive mid-sentence suppresses nothing. Only a directive that names rules and gives a
+reason silences anything (``Suppression.honoured``); which findings it silences is decided
+by ``findings.suppression``, and broken directives are reported by ``matching.directives``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,12 @@ class Suppression:
     rule_ids: tuple[str, ...]
     reason: str
     problem: str = ""  # non-empty when the directive itself is malformed
+
+    @property
+    def honoured(self) -> bool:
+        """Whether the directive silences the rules it names: only with rule ids and a
+        reason. A malformed one silences nothing, so an error it names still fails."""
+        return not self.problem
 
 
 def parse_suppressions(text: str) -> dict[int, Suppression]:
