@@ -330,7 +330,7 @@ def test_perf_json_keeps_its_shape_with_typed_records(demo, cli):
     document = result.json()
     assert document["schema"] == "rltrefactor/perf/v1"
     totals = document["device_evidence"]["totals"]["perf_hooks.checks:step"]
-    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2}
+    assert totals["base"] == {"sync": 1, "copy": 1, "alloc": 2, "race": 0}
     assert document["device_evidence"]["coverage"]["perf_hooks.checks:step"] == ["eng/runner.py::Runner.step"]
     assert {f["rule"] for f in document["findings"]} >= {"perf-added-sync"}
 
@@ -349,7 +349,7 @@ def test_hangs_and_crashes_are_killed_and_reported_without_leftovers(demo, tmp_p
 
 
 def test_worktrees_are_removed_on_keyboard_interrupt(demo, monkeypatch, tmp_path):
-    def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel, memory_mb):
+    def fake_run_side(root, hooks_dir, extra, *, checks, timeout, cancel, memory_mb, setup):
         assert os.path.isdir(os.path.join(root, "eng"))
         if "--trace" not in extra:
             raise KeyboardInterrupt  # Ctrl-C while the base side runs

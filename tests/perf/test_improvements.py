@@ -64,8 +64,8 @@ def test_review_text_says_nothing_of_perf_without_deltas():
 
 def test_review_json_carries_per_check_improvements_and_marks_each_delta():
     perf = json.loads(render_json(_result()))["perf"]
-    assert perf["per_check"][0] == {"check": CHECK, "added": {"sync": 2, "copy": 0, "alloc": 1},
-                                    "removed": {"sync": 47, "copy": 1, "alloc": 0}}
+    assert perf["per_check"][0] == {"check": CHECK, "added": {"sync": 2, "copy": 0, "alloc": 1, "race": 0},
+                                    "removed": {"sync": 47, "copy": 1, "alloc": 0, "race": 0}}
     assert [d["added"] for d in perf["deltas"]] == [True, True, False, False, False]
 
 
@@ -79,4 +79,4 @@ def test_perf_command_text_and_json_show_the_same_per_check_changes():
     text = render_perf_text(SUMMARY)
     assert f"  {CHECK}  covers \n    per call: base sync 49 copy 1 alloc 0 -> head sync 4 copy 0 alloc 1\n" \
            "    added +2 sync, +1 alloc · improvements -47 sync, -1 copy\n" in text
-    assert json.loads(json.dumps(perf_to_dict(SUMMARY)))["per_check"][1]["removed"] == {"sync": 0, "copy": 0, "alloc": 2}
+    assert json.loads(json.dumps(perf_to_dict(SUMMARY)))["per_check"][1]["removed"] == {"sync": 0, "copy": 0, "alloc": 2, "race": 0}

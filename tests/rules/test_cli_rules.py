@@ -12,8 +12,9 @@ from rltrefactor.cli import main
 from rltrefactor.errors import RuleLibraryError
 from rltrefactor.authoring.docs import render_rules_markdown
 from rltrefactor.library.loader import load_library
+from rltrefactor.authoring.excerpt import cut_excerpt
 from rltrefactor.authoring.scaffold import (
-    TargetLibrary, cut_statements, draft_title, next_version, old_range, parse_line_range, scaffold_rule,
+    TargetLibrary, draft_title, fix_lines, next_version, parse_line_range, scaffold_rule,
 )
 from rltrefactor.types import Hunk
 from rltrefactor.authoring.versioning import check_version_bump
@@ -113,11 +114,14 @@ def test_line_ranges():
         parse_line_range("9-4")
 
 
-def test_old_range_follows_hunks():
+def test_fix_lines_follow_hunks():
     hunks = (Hunk(3, 2, 3, 3), Hunk(10, 1, 11, 0))  # two lines became three; one line deleted
-    assert old_range(hunks, 3, 5) == (3, 4)
-    assert old_range(hunks, 7, 8) == (6, 7)
-    assert old_range(hunks, 12, 12) == (12, 12)
+    fix = fix_lines(hunks, 3, 5, "f.py")
+    assert (sorted(fix.old), sorted(fix.new)) == ([3, 4], [3, 4, 5])
+    deletion = fix_lines(hunks, 12, 12, "f.py")  # the deletion just before line 12: the lines beside it
+    assert (sorted(deletion.old), sorted(deletion.new)) == ([10], [11, 12])
+    with pytest.raises(Exception, match=r"^f.py: lines 7-8 hold no change of the commit \(it changes lines 3-5 there\)"):
+        fix_lines(hunks, 7, 8, "f.py")
 
 
 def test_next_version_and_drafted_title():
@@ -131,11 +135,11 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     repo.write("worker/runner.py", "import torch\n\n\ndef step(self, x):\n    n = x.sum()\n    return n\n")
     sha = repo.commit("keep the count on the device")
     entry = scaffold_rule(str(repo.path), sha, "worker/runner.py", (4, 6), rule_id="count-read-on-host",
-                          area="device-residency", library=TargetLibrary("rules/library.yaml", "1.3.0"))
+                          area="device-residency", library=TargetLibrary("rules/library.yaml", "1.3.0")).entry
     assert "  - id: count-read-on-host\n" in entry
-    assert '    title: "Keep the count on the device"  # TODO drafted from the commit message' in entry
+    assert '    title: "`.item()` called on the step path"  # TODO drafted from what the fix removed in `step`' in entry
     assert "    since: 1.4.0  # the next version of rules/library.yaml: bump it to this\n" in entry
-    assert "        bad: |\n          def step(self, x):\n              n = x.sum().item()\n" in entry
+    assert "        bad: |\n          def step(self, x):\n              n = x.sum().item()  # expect\n" in entry
     assert "        good: |\n          def step(self, x):\n              n = x.sum()\n" in entry
     target = tmp_path / "local" / "device-residency.yaml"
     target.parent.mkdir()
@@ -143,7 +147,7 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
                  "--lines", "4-6", "--id", "count-read-on-host", "--output", str(target)]) == 0  # fmt: skip
     assert "added rule entry" in capsys.readouterr().out
     rule = load_library([str(target.parent)]).get("count-read-on-host")
-    assert rule is not None and not rule.automated and rule.area == "device-residency"
+    assert rule is not None and rule.automated and rule.area == "device-residency"
     assert rule.since == "0.1.0"  # the local library's first version: it has no library.yaml yet
     assert "local/library.yaml does not exist yet: write it with this version" in target.read_text()
 
@@ -202,23 +206,24 @@ LIMIT = 4
 """
 
 
-def test_examples_are_cut_at_whole_definitions():
-    # Lines 6-9 end on the decorator of `resize`: the class holding them is the example.
-    cut = cut_statements(CACHE_BEFORE, 6, 9, "cache.py")
-    assert cut.startswith("class Cache:\n") and cut.endswith("        self.size = new_size\n")
-    # Inside one method: that method, dedented, decorator included.
-    assert cut_statements(CACHE_BEFORE, 11, 11, "cache.py") == (
-        "@torch.no_grad()\ndef resize(self, new_size):\n    self.buf = torch.empty(new_size)\n    self.size = new_size\n"
+def test_examples_are_cut_at_the_changed_statements():
+    # Lines 6-9 touch both methods: each is short, so shown whole, under the class line.
+    cut = cut_excerpt(CACHE_BEFORE, range(6, 10), "cache.py")
+    assert cut.startswith("import torch\n\n\nclass Cache:\n") and cut.endswith("        self.size = new_size\n")
+    # Inside one method: that method, decorator included; the other folded to `...`.
+    assert cut_excerpt(CACHE_BEFORE, [11], "cache.py") == (
+        "import torch\n\n\nclass Cache:\n    ...\n\n    @torch.no_grad()\n    def resize(self, new_size):\n"
+        "        self.buf = torch.empty(new_size)\n        self.size = new_size\n"
     )
-    assert cut_statements(CACHE_BEFORE, 15, 15, "cache.py") == "LIMIT = 4\n"  # a top-level statement as it is
+    assert cut_excerpt(CACHE_BEFORE, [15], "cache.py") == "LIMIT = 4\n"  # a top-level statement as it is
 
 
 def test_a_cut_without_code_or_that_cannot_parse_is_refused_in_one_line():
     with pytest.raises(Exception, match=r"^cache.py: lines 13-14 hold no statement; pick --lines that cover the fixed code$"):
-        cut_statements(CACHE_BEFORE, 13, 14, "cache.py")
+        cut_excerpt(CACHE_BEFORE, range(13, 15), "cache.py")
     broken = CACHE_BEFORE + "def tail(:\n"
     with pytest.raises(Exception, match=r"^cache.py: lines 5-10 do not parse as Python on their own \(.*\); pick --lines"):
-        cut_statements(broken, 5, 10, "cache.py")
+        cut_excerpt(broken, range(5, 11), "cache.py")
 
 
 def _fixed_cache(repo):
@@ -238,7 +243,8 @@ def test_a_scaffolded_rule_joins_the_local_library_and_check_names_each_todo(rep
     assert made.code == 0, made.err
     text = (repo.path / target).read_text()
     assert "    since: 0.4.0  # the next version of review/rules/library.yaml: bump it to this\n" in text
-    assert "        bad: |\n          class Cache:\n" in text and "def resize(self, new_size):\n                  self.buf" in text
+    assert "        bad: |\n          import torch\n\n\n          class Cache:\n" in text
+    assert "torch.empty(size).cuda()  # expect\n\n              ...\n" in text  # `resize` is folded
     problem_line = text.splitlines().index("    problem: TODO what goes wrong, and where it bit us") + 1
     checked = cli("rules", "check", cwd=repo.path)
     assert checked.code == 2

@@ -41,10 +41,10 @@ def add_rules_parser(subparsers: argparse._SubParsersAction[_P]) -> None:
     test.add_argument("rule_ids", nargs="*", metavar="ID")
     docs = _action(actions, "docs", "render the Markdown rule reference", _docs)
     docs.add_argument("--output", "-o", metavar="FILE", help="write here instead of stdout (e.g. docs/rules.md)")
-    new = _action(actions, "new", "scaffold a rule entry from a fixing commit", _new)
+    new = _action(actions, "new", "draft a rule entry from a fixing commit: its changed statements, a pattern", _new)
     new.add_argument("--from-commit", required=True, metavar="SHA")
     new.add_argument("--path", required=True, metavar="FILE", help="repository-relative file the commit fixed")
-    new.add_argument("--lines", required=True, metavar="A-B", help="line range of the fix at SHA")
+    new.add_argument("--lines", required=True, metavar="A-B", help="line range of the fix at SHA (lines it changed)")
     new.add_argument("--id", dest="new_id", metavar="ID")
     new.add_argument("--area", choices=AREAS)
     new.add_argument("--repo", default=".")
@@ -247,8 +247,9 @@ def _new(args: argparse.Namespace) -> int:
         example = os.path.join(os.path.dirname(args.output), f"{args.area or 'device-residency'}.yaml")
         raise ChangeInputError(f"{args.output}: rule files are named after their area (got {stem!r}); "
                                f"pass {example}, one of {', '.join(AREAS)}")
-    entry = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id,
+    draft = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id,
                           area=args.area, library=_target_library(args))
+    entry = draft.entry
     if not args.output:
         out.write(entry)
         return 0
@@ -264,5 +265,7 @@ def _new(args: argparse.Namespace) -> int:
     from ..change.files import write_atomic
 
     write_atomic(args.output, text)
-    out.write(f"{args.output}: added rule entry; fill in the TODO fields, then run 'rltrefactor rules check'\n")
+    drafted = f"pattern {draft.pattern}" if draft.pattern else "a checklist rule: no pattern drafted, see its comment"
+    then = f"'rltrefactor rules check' and 'rltrefactor rules test {draft.rule_id}'" if draft.pattern else "'rltrefactor rules check'"
+    out.write(f"{args.output}: added rule entry {draft.rule_id} ({drafted}); fill in the TODO fields, then run {then}\n")
     return 0

@@ -11,10 +11,15 @@ one finding:
   ``masked_select``, ``unique``, boolean-mask ``index``/``index_put``, ...), and
   explicit ``synchronize`` calls.
 - copy: ``copy_``, ``_to_copy``, ``clone`` (also from ``contiguous``), data lifted from
-  Python values onto a device; direction h2d / d2h / d2d / host. A d2h copy also blocks
-  the host; it is still counted once, as a copy.
+  Python values onto a device; each classified by ``copies.classify`` from its tensors
+  (direction, pinned / pageable / device memory on each side, bytes, blocking mode). A
+  d2h copy also blocks the host; it is still counted once, as a copy. A non_blocking
+  upload from pageable memory past ``PAGEABLE_NON_BLOCKING_WAIT_BYTES`` waits for the
+  stream: it is counted as a sync.
 - alloc: any other op output that does not alias an input (per the op schema), and
   tensors built from Python values on the host (``lift_fresh``).
+- race (cuda runs only): a host access to the host side of a non-blocking copy still in
+  flight (``races.py``); its direction names the copying line.
 
 A check that runs on the CPU stands in for a device: host reads and ``.cpu()`` on host
 tensors count as they would on cuda. On a cuda run, host-only work is not a sync.
@@ -43,6 +48,9 @@ except ImportError as exc:
     ) from None
 
 from .attribution import RepoFrames, Site
+from .copies import CopyKind, classify
+from .races import CopySide, RaceTracker, race_direction
+from .wrapped_apis import wrapped_apis
 
 if TYPE_CHECKING:
     from torch._ops import OpOverload
@@ -59,22 +67,40 @@ _LIFT_OPS = frozenset({"lift_fresh", "lift_fresh_copy"})
 
 @dataclass(frozen=True)
 class EventKey:
-    category: str  # "sync" | "copy" | "alloc"
+    category: str  # "sync" | "copy" | "alloc" | "race"
     op: str  # "aten.nonzero", "Tensor.cpu", "torch.cuda.synchronize"
-    direction: str  # copies: "h2d" | "d2h" | "d2d" | "host" | "to-host"; else ""
+    # copies and hidden syncs: ``CopyKind.label`` ("h2d pageable->device non_blocking"),
+    # "to-host" for ``.cpu()`` of a host tensor; races: ``race_direction``; else ""
+    direction: str
     site: Site
+
+
+# (category, op, direction, bytes, the copy's kind when it is one)
+Classified = tuple[str, str, str, int, "CopyKind | None"]
 
 
 def _device_type(value: object) -> str | None:
     return value.device.type if isinstance(value, torch.Tensor) else None
 
 
-def _direction(src: str | None, dst: str | None) -> str:
-    if src == "cpu" and dst == "cpu":
-        return "host"
-    if src == "cpu":
-        return "h2d"
-    return "d2h" if dst == "cpu" else "d2d"
+def copy_kind(source: torch.Tensor, destination: torch.Tensor, non_blocking: bool) -> CopyKind:
+    """What a copy from ``source`` into ``destination`` costs, from the tensors themselves;
+    its size is what lands in ``destination`` (a copy that converts the dtype writes more or less)."""
+    return classify(source.device.type, _pinned(source), destination.device.type, _pinned(destination),
+                    non_blocking, destination.nbytes)
+
+
+def _pinned(tensor: torch.Tensor) -> bool:
+    return tensor.device.type == "cpu" and tensor.is_pinned()
+
+
+def host_range(tensor: torch.Tensor) -> tuple[int, int] | None:
+    """The host bytes [start, end) a tensor (or view) spans; None for device or empty tensors."""
+    if tensor.device.type != "cpu" or tensor.numel() == 0:
+        return None
+    start = tensor.data_ptr()
+    last = sum((size - 1) * stride for size, stride in zip(tensor.shape, tensor.stride()))
+    return start, start + (last + 1) * tensor.element_size()
 
 
 def _has_mask(indices: Iterable[object] | None) -> bool:
@@ -94,6 +120,19 @@ def _fresh_bytes(func: OpOverload, out: object) -> tuple[int, int]:
     return len(sizes), sum(sizes)
 
 
+def _host_operands(func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[tuple[torch.Tensor, bool]]:
+    """(host tensor, written) for each tensor operand whose data the op touches; none for views."""
+    schema = func._schema
+    writes = [bool(a.alias_info is not None and a.alias_info.is_write) for a in schema.arguments]
+    if not any(writes) and schema.returns and all(r.alias_info is not None for r in schema.returns):
+        return  # a view reads no data
+    for index, argument in enumerate(schema.arguments):
+        value = args[index] if index < len(args) else kwargs.get(argument.name)
+        for tensor in tree_leaves(value):
+            if isinstance(tensor, torch.Tensor) and tensor.device.type == "cpu":
+                yield tensor, writes[index]
+
+
 class OpCounter(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch leaves the mode unannotated
     """Counts classified events per (category, op, direction, site) during ``with``."""
 
@@ -103,6 +142,8 @@ class OpCounter(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         self.stand_in = device.type == "cpu"
         self.counts: Counter[EventKey] = Counter()
         self.bytes: Counter[EventKey] = Counter()
+        # Only a device run has copies in flight; a stand-in run copies synchronously.
+        self.races: RaceTracker | None = None if self.stand_in else RaceTracker()
         self._quiet = 0
 
     def record(self, category: str, op: str, direction: str, nbytes: int, frame: FrameType) -> None:
@@ -119,33 +160,85 @@ class OpCounter(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         finally:
             self._quiet -= 1
 
+    def host_access(self, tensor: torch.Tensor, write: bool, access: str, frame: FrameType) -> None:
+        """The host touches ``tensor``'s memory: a race with the copies in flight over it."""
+        span = host_range(tensor) if self.races is not None and self.races.in_flight else None
+        if span is None or self.races is None:
+            return
+        before = len(self.races.races)
+        self.races.accessed(*span, write=write, site=self.frames.site(frame), access=access)
+        for race in self.races.races[before:]:
+            key = EventKey("race", access, race_direction(race), race.site)
+            self.counts[key] += 1
+
+    def waited_for_stream(self) -> None:
+        if self.races is not None:
+            self.races.stream_synchronized(torch.cuda.current_stream().cuda_stream)
+
     def __torch_dispatch__(
         self, func: OpOverload, types: Sequence[type], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None
     ) -> Any:
         kwargs = kwargs or {}
+        caller = sys._getframe(1)
+        event = None
+        if self.races is not None and self.races.in_flight and not self._device_copy(func, args):
+            for tensor, written in _host_operands(func, args, kwargs):
+                self.host_access(tensor, written, "aten." + func._schema.name.split("::", 1)[-1], caller)
         out = func(*args, **kwargs)
         if not self._quiet:
-            event = self._classify(func, args, out)
+            event = self._classify(func, args, kwargs, out)
             if event is not None:
-                self.record(*event, frame=sys._getframe(1))
+                self.record(*event[:4], frame=caller)
+        if self.races is not None:
+            self._track(event, args, out, caller)
         return out
 
-    def _classify(self, func: OpOverload, args: tuple[Any, ...], out: object) -> tuple[str, str, str, int] | None:
+    def _device_copy(self, func: OpOverload, args: tuple[Any, ...]) -> bool:
+        """A copy between host and device: its host side is read or written by the stream, in order."""
+        name = func._schema.name.split("::", 1)[-1]
+        devices = {_device_type(a) for a in args[:2]} - {None}
+        return (name == "copy_" or name in _COPY_SELF_TO_OUT) and len(devices) > 1
+
+    def _track(self, event: Classified | None, args: tuple[Any, ...], out: object, caller: FrameType) -> None:
+        """Copies that stay in flight after returning; what waits for the stream covers them."""
+        assert self.races is not None
+        kind = event[4] if event is not None else None
+        # A hidden sync waits for the stream too, but only past a size: it covers nothing.
+        if (event is not None and event[0] == "sync" and kind is None) or (
+                kind is not None and kind.direction == "d2h" and not kind.non_blocking):
+            self.waited_for_stream()
+        if kind is None or not kind.in_flight_after_return:
+            return
+        if kind.direction == "h2d":
+            host = args[1] if len(args) > 1 and _device_type(args[0]) != "cpu" else args[0]
+        else:
+            host = args[0] if _device_type(args[0]) == "cpu" else out
+        span = host_range(host) if isinstance(host, torch.Tensor) else None
+        if span is not None:
+            side: CopySide = "download" if kind.direction == "d2h" else "upload"
+            self.races.issued(side, *span, torch.cuda.current_stream().cuda_stream, self.frames.site(caller))
+
+    def _classify(self, func: OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any], out: object) -> Classified | None:
         name = func._schema.name.split("::", 1)[-1]
         op = "aten." + name
         src = _device_type(args[0]) if args else None
         if self._is_sync(name, args, src):
-            return "sync", op, "", 0
-        if name == "copy_" and len(args) > 1:
-            return "copy", op, _direction(_device_type(args[1]), src), args[1].nbytes
-        if name in _COPY_SELF_TO_OUT and isinstance(out, torch.Tensor):
-            return "copy", op, _direction(src, out.device.type), out.nbytes
-        if name in _LIFT_OPS and isinstance(out, torch.Tensor):
-            if out.device.type != "cpu":  # the values came from Python objects on the host
-                return "copy", op, "h2d", out.nbytes
-            return "alloc", op, "", out.untyped_storage().nbytes()
+            return "sync", op, "", 0, None
+        non_blocking = bool(kwargs.get("non_blocking", args[2] if name == "copy_" and len(args) > 2 else False))
+        kind = None
+        if name == "copy_" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            kind = copy_kind(args[1], args[0], non_blocking)
+        elif name in _COPY_SELF_TO_OUT and isinstance(out, torch.Tensor):
+            kind = copy_kind(args[0], out, non_blocking)
+        elif name in _LIFT_OPS and isinstance(out, torch.Tensor):
+            if out.device.type == "cpu":
+                return "alloc", op, "", out.untyped_storage().nbytes(), None
+            # the values came from Python objects on the host: a staged, blocking upload
+            kind = CopyKind("h2d", "pageable", "device", False, out.nbytes)
+        if kind is not None:
+            return ("sync" if kind.hidden_sync else "copy"), op, kind.label, kind.nbytes, kind
         tensors, nbytes = _fresh_bytes(func, out)
-        return ("alloc", op, "", nbytes) if tensors else None
+        return ("alloc", op, "", nbytes, None) if tensors else None
 
     def _is_sync(self, name: str, args: tuple[Any, ...], src: str | None) -> bool:
         on_device = self.stand_in or (src is not None and src != "cpu")
@@ -160,62 +253,9 @@ class OpCounter(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch le
         return False
 
 
-def _wrap_tensor_method(
-    counter: OpCounter, name: str, category: str, direction: str
-) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    original = getattr(torch.Tensor, name)
-
-    def wrapper(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
-        host = self.device.type == "cpu"
-        counts = counter.stand_in or not host
-        if category == "copy" and not host:
-            return original(self, *args, **kwargs)  # dispatches _to_copy, counted there
-        with counter.quiet():
-            result = original(self, *args, **kwargs)
-        if counts:
-            counter.record(category, f"Tensor.{name}", direction, self.nbytes, sys._getframe(1))
-        return result
-
-    return original, wrapper
-
-
-def _wrap_sync(counter: OpCounter, label: str, original: Callable[..., Any], available: bool) -> Callable[..., Any]:
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        counter.record("sync", label, "", 0, sys._getframe(1))
-        # On a host without the device the call stands in for one and does nothing.
-        return original(*args, **kwargs) if available else None
-
-    return wrapper
-
-
-def _sync_targets() -> list[tuple[object, str, str, bool]]:
-    cuda = torch.cuda.is_available()
-    targets: list[tuple[object, str, str, bool]] = [(torch.cuda, "synchronize", "torch.cuda.synchronize", cuda)]
-    accelerator = getattr(torch, "accelerator", None)
-    if accelerator is not None and hasattr(accelerator, "synchronize"):
-        present = accelerator.current_accelerator() is not None
-        targets.append((accelerator, "synchronize", "torch.accelerator.synchronize", present))
-    targets.append((torch.cuda.Event, "synchronize", "torch.cuda.Event.synchronize", cuda))
-    targets.append((torch.cuda.Stream, "synchronize", "torch.cuda.Stream.synchronize", cuda))
-    return targets
-
-
 @contextmanager
 def counting(frames: RepoFrames, device: torch.device) -> Iterator[OpCounter]:
     """Count one measured run; the Python APIs are restored even if the body raises."""
     counter = OpCounter(frames, device)
-    saved: list[tuple[object, str, Callable[..., Any]]] = []
-    for name, category, direction in (("cpu", "copy", "to-host"), ("tolist", "sync", "")):
-        original, wrapper = _wrap_tensor_method(counter, name, category, direction)
-        saved.append((torch.Tensor, name, original))
-        setattr(torch.Tensor, name, wrapper)
-    for owner, attr, label, available in _sync_targets():
-        original = getattr(owner, attr)
-        saved.append((owner, attr, original))
-        setattr(owner, attr, _wrap_sync(counter, label, original, available))
-    try:
-        with counter:
-            yield counter
-    finally:
-        for owner, attr, original in reversed(saved):
-            setattr(owner, attr, original)
+    with wrapped_apis(counter), counter:
+        yield counter

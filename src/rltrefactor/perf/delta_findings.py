@@ -1,9 +1,11 @@
 """Perf deltas -> findings, and static findings confirmed by a measured addition.
 
-Only additions become findings (``perf-added-sync|copy|alloc``); removals stay in
-``PerfSummary.deltas`` as improvements. Rule texts come from the rule library (the
-caller's, else the bundled one: the YAML entries of these ids); they may use
-``$COUNT $CATEGORY $SITE $SOURCE $CHECK $DEVICE $BASE $HEAD $BYTES $OPS``.
+Only additions become findings (``perf-added-sync|copy|alloc``, ``perf-copy-race``);
+removals stay in ``PerfSummary.deltas`` as improvements. Rule texts come from the rule
+library (the caller's, else the bundled one: the YAML entries of these ids); they may use
+``$COUNT $CATEGORY $SITE $SOURCE $CHECK $DEVICE $BASE $HEAD $BYTES $OPS``, and for races
+``$COPY_SITE $COPY_SOURCE $ACCESS``. A sync that is a hidden one (a non_blocking upload
+from pageable memory past the measured size) says so in its impact, with the bytes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from ..severity import Severity
 from ..types import ChangeSet, Drop, Finding, PerfEvidence, Span
 from .records import PerfDelta, PerfSummary
 from .attribution import normalize_source
+from .copies import hidden_sync_reason
 from .deltas import detail, site_label
+from .races import copying_line
 
 if TYPE_CHECKING:
     from ..library.model import Library, Rule
@@ -39,8 +43,21 @@ def _rule(rule_id: str, library: "Library | None") -> "Rule":
     raise KeyError(f"{rule_id}: not in the rule library")  # the bundled library defines every perf rule
 
 
+# What a race's host access did to the copy's host side.
+_ACCESS = {"download-read": "reads the destination of the non-blocking download",
+           "upload-write": "writes the pinned source of the non-blocking upload"}
+
+
+def _rule_id(category: str) -> str:
+    return "perf-copy-race" if category == "race" else f"perf-added-{category}"
+
+
 def _bindings(delta: PerfDelta, ops: str) -> dict[str, str]:
+    copy = copying_line(delta.copied_by)
     return {
+        "COPY_SITE": copy.site,
+        "COPY_SOURCE": copy.source,
+        "ACCESS": _ACCESS.get(copy.kind, ""),
         "COUNT": f"{delta.head_count - delta.base_count:+d}",
         "CATEGORY": delta.category,
         "SITE": f"{delta.path}:{delta.line}" if delta.path else "(outside the repository)",
@@ -69,12 +86,13 @@ def _head_line(change: ChangeSet | None, path: str, line: int) -> tuple[str, str
     return syntax.definitions(text).enclosing(line).qualname, row
 
 
-_PRIORITY = {"sync": 0, "copy": 1, "alloc": 2}
+# A race is a wrong value, not a slow one: it outranks every cost on its line.
+_PRIORITY = {"race": 0, "sync": 1, "copy": 2, "alloc": 3}
 
 
 def perf_findings(summary: PerfSummary, *, change: ChangeSet | None = None,
                   library: "Library | None" = None) -> tuple[Finding, ...]:
-    """One finding per line with additions, for its costliest category (sync > copy > alloc).
+    """One finding per line with additions, for its costliest category (race > sync > copy > alloc).
 
     ``x.sum().item()`` adds an allocation and a sync on one line; the sync is the finding
     and the allocation is named in its impact. ``change`` supplies enclosing definitions.
@@ -97,13 +115,18 @@ def _finding(
     from ..matching.rule_findings import fill_template, rule_finding
 
     delta, also = group[0], group[1:]
-    rule = _rule(f"perf-added-{delta.category}", library)
-    bindings = _bindings(delta, ops_by_site.get(site_label(delta), ""))
+    rule = _rule(_rule_id(delta.category), library)
+    ops = ops_by_site.get(site_label(delta), "")
+    bindings = _bindings(delta, ops)
     definition, row = _head_line(change, delta.path, delta.line)
     # Where the head line is known, the finding spans its code as a static finding would.
     snippet = row if row.strip() and normalize_source(row) == normalize_source(delta.source) else delta.source
     column = len(snippet) - len(snippet.lstrip()) + 1
     impact = fill_template(rule.impact, bindings)
+    added = delta.head_count - delta.base_count
+    reason = hidden_sync_reason(ops, delta.bytes_delta // added) if delta.category == "sync" and added else ""
+    if reason:
+        impact += f" Why it is a sync: {reason}."
     if also:
         impact += " Also on this line: " + ", ".join(
             f"{d.head_count - d.base_count:+d} {d.category}" for d in also) + "."

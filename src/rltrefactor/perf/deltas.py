@@ -32,6 +32,7 @@ from typing import Callable, Hashable, Iterable, Mapping
 from .records import PerfDelta
 from .attribution import normalize_source
 from .protocol import CountRow
+from .races import copying_line
 
 # Unpaired work in two functions is one edited statement when the texts are this similar;
 # a different statement stays a removal and an addition.
@@ -47,7 +48,7 @@ class _Unit:
     """One row of one side; ``left`` counts the events not yet paired with the other side."""
 
     category: str
-    op: str  # "aten.zeros", or "aten._to_copy d2h" for a copy
+    op: str  # "aten.zeros", "aten._to_copy d2h pinned->device non_blocking" for a copy
     path: str
     function: str
     line: int
@@ -56,6 +57,7 @@ class _Unit:
     count: int
     bytes: int
     left: int
+    copied_by: str = ""  # races: the copy raced, with its line at this unit's side
 
     @property
     def left_bytes(self) -> int:
@@ -64,11 +66,21 @@ class _Unit:
 
 def _units(rows: Iterable[CountRow], renames: Mapping[str, str]) -> list[_Unit]:
     units = [
-        _Unit(row.category, f"{row.op} {row.direction}".strip(), renames.get(row.path, row.path), row.function,
-              row.line, row.source, normalize_source(row.source), row.count, row.bytes, row.count)
+        _Unit(row.category, _op(row), renames.get(row.path, row.path), row.function, row.line, row.source,
+              normalize_source(row.source), row.count, row.bytes, row.count,
+              row.direction if row.category == "race" else "")
         for row in rows if row.count > 0
     ]
     return sorted(units, key=lambda u: (u.path, u.function, u.line, u.category, u.op))
+
+
+def _op(row: CountRow) -> str:
+    """What pairs across revisions: a race names its copy by text, never by line number
+    (lines move between base and head)."""
+    if row.category != "race":
+        return f"{row.op} {row.direction}".strip()
+    copy = copying_line(row.direction)
+    return f"{row.op} {copy.kind} of `{normalize_source(copy.source)}`"
 
 
 Key = Callable[[_Unit], Hashable]
@@ -133,6 +145,7 @@ class _Place:
     source: str = ""
     at_head: bool = True
     ops: frozenset[str] = frozenset()
+    copied_by: str = ""
 
 
 def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: Iterable[CountRow],
@@ -149,7 +162,7 @@ def compare(check: str, device: str, base_rows: Iterable[CountRow], head_rows: I
         counts = (place.count - place.net, place.count) if place.at_head else (place.count, place.count + place.net)
         delta = PerfDelta(check=check, category=category,  # type: ignore[arg-type]  # a CountRow category
                           path=path, line=line, source=place.source, base_count=counts[0], head_count=counts[1],
-                          device=device, bytes_delta=place.bytes)
+                          device=device, bytes_delta=place.bytes, copied_by=place.copied_by)
         deltas.append(delta)
         labels[site_label(delta)] = ", ".join(sorted(place.ops))
     return deltas, labels
@@ -189,6 +202,7 @@ def _show(place: _Place, unit: _Unit, net: int) -> None:
     place.net += net
     place.bytes += unit.left_bytes if net > 0 else -unit.left_bytes
     place.ops |= {unit.op}
+    place.copied_by = place.copied_by or unit.copied_by
 
 
 def _head_lines_by_text(head: list[_Unit]) -> dict[tuple[str, str, str, str], int]:
@@ -209,4 +223,6 @@ def detail(delta: PerfDelta) -> str:
     change = delta.head_count - delta.base_count
     where = f"{delta.path}:{delta.line}" if delta.path else "(outside the repository)"
     text = f" — {delta.source}" if delta.source else ""
+    if delta.copied_by:
+        text += f" (while the copy at {copying_line(delta.copied_by).site} is in flight)"
     return f"{change:+d} {delta.category} at {where}{text}"

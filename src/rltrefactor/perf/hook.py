@@ -24,6 +24,7 @@ from ..types import ChangeSet
 from .records import PerfSummary
 from .scaffold import TEMPLATE  # noqa: F401 - the template's installed path, named where the hook is
 from .coverage import touched_definitions
+from .environment import RunnerSetup
 from .loading import hook_files
 from .sides import DEFAULT_MEMORY_MB, SideRun, run_side
 from .summary import select, summarize
@@ -77,12 +78,13 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
              profile: Profile | None = None, out_dir: str | None = None, window: int = 1,
              device: str = "auto", repeats: int = 3, memory_mb: int = DEFAULT_MEMORY_MB,
              temp_dir: str | None = None, tests: tuple[str, ...] | None = None,
-             cache_dir: str | None = None) -> PerfSummary:
+             cache_dir: str | None = None, setup: RunnerSetup = RunnerSetup()) -> PerfSummary:
     """Run the micro-checks covering the change at base and head and compare their counts;
     with ``tests`` (PYTEST ARGS), also the repository's tests that reach the change.
 
     The temporary worktrees go under ``temp_dir`` (None: the system temporary directory);
     the map of which tests reach the change is cached under ``cache_dir`` (None: not cached).
+    Every process starts as ``setup`` says: a scrubbed environment, the configured stubs.
     """
     started = time.perf_counter()
     the_plan = plan(change, hooks_dir=hooks_dir, tests=tests)
@@ -98,36 +100,36 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
         summary = None
         if the_plan.files:
             copy_hooks(head_root, base_root, hooks_dir)
-            head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb)
+            head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb, setup)
             summary = summarize(change, head, base, select(head, touched_definitions(change)))
         if summary is not None and profile is not None and out_dir is not None and summary.checks:  # out_dir: checked above
             from .profiles import profile_matrix
 
             sides = {"base": (base_root, the_plan.base), "head": (head_root, _head_revision(the_plan))}
             summary = profile_matrix(summary, sides, hooks_dir=hooks_dir, mode=profile, out_dir=out_dir,
-                                     window=window, device=device, timeout=timeout)
+                                     window=window, device=device, timeout=timeout, setup=setup)
         if tests is not None:
             from .testhook import measure_tests
             from .testsummary import merge
 
             measured = measure_tests(change, head_root, base_root, list(tests), device=device, timeout=timeout,
-                                     memory_mb=memory_mb, cache_dir=cache_dir)
+                                     memory_mb=memory_mb, cache_dir=cache_dir, setup=setup)
             summary = merge(summary, measured)
     assert summary is not None  # plan: micro-checks, or tests, or a ConfigError
     return replace(summary, wall_seconds=time.perf_counter() - started)
 
 
 def _run_both(head_root: str, base_root: str, hooks_dir: str, extra: list[str], timeout: float,
-              memory_mb: int) -> tuple[SideRun, SideRun]:
+              memory_mb: int, setup: RunnerSetup) -> tuple[SideRun, SideRun]:
     """Both sides at once, every check on each: counts do not depend on timing, and the
     base result of a check that covers nothing is simply not used."""
     cancel = threading.Event()
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rltrefactor-perf") as pool:
         try:
             head = pool.submit(run_side, head_root, hooks_dir, [*extra, "--trace"], checks=None,
-                               timeout=timeout, cancel=cancel, memory_mb=memory_mb)
+                               timeout=timeout, cancel=cancel, memory_mb=memory_mb, setup=setup)
             base = pool.submit(run_side, base_root, hooks_dir, extra, checks=None, timeout=timeout, cancel=cancel,
-                               memory_mb=memory_mb)
+                               memory_mb=memory_mb, setup=setup)
             for finished in wait([head, base], return_when=FIRST_EXCEPTION).done:
                 finished.result()  # the first failure raises here, before waiting on the other
             return head.result(), base.result()

@@ -63,7 +63,7 @@ def load_checks(root: str, hooks_dir: str) -> tuple[list[LoadedCheck], list[Load
         except BaseException as exc:  # noqa: BLE001 - any failure of user code is a value
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            errors.append(_load_error(rel, exc))
+            errors.append(_load_error(root, rel, exc))
             continue
         for attr, value in vars(module).items():
             spec = spec_of(value)
@@ -114,7 +114,7 @@ def _import(path: str, module_name: str) -> ModuleType:
     return module
 
 
-def _load_error(rel: str, exc: BaseException) -> LoadError:
+def _load_error(root: str, rel: str, exc: BaseException) -> LoadError:
     line = None
     for frame in traceback.extract_tb(exc.__traceback__):
         if frame.filename.endswith(rel):
@@ -122,4 +122,39 @@ def _load_error(rel: str, exc: BaseException) -> LoadError:
     if isinstance(exc, SyntaxError) and exc.lineno:
         line = exc.lineno
     detail = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return LoadError(rel, line, f"cannot import micro-check file: {detail}{_imported_by(root, exc)}; "
+                                    f"{_missing_module_fix(root, exc.name)}")
     return LoadError(rel, line, f"cannot import micro-check file: {detail}; fix the file or its imports")
+
+
+def _imported_by(root: str, exc: BaseException) -> str:
+    """`` (imported by path:line)``: the last frame in the repository, where it is not the
+    hook file itself."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if os.path.realpath(f.filename).startswith(os.path.realpath(root) + os.sep)]
+    if len(frames) < 2:
+        return ""
+    rel = os.path.relpath(os.path.realpath(frames[-1].filename), os.path.realpath(root)).replace(os.sep, "/")
+    return f" (imported by {rel}:{frames[-1].lineno})"
+
+
+def _missing_module_fix(root: str, missing: str) -> str:
+    top = missing.split(".")[0]
+    if _defined_in_repository(root, top):
+        return (f"{top} is in the repository but not on the import path: declare where its packages live in "
+                "pyproject.toml ([tool.setuptools.packages.find] where, package-dir, hatch or poetry packages)")
+    return (f"install {top} where the perf hook runs, or name it in perf-stubs under [tool.rltrefactor] "
+            "to import a stub in its place")
+
+
+def _defined_in_repository(root: str, top: str, depth: int = 3) -> bool:
+    """A package directory or module named ``top`` at most ``depth`` levels below ``root``."""
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return False
+    if any(e.name == f"{top}.py" or (e.name == top and e.is_dir()) for e in entries):
+        return True
+    return depth > 0 and any(_defined_in_repository(e.path, top, depth - 1) for e in entries
+                             if e.is_dir(follow_symlinks=False) and not e.name.startswith("."))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..types import FileError
+from .environment import RunnerSetup
 from .records import PerfProfileRow, PerfSummary
 from .sides import SideRun, run_side
 
@@ -35,7 +36,7 @@ LIMITS = ProfileLimits()
 
 def profile_matrix(summary: PerfSummary, sides: Mapping[str, tuple[str, str]], *, hooks_dir: str, mode: str,
                    out_dir: str, window: int, device: str, timeout: float,
-                   limits: ProfileLimits | None = None) -> PerfSummary:
+                   limits: ProfileLimits | None = None, setup: RunnerSetup = RunnerSetup()) -> PerfSummary:
     """Capture each covered check on each side; ``sides``: name -> (root, revision)."""
     limits = limits or LIMITS
     run_dir = os.path.join(out_dir, time.strftime("perf-%Y%m%d-%H%M%S"))
@@ -50,7 +51,7 @@ def profile_matrix(summary: PerfSummary, sides: Mapping[str, tuple[str, str]], *
         target = os.path.join(run_dir, side, _slug(check), m)
         extra = ["--device", device, "--profile", m, "--out-dir", target, "--window", str(window),
                  "--revision", revision, "--side", side]
-        result = run_side(root, hooks_dir, extra, checks=[check], timeout=timeout)
+        result = run_side(root, hooks_dir, extra, checks=[check], timeout=timeout, setup=setup)
         problem = _problem(result, check, index == 0, limits)
         if problem:
             errors.append(FileError(target, f"{side}: {m} capture of {check}: {problem}"))

@@ -20,9 +20,9 @@ from .records import PerfAllocatorDelta, PerfCudaEvidence, PerfSyncWarnings, Per
 class CountRow:
     """Events of one kind at one repository line, in one measured call."""
 
-    category: str  # "sync" | "copy" | "alloc"
+    category: str  # "sync" | "copy" | "alloc" | "race"
     op: str  # "aten.nonzero", "Tensor.cpu", "torch.cuda.synchronize"
-    direction: str  # copies: "h2d" | "d2h" | "d2d" | "host" | "to-host"; else ""
+    direction: str  # copies: ``CopyKind.label`` or "to-host"; races: the copying line (``races.py``); else ""
     path: str  # repo-relative; "" when no repository frame was on the stack
     line: int
     source: str

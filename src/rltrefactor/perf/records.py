@@ -17,7 +17,7 @@ class PerfDelta:
     """One site whose per-call count of a category differs between base and head."""
 
     check: str
-    category: Literal["sync", "copy", "alloc"]
+    category: Literal["sync", "copy", "alloc", "race"]
     path: str  # repo-relative; "" when the op could not be attributed to repo code
     line: int
     source: str  # the source text of that line at its side's revision
@@ -25,6 +25,8 @@ class PerfDelta:
     head_count: int
     device: str
     bytes_delta: int = 0  # allocations: head bytes minus base bytes
+    # races: the copy raced, as the counter wrote it ("download-read at path:line: source")
+    copied_by: str = ""
 
     @property
     def added(self) -> bool:
@@ -38,6 +40,7 @@ class PerfTotals:
     sync: int = 0
     copy: int = 0
     alloc: int = 0
+    race: int = 0  # host accesses to the host side of a non-blocking copy in flight
 
 
 @dataclass(frozen=True)

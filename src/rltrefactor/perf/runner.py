@@ -20,6 +20,7 @@ from .attribution import RepoFrames
 from .loading import LoadedCheck, load_checks
 from .protocol import (Captured, CheckInfo, CountRow, Done, Event, Failed, Loaded, LoadFailure, Measured,
                        Measurement, Skipped, Started, to_line)
+from .stubs import install_stubs
 
 if TYPE_CHECKING:
     import torch
@@ -45,6 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--root", required=True)
     parser.add_argument("--hooks", required=True)
     parser.add_argument("--check", action="append", default=[])
+    parser.add_argument("--stub", action="append", default=[], metavar="MODULE", help="import a stub for MODULE")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--trace", action="store_true")
@@ -124,7 +126,7 @@ def count_rows(counter: OpCounter) -> tuple[CountRow, ...]:
 
 
 def totals_of(rows: tuple[CountRow, ...]) -> PerfTotals:
-    per = {"sync": 0, "copy": 0, "alloc": 0}
+    per = {"sync": 0, "copy": 0, "alloc": 0, "race": 0}
     for row in rows:
         per[row.category] += row.count
     return PerfTotals(**per)
@@ -156,6 +158,7 @@ def run_check(check: LoadedCheck, args: argparse.Namespace, frames: RepoFrames, 
 def main(argv: list[str] | None = None) -> int:
     channel = Channel()
     args = parse_args(argv)
+    install_stubs(args.stub)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     root = os.path.realpath(args.root)
     frames = RepoFrames(root)

@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO
 
+from .environment import RunnerSetup, runner_env
 from .protocol import (Capture, Captured, CheckInfo, Done, Event, Failed, Loaded, Measured, Measurement, Skipped,
                        Started, from_line)
 
@@ -26,7 +27,6 @@ from .protocol import (Capture, Captured, CheckInfo, Done, Event, Failed, Loaded
 STARTUP_GRACE_S = 30.0
 _POLL_S = 0.2  # how often a waiting side looks at its cancel flag and memory use
 DEFAULT_MEMORY_MB = 8192  # resident memory a runner process may use before it is killed
-_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @dataclass(frozen=True)
@@ -51,54 +51,45 @@ class SideRun:
     label: str = "micro-check"  # what a unit is called in messages: "micro-check" or "test"
 
 
-def runner_env(root: str) -> dict[str, str]:
-    paths = [root]
-    if os.path.isdir(os.path.join(root, "src")):
-        paths.append(os.path.join(root, "src"))
-    paths.append(_PACKAGE_PARENT)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # never leave __pycache__ in the reviewed tree
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def run_side(root: str, hooks_dir: str, extra: list[str], *, checks: list[str] | None,
              timeout: float, cancel: threading.Event | None = None,
-             memory_mb: int = DEFAULT_MEMORY_MB) -> SideRun:
+             memory_mb: int = DEFAULT_MEMORY_MB, setup: RunnerSetup = RunnerSetup()) -> SideRun:
     """Run ``checks`` (None: all) under ``root``; never raises for a check's failure.
 
     Setting ``cancel`` (from another thread, on Ctrl-C) kills the running process.
     """
-    argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir, *extra]
-    return _run(SideRun(root), argv, checks, _Limits(timeout, memory_mb), cancel or threading.Event())
+    argv = [sys.executable, "-m", "rltrefactor.perf.runner", "--root", root, "--hooks", hooks_dir,
+            *setup.stub_args(), *extra]
+    command = _Command(argv, runner_env(root, setup))
+    return _run(SideRun(root), command, checks, _Limits(timeout, memory_mb), cancel or threading.Event())
 
 
 def run_tests_side(root: str, extra: list[str], pytest_args: list[str], *, tests: list[str] | None,
                    timeout: float, cancel: threading.Event | None = None,
-                   memory_mb: int = DEFAULT_MEMORY_MB) -> SideRun:
+                   memory_mb: int = DEFAULT_MEMORY_MB, setup: RunnerSetup = RunnerSetup()) -> SideRun:
     """``run_side`` for pytest tests (``rltrefactor.perf.testrun``): ``tests`` None traces
     the tests ``pytest_args`` collect (``--map`` in ``extra``); else each test is measured
     in a process of its own, under the same limits as a micro-check."""
-    argv = [sys.executable, "-m", "rltrefactor.perf.testrun", "--root", root, *extra]
+    argv = [sys.executable, "-m", "rltrefactor.perf.testrun", "--root", root, *setup.stub_args(), *extra]
+    env = runner_env(root, setup)
     side = SideRun(root, label="test")
     cancel = cancel or threading.Event()
     limits = _Limits(timeout, memory_mb)
     if tests is None:
-        return _run(side, [*argv, "--", *pytest_args], None, limits, cancel)
+        return _run(side, _Command([*argv, "--", *pytest_args], env), None, limits, cancel)
     for test in tests:
         if cancel.is_set():
             break
-        _run(side, argv, [test], limits, cancel)
+        _run(side, _Command(argv, env), [test], limits, cancel)
     return side
 
 
-def _run(side: SideRun, argv: list[str], checks: list[str] | None, limits: _Limits,
+def _run(side: SideRun, command: _Command, checks: list[str] | None, limits: _Limits,
          cancel: threading.Event) -> SideRun:
     remaining = None if checks is None else list(checks)
     while (remaining is None or remaining) and not cancel.is_set():
         before = _settled(side)
-        finished = _one_process(side, argv, remaining, limits, cancel)
+        finished = _one_process(side, command, remaining, limits, cancel)
         done = _settled(side)
         if finished or not side.loaded or done == before:
             break  # each relaunch must settle at least one more check
@@ -112,17 +103,26 @@ def _settled(side: SideRun) -> set[str]:
 
 
 @dataclass(frozen=True)
+class _Command:
+    """How a runner process of one side starts; ``--check`` options are added per launch."""
+
+    argv: list[str]
+    env: dict[str, str]  # scrubbed of credentials (``environment.runner_env``)
+
+
+@dataclass(frozen=True)
 class _Limits:
     timeout: float  # seconds per check
     memory_mb: int  # resident set size of the runner process
 
 
-def _one_process(side: SideRun, argv: list[str], checks: list[str] | None, limits: _Limits,
+def _one_process(side: SideRun, command: _Command, checks: list[str] | None, limits: _Limits,
                  cancel: threading.Event) -> bool:
+    argv = list(command.argv)
     for name in checks or ():
-        argv = [*argv, "--check", name]
+        argv += ["--check", name]
     with tempfile.TemporaryFile() as stderr:
-        proc = subprocess.Popen(argv, cwd=side.root, env=runner_env(side.root), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=side.root, env=command.env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=stderr, start_new_session=True)
         try:
             return _follow(side, proc, stderr, limits, cancel)

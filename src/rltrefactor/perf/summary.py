@@ -142,7 +142,7 @@ def changes_by_check(summary: PerfSummary) -> tuple[CheckChange, ...]:
 
 def _counted(counts: Counter[str] | None) -> PerfTotals:
     counts = counts or Counter()
-    return PerfTotals(sync=counts["sync"], copy=counts["copy"], alloc=counts["alloc"])
+    return PerfTotals(sync=counts["sync"], copy=counts["copy"], alloc=counts["alloc"], race=counts["race"])
 
 
 def improvements(summary: PerfSummary) -> tuple[PerfDelta, ...]:

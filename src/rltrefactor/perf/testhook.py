@@ -15,6 +15,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from ..types import ChangeSet
 from .coverage import touched_definitions
+from .environment import RunnerSetup
 from .records import PerfSummary
 from .sides import SideRun, run_tests_side
 from .testmap import trace_tests
@@ -22,13 +23,14 @@ from .testsummary import summarize_tests
 
 
 def measure_tests(change: ChangeSet, head_root: str, base_root: str, pytest_args: list[str], *, device: str,
-                  timeout: float, memory_mb: int, cache_dir: str | None) -> PerfSummary:
+                  timeout: float, memory_mb: int, cache_dir: str | None,
+                  setup: RunnerSetup = RunnerSetup()) -> PerfSummary:
     touched = touched_definitions(change)
     mapped = trace_tests(change, head_root, touched, pytest_args, timeout=timeout, memory_mb=memory_mb,
-                         cache_dir=cache_dir)
+                         cache_dir=cache_dir, setup=setup)
     selected = sorted(mapped.tests)
     copy_test_files(head_root, base_root, selected)
-    head, base = _run_both(head_root, base_root, selected, ["--device", device], timeout, memory_mb)
+    head, base = _run_both(head_root, base_root, selected, ["--device", device], timeout, memory_mb, setup)
     return summarize_tests(change, touched, mapped, head, base)
 
 
@@ -55,7 +57,7 @@ def copy_test_files(source_root: str, target_root: str, tests: list[str]) -> Non
 
 
 def _run_both(head_root: str, base_root: str, tests: list[str], extra: list[str], timeout: float,
-              memory_mb: int) -> tuple[SideRun, SideRun]:
+              memory_mb: int, setup: RunnerSetup) -> tuple[SideRun, SideRun]:
     """Both sides at once; Ctrl-C kills the test processes of both (as for micro-checks)."""
     if not tests:
         return SideRun(head_root, label="test"), SideRun(base_root, label="test")
@@ -63,7 +65,7 @@ def _run_both(head_root: str, base_root: str, tests: list[str], extra: list[str]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="rltrefactor-perf-tests") as pool:
         try:
             head, base = (pool.submit(run_tests_side, root, extra, [], tests=tests, timeout=timeout, cancel=cancel,
-                                      memory_mb=memory_mb) for root in (head_root, base_root))
+                                      memory_mb=memory_mb, setup=setup) for root in (head_root, base_root))
             for finished in wait([head, base], return_when=FIRST_EXCEPTION).done:
                 finished.result()
             return head.result(), base.result()

@@ -4,8 +4,9 @@ The tests the PYTEST ARGS collect are run once, each under the call tracer, in o
 process at the head revision (``testrun --map``); a test is selected when it called a
 touched function (or code nested in it). The map is stored under the tool's cache
 directory, keyed by the blob of every Python file of the head (tests and sources alike),
-the pytest configuration files, the touched functions, the PYTEST ARGS and the tool's
-own code: any edit to one of them traces again, a rerun on the same tree does not.
+the pytest configuration files, the touched functions, the PYTEST ARGS, the runner's
+stubs and kept environment, and the tool's own code: any edit to one of them traces
+again, a rerun on the same tree does not.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..context.calls.index import list_blobs
 from ..errors import GitError
 from ..types import ChangeSet
 from .coverage import Touched, covered_by_trace
+from .environment import RunnerSetup
 from .sides import SideError, run_tests_side
 
 _FORMAT = "1"
@@ -44,18 +46,18 @@ class TestMap:
 
 def trace_tests(change: ChangeSet, head_root: str, touched: Touched, pytest_args: list[str], *,
                 timeout: float, memory_mb: int, cache_dir: str | None,
-                cancel: threading.Event | None = None) -> TestMap:
+                cancel: threading.Event | None = None, setup: RunnerSetup = RunnerSetup()) -> TestMap:
     """The tests reaching ``touched``, from the cache when the same tree was traced before."""
     if not touched:
         return TestMap({}, traced=False)
-    entry = _entry(cache_dir, _key(change, head_root, touched, pytest_args)) if cache_dir else None
+    entry = _entry(cache_dir, _key(change, head_root, touched, pytest_args, setup)) if cache_dir else None
     known = _read(entry) if entry is not None else None
     if known is not None:
         return TestMap(known, traced=False)
     entries = [f"{path}::{name}" for path, names in sorted(touched.items()) for name in sorted(names)]
     extra = ["--map", *(f"--touched={entry}" for entry in entries)]
     side = run_tests_side(head_root, extra, pytest_args, tests=None, timeout=timeout, cancel=cancel,
-                          memory_mb=memory_mb)
+                          memory_mb=memory_mb, setup=setup)
     tests = {name: tuple(hits) for name, result in sorted(side.results.items())
              if (hits := covered_by_trace(result.coverage, touched))}
     if entry is not None and not side.errors:
@@ -63,7 +65,7 @@ def trace_tests(change: ChangeSet, head_root: str, touched: Touched, pytest_args
     return TestMap(tests, tuple(side.errors))
 
 
-def _key(change: ChangeSet, head_root: str, touched: Touched, pytest_args: list[str]) -> str:
+def _key(change: ChangeSet, head_root: str, touched: Touched, pytest_args: list[str], setup: RunnerSetup) -> str:
     try:
         blobs = list_blobs(change.repo_root or head_root, change.head.kind, change.head.ref)
     except GitError:
@@ -75,7 +77,8 @@ def _key(change: ChangeSet, head_root: str, touched: Touched, pytest_args: list[
         except OSError:
             continue
     parts = (code_stamp(), sorted(blobs.items()), sorted(configs.items()),
-             sorted((path, sorted(names)) for path, names in touched.items()), pytest_args)
+             sorted((path, sorted(names)) for path, names in touched.items()), pytest_args,
+             [list(setup.stubs), list(setup.keep_env)])
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 
 

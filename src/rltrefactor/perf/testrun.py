@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Callable
 
 from .attribution import RepoFrames, Site
 from .coverage import covered_by_trace
-from .protocol import CheckInfo, Done, Loaded, Measured, Measurement, Skipped, Started
+from .protocol import CheckInfo, Done, Failed, Loaded, Measured, Measurement, Skipped, Started
 from .runner import Channel, count_rows, resolve_device, totals_of
+from .stubs import install_stubs
 
 if TYPE_CHECKING:
     from types import CodeType, FrameType
@@ -77,6 +78,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--map", action="store_true", help="trace which tests reach --touched")
     parser.add_argument("--touched", action="append", default=[], metavar="PATH::QUALNAME")
     parser.add_argument("--check", action="append", default=[], metavar="NODEID", help="the test to measure")
+    parser.add_argument("--stub", action="append", default=[], metavar="MODULE", help="import a stub for MODULE")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("pytest_args", nargs="*")
     return parser.parse_args(argv)
@@ -113,11 +115,18 @@ Run = Callable[["pytest.Item"], list["pytest.TestReport"]]
 
 class _TakeOver:
     """The pytest plugin: runs each collected test through ``handle`` instead of pytest's
-    own protocol; fixtures of every scope are torn down after each run (``nextitem=None``)."""
+    own protocol; fixtures of every scope are torn down after each run (``nextitem=None``).
+    Files that could not be collected are kept with their error's last line."""
 
     def __init__(self, handle: Callable[[pytest.Item, Run], None]) -> None:
         self.handle = handle
         self.seen: list[str] = []
+        self.uncollected: dict[str, str] = {}  # node id -> "ModuleNotFoundError: No module named 'x'"
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            lines = [line.strip() for line in str(report.longrepr).splitlines() if line.strip()]
+            self.uncollected[report.nodeid] = (lines[-1].removeprefix("E").strip() if lines else "")[:200]
 
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> bool:
         from _pytest.runner import runtestprotocol
@@ -179,6 +188,7 @@ def _touched(entries: list[str]) -> dict[str, frozenset[str]]:
 def main(argv: list[str] | None = None) -> int:
     channel = Channel()
     args = parse_args(argv)
+    install_stubs(args.stub)
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     root = os.path.realpath(args.root)
     frames = RepoFrames(root) if args.map else SetUpFrames(root)
@@ -190,7 +200,12 @@ def main(argv: list[str] | None = None) -> int:
                         tuple(CheckInfo(n, n.split("::", 1)[0], 0, args.device, ()) for n in wanted), ()))
     if args.map:
         plugin = _TakeOver(_traced(channel, frames, _touched(args.touched)))
-        pytest.main([*args.pytest_args, *_QUIET], plugins=[plugin])
+        # One file that cannot be imported must not hide the tests of the others: it is listed.
+        pytest.main([*args.pytest_args, *_QUIET, "--continue-on-collection-errors"], plugins=[plugin])
+        for nodeid, error in plugin.uncollected.items():
+            channel.emit(Failed(nodeid, nodeid.split("::", 1)[0], None, (
+                f"cannot be collected: {error}; fix its imports (a module this machine lacks can be "
+                "named in perf-stubs under [tool.rltrefactor])")))
     else:
         device = resolve_device("auto", args.device)
         for nodeid in wanted:

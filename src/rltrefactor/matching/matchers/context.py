@@ -4,8 +4,10 @@
 module: construction and setup functions, warm-up and profiling runs, ``__repr__``,
 weight loading and processing (``process_weights_after_loading``), sleep/wake-up
 offloading, ``if TYPE_CHECKING:`` blocks, debug/logging-guarded branches,
-``torch.compiler.is_compiling()`` guards, ``raise`` statements and the messages of
-assertions and log calls. Device-residency rules skip it.
+``torch.compiler.is_compiling()`` guards, one-time guards whose body keeps what it
+builds (``guard_bodies``), early returns on degenerate inputs (``early_returns``),
+``raise`` statements and the messages of assertions and log calls. Device-residency
+rules skip it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ...context.execution import COLD_KINDS
 from ...library.names import Names, bundled_names
 from ...context.execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import TRIVIA_FIELDS, FileContext
+from .early_returns import is_degenerate_exit
+from .guard_bodies import guard_body
 
 
 def enclosing_functions(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.FunctionDef]:
@@ -43,13 +47,15 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
 
 def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` runs once, offline or never: in a function the execution stage found so
-    (configuration included; never a name alone), in a message, or under a cold or
-    one-time guard, or under a condition that is false as written. The engine drops hits of ``runs: per-step`` rules there; matchers
-    never ask."""
+    (configuration included; never a name alone), in a message, under a cold condition,
+    a one-time guard or a condition that is false as written, or in an early return on a
+    degenerate input (``early_returns``). The engine drops hits of ``runs: per-step``
+    rules there; matchers never ask."""
     if in_message(node, ctx) or in_cold_function(node, ctx) or in_cached_value(node, ctx):
         return True
     return any(
-        is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx.names)
+        is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx)
+        or is_degenerate_exit(branch, ctx)
         for branch in guarded_by(node, ctx)
     )
 
@@ -79,37 +85,58 @@ def is_never_true(test: cst.BaseExpression) -> bool:
     return False
 
 
-def is_one_time_guard(branch: cst.If, names: Names | None = None) -> bool:
-    """``if not self._initialized:``, ``if self._buf is None: self._buf = ...`` or
-    ``if not hasattr(self, "_buf"):``: the body runs once, then never again. A cache
-    rebuilt only when missing or stale (``if self._buf is None or self._buf.shape[0] <
-    n: self._buf = ...``) counts too: every other operand of the ``or`` reads the
-    cached attribute, so the body runs again only when what it caches changes."""
+def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
+    """The body runs once, then never again, because it keeps what it builds
+    (``guard_bodies``): ``if self._buf is None: self._buf = ...``, ``if not
+    self._initialized:`` or ``if not hasattr(self, "_buf"):`` with a body that writes
+    state, ``if key not in self._cache: self._cache[key] = ...`` (once per key), ``if
+    _MASK is None: _MASK = ...`` of a declared global. A cache rebuilt only when missing
+    or stale (``if self._buf is None or self._buf.shape[0] < n: self._buf = ...``) counts
+    too: every other operand of the ``or`` reads the cached attribute, so the body runs
+    again only when what it caches changes. A guard whose body fills a local or a
+    parameter's default (``if alpha is None: alpha = ...``) runs on every call that needs it."""
     test = branch.test
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+    if not _may_guard_once(test, ctx.names):
+        return False
+    body = guard_body(branch, ctx)
+    if body is None:
+        return False
+    if isinstance(test, cst.BooleanOperation):
         operands = list(_or_operands(test))
         for index, operand in enumerate(operands):
             cached = _missing_attribute(operand)
-            if cached is None or cached not in _assigned_attributes(branch.body):
+            if cached is None or cached not in body.attributes:
                 continue
             others = operands[:index] + operands[index + 1:]
             if all(_reads_attribute(other, cached) for other in others):
                 return True
         return False
+    if isinstance(test, cst.UnaryOperation):  # ``not self.<flag>``, ``not hasattr(...)``
+        return body.keeps_state
+    comparison = test.comparisons[0] if isinstance(test, cst.Comparison) else None
+    if comparison is not None and isinstance(comparison.operator, cst.NotIn):
+        return ctx.code(comparison.comparator).strip() in body.containers
+    if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name):
+        return test.left.value in body.globals
+    return _missing_attribute(test) in body.attributes
+
+
+def _may_guard_once(test: cst.BaseExpression, names: Names) -> bool:
+    """``test`` has the shape of a one-time guard's (what its body must then keep aside)."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.Or)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
-        if isinstance(inner, cst.Attribute) and (names or bundled_names()).regex("one-time-flags").search(inner.attr.value):
-            return True
-        if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "hasattr":
-            return True
-    if (
-        isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
-        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
-        and isinstance(test.left, cst.Attribute)
-    ):
-        return test.left.attr.value in _assigned_attributes(branch.body)
-    return False
+        if isinstance(inner, cst.Attribute):
+            return names.regex("one-time-flags").search(inner.attr.value) is not None
+        return isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "hasattr"
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, comparator = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, cst.NotIn):  # ``key not in cache``: a memoised value
+        return True
+    missing = isinstance(operator, cst.Is) and isinstance(comparator, cst.Name) and comparator.value == "None"
+    return missing and isinstance(test.left, (cst.Attribute, cst.Name))
 
 
 def in_cached_value(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -180,14 +207,6 @@ def _missing_attribute(test: cst.BaseExpression) -> str | None:
 
 def _reads_attribute(test: cst.BaseExpression, name: str) -> bool:
     return any(isinstance(node, cst.Attribute) and node.attr.value == name for node in subtree(test))
-
-
-def _assigned_attributes(body: cst.BaseSuite) -> set[str]:
-    names = set()
-    for node in subtree(body):
-        if isinstance(node, cst.AssignTarget) and isinstance(node.target, cst.Attribute):
-            names.add(node.target.attr.value)
-    return names
 
 
 def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:

@@ -19,6 +19,8 @@ from . import (
     pinned_slots, placement, readability, refused_keys, registries, resources, scalar_writes,
     shutdown, state, teardown, threads, transfers,
 )
+from . import autograd_history, identity_keys, index_copies, noop_lifecycle, task_references
+from . import download_reads
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -106,6 +108,13 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
     "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
     "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),
+    "non-blocking-download-read-before-sync": _factory(download_reads.NonBlockingDownloadReadBeforeSync),
+    "in-place-write-to-index-copy": _factory(index_copies.InPlaceWriteToIndexCopy),
+    "autograd-history-kept-in-state": _factory(autograd_history.AutogradHistoryKeptInState),
+    "cache-keyed-by-object-identity": _factory(identity_keys.CacheKeyedByObjectIdentity),
+    "task-result-discarded": _factory(task_references.TaskResultDiscarded),
+    "task-cancelled-without-await": _factory(task_references.TaskCancelledWithoutAwait),
+    "no-op-lifecycle-method": _factory(noop_lifecycle.NoOpLifecycleMethod),
 }
 
 
