@@ -105,6 +105,8 @@ class Hit:
     span: Span
     matched_text: str  # source of the matched node, used in the fingerprint
     bindings: Mapping[str, str] = field(default_factory=dict)  # metavariable -> source
+    residency: str = ""  # "device", "unknown" or "" (``matchers.base.Match.residency``)
+    residency_of: str = ""  # the value's source text, when ``residency`` is set
 
 
 @dataclass(frozen=True)

@@ -228,3 +228,41 @@ def test_a_table_no_per_step_code_calls_into_proves_nothing(tmp_path):
                             "        return ((q @ k.transpose(-1, -2)) / scale).softmax(-1) @ v")
     found = _findings(tmp_path, {"eng/attention.py": unused}, {"eng/attention.py": masked})
     assert [context for _, _, _, context in found if context == "per-step"] == []
+
+
+RUNNER_STEP = """
+    import torch
+
+
+    class Runner:
+        def execute_model(self, batch):
+            return batch
+"""
+
+
+def _one_finding(tmp_path, body: str):
+    head = RUNNER_STEP.replace("            return batch", body)
+    (finding,) = [f for f in review_of(tmp_path, RUNNER_STEP, head) if f.rule_id == "host-sync-in-hot-path"]
+    return finding
+
+
+def review_of(tmp_path, base: str, head: str):
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("eng/runner.py", textwrap.dedent(base))
+    repo.commit("base")
+    repo.git("branch", "base")
+    repo.write("eng/runner.py", textwrap.dedent(head))
+    repo.commit("head")
+    return review(ReviewRequest(repo=str(repo.path), diff="base..HEAD", use_cache=False, jobs=1)).findings
+
+
+def test_a_read_of_a_value_the_function_does_not_place_is_a_conditional_low_confidence_claim(tmp_path):
+    finding = _one_finding(tmp_path, "            return batch.sum().item()")
+    assert finding.confidence == "low"
+    assert "Where `batch.sum()` lives is not visible in this function" in finding.impact
+
+
+def test_a_read_of_a_value_the_function_puts_on_the_device_keeps_its_confidence(tmp_path):
+    finding = _one_finding(tmp_path, "            placed = batch.to(self.device)\n            return placed.sum().item()")
+    assert finding.confidence == "medium"  # a per-step name is the evidence of how often it runs
+    assert "lives is not visible" not in finding.impact

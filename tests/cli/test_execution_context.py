@@ -34,7 +34,8 @@ def test_per_step_and_unknown_findings_carry_their_context(repo, cli):
     # A per-step name is the evidence: the rule's high confidence drops to medium.
     assert step["confidence"] == "medium" and "Per-step code" in step["impact"]
     other = by_definition["Runner.summarize"]
-    assert other["execution"]["context"] == "unknown" and other["confidence"] == "medium"
+    # How often it runs is unknown, and so is where its parameter lives: a conditional claim.
+    assert other["execution"]["context"] == "unknown" and other["confidence"] == "low"
     contexts = {f["definition"]: f["context"] for f in document["changed_functions"]}
     assert contexts == {"Runner.execute_model": "per-step", "Runner.summarize": "unknown"}
 
@@ -170,7 +171,7 @@ def _syncs_by_definition(repo, cli):
     _base(repo)
     repo.write(ENGINE, BASE.replace(
         "        return self.model(batch)\n",
-        "        out = self.model(batch)\n        self.total = out.sum().item()\n        return out\n",
+        "        out = self.model(batch.to(self.device))\n        self.total = out.sum().item()\n        return out\n",
     ).replace("        return logits\n", "        return logits.max().item()\n"))
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
     return document, {f["definition"]: f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"}

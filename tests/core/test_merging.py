@@ -78,7 +78,8 @@ def test_a_suppressed_finding_does_not_merge(engine):
 
 
 def test_an_upload_of_the_value_read_on_the_line_before_is_one_finding_of_the_stronger_severity(engine):
-    finished = _finish(engine, '        n = lens.sum().item()\n        t = torch.tensor([n], device="cuda")\n        return t\n')
+    # ``lens.cuda()``: the function shows the value on the device, so the sync is certain.
+    finished = _finish(engine, '        n = lens.cuda().sum().item()\n        t = torch.tensor([n], device="cuda")\n        return t\n')
     assert _found(finished) == [(6, SYNC, (COPY,))]
     assert finished.findings[0].severity == "error"  # the sync's, stronger than the copy's warning
     assert f"Also {COPY} at line 7:" in finished.findings[0].impact

@@ -153,7 +153,7 @@ CONFIG = '[tool.rltrefactor]\nfail-on = "error"\nhot-functions = ["forward"]\n'
 
 
 def _syncing(comment: str) -> str:
-    return f"import torch\n\n\ndef forward(x):\n    y = x * 2\n    return y.sum().item()  {comment}\n"
+    return f"import torch\n\n\ndef forward(x):\n    y = x.cuda() * 2\n    return y.sum().item()  {comment}\n"
 
 
 def test_a_suppression_without_a_reason_fails_the_review_at_fail_on_error(repo, cli):

@@ -36,8 +36,9 @@ def test_list_json_has_one_row_per_rule(capsys):
     assert by_id["rng-state-on-resume"]["automated"] is False
     assert by_id["rng-state-on-resume"]["precision"] is None  # a checklist rule is not measured
     pedantic = [row for row in rows if row["group"] == "pedantic"]
-    assert pedantic and all(row["precision"]["true"] * 2 < sum(
-        row["precision"][k] for k in ("true", "debatable", "false")) for row in pedantic)
+    # Opt-in: measured under half true, or nothing found to judge outside the repository it was fitted to.
+    judged = {row["id"]: sum(row["precision"][k] for k in ("true", "debatable", "false")) for row in pedantic}
+    assert pedantic and all(row["precision"]["true"] * 2 < judged[row["id"]] or judged[row["id"]] == 0 for row in pedantic)
 
 
 def test_show_prints_the_rule_and_rejects_unknown_ids(capsys):

@@ -10,7 +10,7 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .rule_findings import fill_template, guards_at, rule_finding, with_execution
+from .rule_findings import fill_template, guards_at, rule_finding, with_execution, with_unknown_residency
 from ..library.globs import matches
 from ..library.model import GROUPS, Library, Rule
 from ..config import Config, declared_for
@@ -305,7 +305,7 @@ class Engine:
                     if rule.applicability.per_step and runs_cold(match.node, ctx):
                         continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
-                    hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings))
+                    hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency, match.residency_of))
             except RecursionError:
                 errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
             except Exception as exc:  # a matcher bug must not end the review of other files
@@ -337,6 +337,8 @@ class Engine:
                 )
             if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
+            if hit.residency == "unknown":
+                finding = with_unknown_residency(finding, hit.residency_of)
             findings.append(finding)
         return findings
 

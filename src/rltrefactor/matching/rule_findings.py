@@ -201,3 +201,14 @@ def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | N
         severity="warning" if lowered else finding.severity,
         impact=f"{finding.impact} (How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.{note})",
     )
+
+
+def with_unknown_residency(finding: Finding, value: str) -> Finding:
+    """A rule about device values whose value the function does not show on the device
+    (nor on the host): the claim becomes conditional, at low confidence, never an error."""
+    lowered = at_least(finding.severity, "error")
+    return replace(
+        finding, confidence="low", severity="warning" if lowered else finding.severity,
+        impact=f"{finding.impact} (Where `{quoted(value)}` lives is not visible in this function: nothing here places it "
+               f"on the device or the host. If it is a host tensor, there is no device wait here.)",
+    )

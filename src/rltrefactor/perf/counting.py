@@ -32,7 +32,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import torch
 

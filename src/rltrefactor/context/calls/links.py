@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Mapping, NamedTuple
+from typing import Callable, NamedTuple
 
 from .texts import RevisionTexts
 from .facts import ClassFacts, FileFacts, FunctionFacts, type_name

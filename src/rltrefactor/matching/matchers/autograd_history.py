@@ -23,7 +23,7 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match, child_nodes, own_nodes
-from .context import unpacked
+from .context import bound_names, unpacked
 from .options import Option
 
 _NO_GRAD = frozenset({"no_grad", "inference_mode"})
@@ -53,7 +53,7 @@ class AutogradHistoryKeptInState:
             if any(_is_no_grad(d.decorator, ctx) for d in function.decorators):
                 continue
             nodes = list(own_nodes(function.body))
-            local = _local_names(nodes, function)
+            local = bound_names(function) - _RECEIVERS
             carrying = _carrying_names(nodes, local, ctx)
             if not carrying:
                 continue
@@ -130,23 +130,6 @@ def _seeds(nodes: list[cst.CSTNode], local: set[str], ctx: FileContext) -> set[s
             else:
                 seeds |= receiver
     return seeds & local
-
-
-def _local_names(nodes: list[cst.CSTNode], function: cst.FunctionDef) -> set[str]:
-    """Names the function binds: its parameters and targets, less ``self``/``cls`` and
-    names declared ``global``."""
-    names = {p.name.value for p in [*function.params.posonly_params, *function.params.params, *function.params.kwonly_params]}
-    declared: set[str] = set()
-    for node in nodes:
-        if isinstance(node, cst.Assign):
-            names.update(t.value for target in node.targets for t in unpacked(target.target) if isinstance(t, cst.Name))
-        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
-            names.update(t.value for t in unpacked(node.target) if isinstance(t, cst.Name))
-        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
-            names.add(node.name.value)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            declared.update(n.name.value for n in node.names)
-    return names - declared - _RECEIVERS
 
 
 def _tensor_names(expr: cst.BaseExpression) -> set[str]:

@@ -117,6 +117,10 @@ class Match:
 
     node: cst.CSTNode
     bindings: Mapping[str, str] = field(default_factory=dict)
+    # For a rule about device values: "device" when the function shows the value placed on
+    # a device, "unknown" when it does not (nor on the host); "" when the rule does not ask.
+    residency: str = ""
+    residency_of: str = ""  # the value's source text, when ``residency`` is set
 
 
 class FileContext:

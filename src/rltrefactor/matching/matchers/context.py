@@ -21,7 +21,7 @@ import libcst as cst
 from ...context.execution import COLD_KINDS
 from ...library.names import Names, bundled_names
 from ...context.execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
-from .base import TRIVIA_FIELDS, FileContext
+from .base import TRIVIA_FIELDS, FileContext, own_nodes
 from .early_returns import is_degenerate_exit
 from .guard_bodies import guard_body
 
@@ -348,3 +348,23 @@ def _binds(target: cst.BaseExpression, name: str) -> bool:
     if isinstance(target, (cst.Tuple, cst.List)):
         return any(_binds(e.value, name) for e in target.elements)
     return False
+
+
+def bound_names(function: cst.FunctionDef) -> set[str]:
+    """Names ``function`` binds locally: its parameters and the targets of its own
+    statements (assignments, loops, ``with ... as``, ``except ... as``), less names it
+    declares ``global`` or ``nonlocal``. Nested functions and classes bind their own."""
+    params = function.params
+    names = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+    names.update(s.name.value for s in (params.star_arg, params.star_kwarg) if isinstance(s, cst.Param))
+    declared: set[str] = set()
+    for node in own_nodes(function.body):
+        if isinstance(node, cst.Assign):
+            names.update(t.value for target in node.targets for t in unpacked(target.target) if isinstance(t, cst.Name))
+        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
+            names.update(t.value for t in unpacked(node.target) if isinstance(t, cst.Name))
+        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
+            names.add(node.name.value)
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            declared.update(n.name.value for n in node.names)
+    return names - declared

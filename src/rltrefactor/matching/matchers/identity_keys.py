@@ -24,7 +24,7 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match, own_nodes
-from .context import bound_before, subtree, unpacked
+from .context import bound_before, bound_names, subtree, unpacked
 from .imports import dotted_name
 from .options import Option
 
@@ -106,26 +106,7 @@ def _long_lived(cache: cst.BaseExpression, node: cst.CSTNode, ctx: FileContext) 
     if root.value == "self":
         return cache is not root
     functions = [a for a in ctx.ancestors(node) if isinstance(a, cst.FunctionDef)]
-    return bool(functions) and all(root.value not in _bound_names(f) for f in functions)
-
-
-def _bound_names(function: cst.FunctionDef) -> set[str]:
-    params = function.params
-    names = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
-    for s in (params.star_arg, params.star_kwarg):
-        if isinstance(s, cst.Param):
-            names.add(s.name.value)
-    declared: set[str] = set()
-    for node in own_nodes(function.body):
-        if isinstance(node, cst.Assign):
-            names.update(t.value for target in node.targets for t in unpacked(target.target) if isinstance(t, cst.Name))
-        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign, cst.AnnAssign)):
-            names.update(t.value for t in unpacked(node.target) if isinstance(t, cst.Name))
-        elif isinstance(node, cst.AsName) and isinstance(node.name, cst.Name):
-            names.add(node.name.value)
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            declared.update(n.name.value for n in node.names)
-    return names - declared
+    return bool(functions) and all(root.value not in bound_names(f) for f in functions)
 
 
 def _holds(value: cst.BaseExpression, keyed: cst.BaseExpression, ctx: FileContext, *, weak: bool = True) -> bool:

@@ -42,6 +42,10 @@ _FACTORIES = frozenset(
     "from_numpy frombuffer".split()
 )
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+_DTYPES = frozenset(
+    "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
+    "float8_e4m3fn float8_e5m2 complex64 complex128".split()
+)
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 _DEPTH = 6  # assignments and views followed; device names add two steps
 _PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
@@ -121,6 +125,58 @@ def _names_cpu(expr: cst.CSTNode, ctx: FileContext) -> bool:
         return False
     text = ctx.code(expr).strip()
     return bool(re.fullmatch(r"""['"]cpu['"]|(torch\.)?device\(\s*['"]cpu['"]\s*\)""", text))
+
+
+def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether the function shows ``expr`` placed on a device: ``.cuda()``, ``.to(<not the
+    host>)``, a ``torch`` factory given a device that is not the host, an op or a module
+    applied to such a value, a same-place method of one, or a name last assigned one of
+    those. Anything else (a parameter, an attribute, what a module returns from values
+    the function did not place) is unknown, never presumed to be on the device."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return on_device(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return on_device(expr.left, ctx, depth + 1) or on_device(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return on_device(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.Comparison):
+        return on_device(expr.left, ctx, depth + 1) or any(on_device(c.comparator, ctx, depth + 1) for c in expr.comparisons)
+    if isinstance(expr, cst.Name):
+        value = _last_value(expr, ctx)
+        return value is not None and on_device(value, ctx, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if method == "cuda":
+            return True
+        if method == "to":
+            device = _keyword(expr, "device")
+            if device is None and expr.args and expr.args[0].keyword is None:
+                device = expr.args[0].value
+            return device is not None and not _is_dtype(device, ctx) and not on_host(device, ctx, depth + 1)
+        if method in _SAME_PLACE:
+            return on_device(func.value, ctx, depth + 1)
+    name = ctx.qualified_name(func) or dotted_name(func) or ""
+    root, _, leaf = name.rpartition(".")
+    if root == "torch" and leaf in _FACTORIES:
+        device = _keyword(expr, "device")
+        if device is not None:
+            return not on_host(device, ctx, depth + 1)
+        return leaf in _LIKE and bool(expr.args) and on_device(expr.args[0].value, ctx, depth + 1)
+    if root in ("numpy", "np") or name.startswith("numpy.") or dotted_name(func) in ctx.execution.host_calls:
+        return False
+    # An op, or a module applied to a tensor (``self.model(x)``), runs where its tensor
+    # operands live: given one the function placed on a device, its result is there too.
+    return any(on_device(arg.value, ctx, depth + 1) for arg in expr.args)
+
+
+def _is_dtype(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    name = ctx.qualified_name(expr) or dotted_name(expr) or ""
+    return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
 
 
 def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:

@@ -34,7 +34,7 @@ from ..matchers.base import FileContext, Match
 from .code import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from ..matchers.context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from ..matchers.companions import residency_companions
-from ..matchers.residency import is_pinned, on_host
+from ..matchers.residency import is_pinned, on_device, on_host
 from ..matchers.returned import returned_where_unplaced
 from ..matchers.options import MatcherSpecError
 
@@ -70,10 +70,14 @@ class Block:
 
 class PatternMatcher:
     def __init__(
-        self, rule_id: str, block: Block, *, reads_residency: bool = False, never_in_setup: bool = False
+        self, rule_id: str, block: Block, *, reads_residency: bool = False, never_in_setup: bool = False,
+        device_values: tuple[str, ...] = (),
     ) -> None:
         self.rule_id = rule_id
         self.block = block
+        # Metavariables the pattern asks to be off the host (``on-host: false``): each match
+        # says whether the function shows the first bound one on a device.
+        self.device_values = device_values
         self.prefilter: Prefilter = block.tokens
         # ``on-host`` constraints read how the receivers were assigned.
         self.reach = MatcherReach(
@@ -88,13 +92,41 @@ class PatternMatcher:
             for node in ctx.nodes(anchor):
                 bindings = self.block.test(node, ctx, {})
                 if bindings is not None:
-                    yield Match(node, {name: ctx.code(value).strip() for name, value in bindings.items()})
+                    texts = {name: ctx.code(value).strip() for name, value in bindings.items()}
+                    value = next((bindings[name] for name in self.device_values if name in bindings), None)
+                    if value is None:
+                        yield Match(node, texts)
+                    else:
+                        placed = "device" if on_device(value, ctx) else "unknown"
+                        yield Match(node, texts, placed, ctx.code(value).strip())
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
     return PatternMatcher(
-        rule_id, compile_block(block, line), reads_residency=any(_mentions(block, key) for key in RESIDENCY_FACTS)
+        rule_id, compile_block(block, line), reads_residency=any(_mentions(block, key) for key in RESIDENCY_FACTS),
+        device_values=tuple(name for name in dict.fromkeys(_off_host(block)) if name in _receivers(block)),
     )
+
+
+def _receivers(block: Mapping[str, Any]) -> frozenset[str]:
+    """Metavariables some code pattern of the block calls a method on (``$X.item()``):
+    the values a rule about device values reads, as opposed to a device argument."""
+    return frozenset(re.findall(r"\$([A-Z][A-Z0-9_]*)\.", " ".join(iter_code_patterns(block))))
+
+
+def _off_host(data: Any) -> Iterator[str]:
+    """Metavariables (as bound, without ``$``) a block constrains with ``on-host: false``."""
+    if isinstance(data, dict):
+        where = data.get("where")
+        if isinstance(where, dict):
+            for name, constraints in where.items():
+                if isinstance(constraints, dict) and constraints.get("on-host") is False:
+                    yield str(name).lstrip("$")
+        for value in data.values():
+            yield from _off_host(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _off_host(item)
 
 
 def _mentions(data: Any, key: str) -> bool:
