@@ -154,7 +154,7 @@ def _row(measure: str, samples: list[tuple[float, float]], note: str) -> dict[st
 
 def index_cost(repo: str, target: str, runs: int) -> list[dict[str, Any]]:
     """Cold, warm and after a one-function change: the index told ``target``."""
-    head = Revision("git", git(repo, "rev-parse", "HEAD").strip())
+    config, head = load_config(repo), Revision("git", git(repo, "rev-parse", "HEAD").strip())
     path = os.path.join(repo, target)
     original = Path(path).read_text(encoding="utf-8")
     added = original.count("\n") + 3  # the appended ``def`` line
@@ -163,7 +163,7 @@ def index_cost(repo: str, target: str, runs: int) -> list[dict[str, Any]]:
 
     def build(name: str, revision: Revision, cache: str, lines: set[int] | None, what: str) -> None:
         told = {target: lines} if lines is not None else None
-        index, wall, cpu = timed(lambda: build_index(ChangeSet(repo, revision, ()), Config(), cache, [target], told))
+        index, wall, cpu = timed(lambda: build_index(ChangeSet(repo, revision, ()), config, cache, [target], told))
         samples[name].append((wall, cpu))
         verdicts = index.for_file(target)
         notes[name] = (f"{index.indexed:,} files, {index.parsed:,} parsed; {what}; "
@@ -343,7 +343,7 @@ def main() -> int:
         if args.sample:
             print_sample(results, args.sample, args.seed)
         if args.write:
-            page = engines_report.render(results, engines_report.read_judgements(args.judgements), args.write)
+            page = engines_report.render(results, engines_report.read_judgements(args.judgements), args.write, ENGINES)
             Path(args.write).write_text(page, encoding="utf-8")
     except (BenchError, engines_report.JudgementError) as error:
         print(f"error: {error}", file=sys.stderr)

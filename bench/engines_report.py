@@ -40,9 +40,9 @@ def read_judgements(path: str) -> list[dict[str, Any]]:
 
 
 def _table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> list[str]:
-    """A Markdown table; a column whose every cell starts with a digit is right-aligned."""
+    """A Markdown table; a column whose every cell is a number (digits, no letters) is right-aligned."""
     header, cells = list(header), [[str(cell).replace("|", "\\|") for cell in row] for row in rows]
-    numeric = [bool(cells) and all(row[n][:1].isdigit() for row in cells) for n in range(len(header))]
+    numeric = [bool(cells) and all(row[n][:1].isdigit() and not any(c.isalpha() for c in row[n]) for row in cells) for n in range(len(header))]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---:" if n else "---" for n in numeric) + " |"]
     return lines + ["| " + " | ".join(row) + " |" for row in cells] + [""]
 
@@ -117,18 +117,38 @@ def _scan(engines: dict[str, Any]) -> list[str]:
              "`api.review` with `paths=(dir,)`, no cache, one job: what `rltrefactor review --no-cache",
              "--format json DIR` runs (with `--jobs 1`). The call index is off for full scans by default,",
              "so contexts are the per-file map's. One run.", ""]
-    rows = [(name, f"{e['scan']['wall']:.0f}", f"{e['scan']['cpu']:.0f}", f"{e['scan']['files']:,}",
+    totals = [(name, f"{e['scan']['wall']:.0f}", f"{e['scan']['cpu']:.0f}", f"{e['scan']['files']:,}",
              f"{len(e['scan']['findings']):,}", e["scan"]["errors"], e["scan"]["suppressed"]) for name, e in engines.items()]
-    lines += _table(("engine", "wall s", "CPU s", "files", "findings", "file errors", "suppressed"), rows)
+    lines += _table(("engine", "wall s", "CPU s", "files", "findings", "file errors", "suppressed"), totals)
     for title, key in (("rule", lambda f: f["rule"]), ("severity", lambda f: f["severity"]),
                        ("execution context (basis)", lambda f: _context(f))):
         counts = {name: collections.Counter(key(f) for f in e["scan"]["findings"]) for name, e in engines.items()}
         every = collections.Counter[str]()
         for counted in counts.values():
             every.update(counted)
-        rows = [[value] + [counts[name].get(value, 0) for name in engines] for value, _ in every.most_common()]
+        rows = [[value, *(counts[name].get(value, 0) for name in engines)] for value, _ in every.most_common()]
         lines += [f"Findings by {title}:", ""] + _table([title, *engines], rows)
     return lines
+
+
+def _with_index(engines: dict[str, Any], verdicts_dir: str) -> list[str]:
+    """Findings of the rules that depend on where code runs, by the scan's context and
+    what the call index proves for the same function (``<engine>.verdicts.jsonl``)."""
+    counts: dict[str, collections.Counter[str]] = {}
+    for name, measured in engines.items():
+        path = os.path.join(verdicts_dir, f"{name}.verdicts.jsonl")
+        if not os.path.exists(path):
+            return []
+        rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()]
+        index_kind = {(r["path"], r["qualname"]): r["index_kind"] for r in rows}
+        counts[name] = collections.Counter(
+            f"{f['context']} → {index_kind.get((f['path'], f['definition']), 'not in a function')}"
+            for f in measured["scan"]["findings"] if f["context"])
+    keys = sorted({k for counted in counts.values() for k in counted})
+    lines = ["Findings of rules that depend on where code runs, by the scan's context and what the call",
+             "index, built over every file, proves for the enclosing function (one-time or offline: a scan",
+             "with `call-index = true` would leave the finding out):", ""]
+    return lines + _table(["scan context → with the index", *engines], [[k, *(counts[n].get(k, 0) for n in engines)] for k in keys])
 
 
 def _context(finding: dict[str, Any]) -> str:
@@ -146,8 +166,12 @@ def _judged(results: dict[str, Any], judged: list[dict[str, Any]]) -> list[str]:
              "A random sample of each engine's full scan (`bench/engines.py --report-only --sample 30 --seed 1`",
              "prints it with the code), each judged true (a reviewer of that engine would act on it),",
              "debatable or false, with the reason, in `bench/engines_judgements.jsonl`.", ""]
+    def context(row: dict[str, Any]) -> str:
+        found = {"context": row["context"], "basis": basis.get((row["engine"], row["path"], row["line"], row["rule"]), "")}
+        return f"{row['engine']}: {_context(found)}"
+
     groups = (("engine", lambda j: j["engine"]), ("severity", lambda j: f"{j['engine']}: {j['severity']}"),
-              ("context (basis)", lambda j: f"{j['context'] or '—'} ({basis.get((j['engine'], j['path'], j['line'], j['rule'])) or '—'})"))
+              ("execution context (basis)", context))
     for title, key in groups:
         counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
         for row in judged:
@@ -157,9 +181,10 @@ def _judged(results: dict[str, Any], judged: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(results: dict[str, Any], judged: list[dict[str, Any]], page: str) -> str:
+def render(results: dict[str, Any], judged: list[dict[str, Any]], page: str, verdicts_dir: str) -> str:
     """The page; what follows the hand-written marker of the page already at ``page`` is kept."""
     engines = results["engines"]
-    lines = _head(results) + _index_cost(engines) + _coverage(engines) + _scan(engines) + _judged(results, judged)
+    lines = _head(results) + _index_cost(engines) + _coverage(engines) + _scan(engines)
+    lines += _with_index(engines, verdicts_dir) + _judged(results, judged)
     kept = Path(page).read_text(encoding="utf-8").partition(HAND_WRITTEN)[2] if os.path.exists(page) else "\n"
     return "\n".join(lines) + HAND_WRITTEN + kept

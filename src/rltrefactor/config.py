@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from .errors import ConfigError
 from .library.globs import GlobError, compile_glob, matches
 from .library.names import NameChange, Names, bundled_names
+from .library.protocols import ProtocolModel, Protocols, bundled_protocols, protocol_model
 from .severity import SEVERITIES, Severity
 
 # Globs of files whose functions run per step unless their own code says otherwise.
@@ -42,6 +43,7 @@ class Declared:
     hot_file: bool = False  # under hot-paths
     cold_file: bool = False  # under cold-paths
     names: Names | None = None  # the name lists, changed by the configuration; None: the bundled ones
+    protocols: Protocols | None = None  # the protocol models, the configuration's first; None: the bundled ones
 
 
 NOTHING_DECLARED = Declared()
@@ -65,6 +67,7 @@ class Config:
     hot_functions: tuple[str, ...] = ()
     cold_functions: tuple[str, ...] = ()
     names: tuple[NameChange, ...] = ()  # changes to the bundled name lists (``names``)
+    protocols: tuple[ProtocolModel, ...] = ()  # the project's own protocol models, read before the bundled ones
     test_paths: tuple[str, ...] = DEFAULT_TEST_PATHS
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     rule_dirs: tuple[str, ...] = ()  # absolute, resolved against the repository root
@@ -94,6 +97,7 @@ _KEYS = {
     "hot-functions": "list of regular expressions",
     "cold-functions": "list of regular expressions",
     "names": "table of extend-<list> / remove-<list> = [values]",
+    "protocols": "array of tables {bases, methods, source}",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",
@@ -188,6 +192,7 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         hot_functions=hot_functions,
         cold_functions=cold_functions,
         names=_name_changes(get("names") or {}, path, text),
+        protocols=_protocol_models(get("protocols") or [], path, text),
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
@@ -270,6 +275,8 @@ def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
     expected = _KEYS[key]
     if expected.startswith("list"):
         ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif expected.startswith("array of tables"):
+        ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
     elif expected.startswith("table"):
         ok = isinstance(value, dict)
     else:
@@ -409,7 +416,30 @@ def declared_for(config: Config, path: str) -> Declared:
         config.hot_functions, config.cold_functions,
         hot_file=matches(path, config.hot_paths), cold_file=matches(path, config.cold_paths),
         names=names_for(config.names),
+        protocols=protocols_for(config.protocols),
     )
+
+
+@functools.lru_cache(maxsize=4)
+def protocols_for(models: tuple[ProtocolModel, ...]) -> Protocols:
+    """The configuration's protocol models, then the bundled ones: the first model that
+    holds a base and names the method decides."""
+    return Protocols(models + bundled_protocols().models)
+
+
+def _protocol_models(tables: list[Any], path: str, text: str) -> tuple[ProtocolModel, ...]:
+    """``[[tool.rltrefactor.protocols]]``: models of the project's own bases, written like
+    the entries of ``rules/protocols.yaml``."""
+    headers = [n for n, row in enumerate(text.splitlines(), 1) if row.replace(" ", "").startswith("[[tool.rltrefactor.protocols]]")]
+    models = []
+    for index, table in enumerate(tables):
+        line = headers[index] if index < len(headers) else None
+        where = f"{located(path, text, line, 'protocols')}: [[tool.rltrefactor.protocols]]"
+        try:
+            models.append(protocol_model(table, where))
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return tuple(models)
 
 
 # ``[tool.*]`` tables of pyproject.toml that look like a misspelt ``[tool.rltrefactor]``:

@@ -266,3 +266,16 @@ def test_a_read_of_a_value_the_function_puts_on_the_device_keeps_its_confidence(
     finding = _one_finding(tmp_path, "            placed = batch.to(self.device)\n            return placed.sum().item()")
     assert finding.confidence == "medium"  # a per-step name is the evidence of how often it runs
     assert "lives is not visible" not in finding.impact
+
+
+def test_a_parameter_annotated_as_a_numpy_array_is_host_memory(tmp_path):
+    base = RUNNER_STEP.replace("def execute_model(self, batch):", "def execute_model(self, batch, lengths: np.ndarray):").replace(
+        "import torch\n", "import numpy as np\n    import torch\n")
+    head = base.replace("            return batch", "            return lengths.tolist()")
+    assert [f for f in review_of(tmp_path, base, head) if f.rule_id == "host-sync-in-hot-path"] == []
+
+
+def test_a_parameter_annotated_as_a_tensor_is_not_host_memory(tmp_path):
+    base = RUNNER_STEP.replace("def execute_model(self, batch):", "def execute_model(self, batch, lengths: torch.Tensor):")
+    head = base.replace("            return batch", "            return lengths.tolist()")
+    assert [f.rule_id for f in review_of(tmp_path, base, head)] == ["host-sync-in-hot-path"]

@@ -450,3 +450,21 @@ def test_a_function_only_import_time_code_calls_stays_one_time(tmp_path: Path) -
         "eng/registry.py": "def _build_table():\n    return {}\nTABLE = _build_table()\n",
     })
     assert (_context(index, "eng/registry.py", "_build_table") or ("",))[0] == "one-time"
+
+
+def test_a_protocol_model_outranks_a_chain_the_index_reads_from_a_name(tmp_path: Path) -> None:
+    processor = textwrap.dedent("""
+        from transformers import ProcessorMixin
+        class ImageProcessor(ProcessorMixin):
+            def __call__(self, images):
+                return images
+        """)
+    index = _index(tmp_path, {
+        "eng/processing.py": processor,
+        "eng/runner.py": "from eng.processing import ImageProcessor\nclass Runner:\n    def execute_model(self, batch):\n"
+                         "        return ImageProcessor()(batch)\n",
+    })
+    told = index.for_file("eng/processing.py")
+    found = execution_map(parse_fresh(processor), Declared(), told)
+    kinds = {f.qualname: (f.kind, f.basis) for f in found.functions}
+    assert kinds["ImageProcessor.__call__"] == ("per-request", "protocol")

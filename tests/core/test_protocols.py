@@ -91,3 +91,52 @@ def test_a_bad_model_is_a_one_line_error_naming_its_line(text, message):
         parse_protocols(text, "protocols.yaml")
     assert str(info.value).startswith("protocols.yaml:") and message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def _configured(tmp_path, body: str):
+    from rltrefactor.config import declared_for, load_config
+
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n\n" + body)
+    config = load_config(str(tmp_path))
+    return config, declared_for(config, "eng/blocks.py")
+
+
+BLOCKS = """
+    from myengine.layers.base import DecoderBlock
+
+
+    class LoopedBlock(DecoderBlock):
+        def advance_block(self, hidden):
+            return hidden
+
+        def warm_up(self):
+            return None
+"""
+
+
+def test_a_projects_own_base_is_modelled_in_its_configuration(tmp_path):
+    _, declared = _configured(tmp_path, textwrap.dedent("""
+        [[tool.rltrefactor.protocols]]
+        bases = ["myengine.layers.*.DecoderBlock"]
+        methods = { advance_block = "per-layer", warm_up = "once" }
+        source = "docs/architecture.md"
+    """))
+    found = execution_map(parse_tree(textwrap.dedent(BLOCKS)), declared)
+    kinds = {f.qualname: (f.kind, f.basis) for f in found.functions}
+    assert kinds["LoopedBlock.advance_block"] == ("per-step", "protocol")
+    assert kinds["LoopedBlock.warm_up"] == ("one-time", "protocol")
+
+
+def test_without_the_model_the_same_base_proves_nothing(tmp_path):
+    kinds = _kinds(BLOCKS)
+    assert kinds["LoopedBlock.advance_block"] == ("unknown", "")
+
+
+def test_a_bad_configured_model_is_a_one_line_error_naming_pyproject_and_its_line(tmp_path):
+    from rltrefactor.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        _configured(tmp_path, "[tool.rltrefactor]\n\n[[tool.rltrefactor.protocols]]\nbases = [\"x.Y\"]\nmethods = { f = \"hourly\" }\n")
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 'pyproject.toml'}:6: [[tool.rltrefactor.protocols]]"), message
+    assert "unknown frequency 'hourly'; use one of per-layer, per-step, per-request, once" in message and "\n" not in message

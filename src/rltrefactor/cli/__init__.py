@@ -297,8 +297,8 @@ def _run_review(args: argparse.Namespace) -> int:
 def _blocked_commit(result: ReviewResult) -> str:
     """What a pre-commit user can do about a failing staged review, in one line."""
     failing = result.failing
-    count = "1 finding" if len(failing) == 1 else f"{len(failing)} findings"
-    return (f"rltrefactor: commit blocked by {count}: fix it, or keep it with a reason at the end of its line: "
+    count, them, their = ("1 finding", "it", "its") if len(failing) == 1 else (f"{len(failing)} findings", "them", "each one's")
+    return (f"rltrefactor: commit blocked by {count}: fix {them}, or keep {them} with a reason at the end of {their} line: "
             f"# rltrefactor: ignore[{failing[0].rule_id}] <why it is not adopted>; "
             "to commit once without the review: git commit --no-verify")
 

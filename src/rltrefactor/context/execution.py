@@ -124,7 +124,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
     bases = class_bases(tree, definitions)
-    protocols = bundled_protocols()
+    protocols = declared.protocols or bundled_protocols()
     for function in functions:
         declared_verdict = _declared_verdict(function.name, declared)
         function.declared = declared_verdict is not None
@@ -154,16 +154,29 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
 
 def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
     """The call index's verdict, read across the repository, outranks the file's own
-    heuristics but never a verdict the configuration declares."""
+    heuristics but never a verdict the configuration declares or a protocol model gives
+    (the index reads neither)."""
     for function in functions:
-        if function.declared:
+        if function.declared or function.basis == "protocol":
             continue
         proven = repository.verdict(function.qualname)
         if proven is not None:
             kind, evidence = proven
             function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
-            function.basis = "call-chain"
+            function.basis = _index_basis(evidence)
             function.evidence = evidence
+
+
+def _index_basis(evidence: str) -> str:
+    """What an index verdict rests on, read from its evidence: a chain of calls, the
+    configuration, a decorator or loop, or the function's own name."""
+    if evidence.startswith("per step: ") or "only called from" in evidence:
+        return "call-chain"
+    if "configuration" in evidence or "hot-functions" in evidence or "cold-paths" in evidence:
+        return "configuration"
+    if any(word in evidence for word in ("compiled", "cached", "long-running loop", "test or under")):
+        return "structure"
+    return "name"
 
 
 def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
@@ -313,7 +326,8 @@ def _checkpoint_hooks(functions: list[FileFunction], root: Node, names: Names) -
     hooks = registered_names(root, registrations)
     for function in functions:
         if function.kind == "unknown" and function.name in hooks:
-            function.kind, function.evidence = "one-time", "registered as a state-dict hook: it runs when a checkpoint is saved or loaded"
+            function.kind, function.evidence, function.basis = (
+                "one-time", "registered as a state-dict hook: it runs when a checkpoint is saved or loaded", "structure")
 
 
 def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunction], mentions: Mentions) -> None:
@@ -336,7 +350,7 @@ def _one_time_helpers(functions: list[FileFunction], by_key: dict[str, FileFunct
             seen = callers.get(_key(function), [])
             if not seen or any(c.kind != "one-time" for c in seen) or _passed_as_value(function, mentions):
                 continue
-            function.kind, function.evidence = "one-time", f"only called from {seen[0].qualname}"
+            function.kind, function.evidence, function.basis = "one-time", f"only called from {seen[0].qualname}", "call-chain"
             changed = True
 
 
@@ -357,7 +371,8 @@ def _never_called(functions: list[FileFunction], mentions: Mentions) -> None:
             and function.name.startswith("_") and not function.name.startswith("__") and not function.decorators
             and mentions(function.name) == 1
         ):
-            function.kind, function.evidence = "offline", f"nothing in its module calls the private `{function.name}`"
+            function.kind, function.evidence, function.basis = (
+                "offline", f"nothing in its module calls the private `{function.name}`", "structure")
 
 
 def _key(function: FileFunction) -> str:

@@ -40,6 +40,11 @@ class ReviewResult:
     moved_to_run_less: tuple[MovedToRunLess, ...] = ()
 
     @property
+    def improvements(self) -> int:
+        """Lines of code moved to run less often: two rules' findings on one moved line are one improvement."""
+        return len({(m.path, m.line) for m in self.moved_to_run_less})
+
+    @property
     def gate_failed(self) -> bool:
         """The run fails: a failing finding, or an unreviewable file when that is asked for."""
         return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))

@@ -20,6 +20,7 @@ from .attribution import RepoFrames
 from .loading import LoadedCheck, load_checks
 from .protocol import (Captured, CheckInfo, CountRow, Done, Event, Failed, Loaded, LoadFailure, Measured,
                        Measurement, Skipped, Started, to_line)
+from .grad_modes import measure_through_inference_mode
 from .stubs import install_stubs
 
 if TYPE_CHECKING:
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     channel = Channel()
     args = parse_args(argv)
     install_stubs(args.stub)
+    measure_through_inference_mode()
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     root = os.path.realpath(args.root)
     frames = RepoFrames(root)

@@ -27,6 +27,7 @@ from .attribution import RepoFrames, Site
 from .coverage import covered_by_trace
 from .protocol import CheckInfo, Done, Failed, Loaded, Measured, Measurement, Skipped, Started
 from .runner import Channel, count_rows, resolve_device, totals_of
+from .grad_modes import measure_through_inference_mode
 from .stubs import install_stubs
 
 if TYPE_CHECKING:
@@ -189,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     channel = Channel()
     args = parse_args(argv)
     install_stubs(args.stub)
+    measure_through_inference_mode()
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     root = os.path.realpath(args.root)
     frames = RepoFrames(root) if args.map else SetUpFrames(root)

@@ -90,7 +90,7 @@ def render_json(
             "fail_on": result.fail_on,
             "unreviewable": len(result.files_unreviewable),
             "fail_on_unreviewable": result.fail_on_unreviewable,
-            "moved_to_run_less": len(result.moved_to_run_less),
+            "moved_to_run_less": result.improvements,
         },
         # Improvements: code the change moved to where it runs less often (its finding is pre-existing).
         "moved_to_run_less": [

@@ -102,7 +102,7 @@ def _header(result: ReviewResult, links: _Links) -> str:
     # Counted as `rltrefactor rules list` counts the library, whatever the run selected.
     ran = f"{run} of {_plural(result.library_rules, 'rule')} run" if result.library_rules > run else f"{_plural(run, 'rule')} run"
     counts = f"{ran} on {_plural(len(result.files_reviewed), 'file')}"
-    moved = len(result.moved_to_run_less)
+    moved = result.improvements
     if moved:
         counts += f" · {_plural(moved, 'improvement')}: code moved to run less often"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."

@@ -176,7 +176,7 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
         # The hint names the flag only while the pre-existing findings are hidden.
         parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
     if result.moved_to_run_less:
-        parts.append(_moves_summary(len(result.moved_to_run_less)))
+        parts.append(_moves_summary(result.improvements))
     unreviewable = len(result.files_unreviewable)
     if unreviewable:
         gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""

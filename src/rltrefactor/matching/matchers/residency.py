@@ -42,6 +42,7 @@ _FACTORIES = frozenset(
     "from_numpy frombuffer".split()
 )
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+_HOST_ARRAY_TYPES = frozenset({"numpy.ndarray", "np.ndarray", "numpy.typing.NDArray", "npt.NDArray"})
 _DTYPES = frozenset(
     "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
     "float8_e4m3fn float8_e5m2 complex64 complex128".split()
@@ -79,7 +80,8 @@ def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     if isinstance(expr, cst.Call):
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
-        return _guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
+        return (_guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
+                or _annotated_host(expr, ctx))
     return False
 
 
@@ -258,6 +260,21 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     """The last assignment of ``name`` before this use, in source order, puts it on the host."""
     value = _last_value(name, ctx)
     return value is not None and on_host(value, ctx, depth + 1)
+
+
+def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter, not assigned before this use, annotated as a numpy array
+    (``np.ndarray``, ``numpy.typing.NDArray[...]``): host memory by its declared type."""
+    function = ctx.enclosing_function(name)
+    if function is None or _last_value(name, ctx) is not None:
+        return False
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name.value and param.annotation is not None:
+            annotation = param.annotation.annotation
+            written = ctx.qualified_name(annotation.value if isinstance(annotation, cst.Subscript) else annotation) or ""
+            return written in _HOST_ARRAY_TYPES or written.rpartition(".")[2] in ("ndarray", "NDArray") and written.startswith(("numpy", "np"))
+    return False
 
 
 def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
