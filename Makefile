@@ -28,7 +28,7 @@ demo-perf: setup
 demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
-# The suite spreads over every core (pytest-xdist): on 2 cores about 5 minutes of pytest
+# The suite spreads over every core (pytest-xdist): on 2 cores about 4 minutes of pytest
 # (8 with other work on the machine), after a type check of under a minute.
 test: setup
 	$(BIN)/mypy
