@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from .matching.cache import ResultCache
 from .change.changeset import collect_changes
@@ -27,7 +27,7 @@ from .findings.finishing import Matched, Scope, finish, finish_measured
 from .perf.records import PerfSummary
 from .findings.result import ReviewResult
 from .severity import Severity, at_least
-from .types import ChangedFile, ChangedFunction, ChangeSet, Drop, FileError, FileOutcome, Finding
+from .types import ChangedFile, ChangedFunction, ChangeSet, FileError, FileOutcome, Finding
 
 if TYPE_CHECKING:
     from .findings.baseline import Baseline, BaselineReport

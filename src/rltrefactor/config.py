@@ -436,9 +436,9 @@ def _protocol_models(tables: list[Any], path: str, text: str) -> tuple[ProtocolM
         line = headers[index] if index < len(headers) else None
         where = f"{located(path, text, line, 'protocols')}: [[tool.rltrefactor.protocols]]"
         try:
-            models.append(protocol_model(table, where))
+            models.append(protocol_model(table))
         except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+            raise ConfigError(f"{where}: {exc}") from None
     return tuple(models)
 
 

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..config import NOTHING_DECLARED, Declared
 from ..source.functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
 from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, function_tables, registered_names, text_of
 from ..library.names import Names, bundled_names, name_words
 from ..library.protocols import Protocols, bundled_protocols
-from ..source.aliases import import_table
+from ..source.aliases import ImportTable, import_table
 from ..source.syntax import DefinitionMap, innermost, walk_definitions
 
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ class RepositoryContexts(Protocol):
 
 
 def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
-                  repository: RepositoryContexts | None = None, *, definitions: DefinitionMap | None = None) -> ExecutionMap:
+                  repository: RepositoryContexts | None = None, *, definitions: DefinitionMap | None = None,
+                  imports: Callable[[], ImportTable] | None = None) -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
     Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
@@ -123,7 +124,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
-    bases = class_bases(tree, definitions)
+    bases = class_bases(tree, definitions, imports or (lambda: import_table(tree)))
     protocols = declared.protocols or bundled_protocols()
     for function in functions:
         declared_verdict = _declared_verdict(function.name, declared)
@@ -189,9 +190,10 @@ def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str
     return None
 
 
-def class_bases(tree: Tree, definitions: DefinitionMap) -> dict[str, tuple[str, ...]]:
+def class_bases(tree: Tree, definitions: DefinitionMap, imports_of: Callable[[], ImportTable]) -> dict[str, tuple[str, ...]]:
     """Each class of the file (by qualified name) with its bases qualified through the
-    file's imports, a base defined in the file standing for its own bases too."""
+    file's imports (``imports_of``: asked only when a class names a base), a base defined
+    in the file standing for its own bases too."""
     written: dict[str, tuple[str, ...]] = {}
     for site in definitions.sites:
         if site.definition.kind != "class":
@@ -203,7 +205,7 @@ def class_bases(tree: Tree, definitions: DefinitionMap) -> dict[str, tuple[str, 
         )
     if not written:
         return {}
-    imports = import_table(tree)
+    imports = imports_of()
 
     def qualified(qualname: str, seen: frozenset[str]) -> tuple[str, ...]:
         found: list[str] = []

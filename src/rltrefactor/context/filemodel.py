@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..config import NOTHING_DECLARED, Declared
 from .execution import ExecutionMap, FunctionExecution, RepositoryContexts, execution_map
+from ..source.aliases import ImportTable, import_table
 from ..source.functions import Mentions
 from ..source.kernels import AccumulatingKernel, accumulating_kernels
 from ..library.names import Names, bundled_names
@@ -70,7 +71,13 @@ class FileModel:
     @cached_property
     def execution(self) -> ExecutionMap:
         """Where each function runs, from the same definition walk."""
-        return execution_map(self.tree, self.declared, self.repository, definitions=self.definitions)
+        return execution_map(self.tree, self.declared, self.repository, definitions=self.definitions,
+                             imports=lambda: self.imports)
+
+    @cached_property
+    def imports(self) -> ImportTable:
+        """The names the file's module-level imports bind (``source.aliases``), read once."""
+        return import_table(self.tree)
 
     @cached_property
     def accumulating_kernels(self) -> Mapping[str, AccumulatingKernel]:

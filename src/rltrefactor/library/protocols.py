@@ -78,31 +78,31 @@ def _pattern_text(base: str) -> str:
     return "".join(pieces)
 
 
-def protocol_model(item: object, where: str) -> ProtocolModel:
+def protocol_model(item: object) -> ProtocolModel:
     """One model from its mapping (``bases``, ``methods``, ``source``); a ``ValueError``
-    says what is wrong, after ``where``, on one line."""
+    says on one line what is wrong and how to fix it (the caller adds where)."""
     if not isinstance(item, dict):
-        raise ValueError(f"{where}: expected a mapping of bases, methods and source; fix the entry")
+        raise ValueError("expected a mapping of bases, methods and source; fix the entry")
     unknown = sorted(set(item) - set(_MODEL_KEYS))
     if unknown:
-        raise ValueError(f"{where}: unknown key {unknown[0]!r}; use {', '.join(_MODEL_KEYS)}")
+        raise ValueError(f"unknown key {unknown[0]!r}; use {', '.join(_MODEL_KEYS)}")
     bases = item.get("bases")
     if not isinstance(bases, list) or not bases or not all(isinstance(b, str) for b in bases):
-        raise ValueError(f"{where}: bases: expected a non-empty list of qualified names; list the bases")
+        raise ValueError("bases: expected a non-empty list of qualified names; list the bases")
     for base in bases:
         if not re.fullmatch(r"[A-Za-z_]\w*(?:\.(?:\*|[A-Za-z_]\w*))*", base):
-            raise ValueError(f"{where}: bases: {base!r} is not a dotted name (a part may be `*`); fix it")
+            raise ValueError(f"bases: {base!r} is not a dotted name (a part may be `*`); fix it")
     methods = item.get("methods")
     if not isinstance(methods, dict) or not methods:
-        raise ValueError(f"{where}: methods: expected a mapping of method name to frequency; name the methods")
+        raise ValueError("methods: expected a mapping of method name to frequency; name the methods")
     pairs: list[tuple[str, Frequency]] = []
     for name, frequency in methods.items():
         if frequency not in FREQUENCIES:
-            raise ValueError(f"{where}: methods: {name}: unknown frequency {frequency!r}; use one of {', '.join(FREQUENCIES)}")
+            raise ValueError(f"methods: {name}: unknown frequency {frequency!r}; use one of {', '.join(FREQUENCIES)}")
         pairs.append((str(name), frequency))
     source = item.get("source", "")
     if not isinstance(source, str):
-        raise ValueError(f"{where}: source: expected text saying where the frequency is documented; fix it")
+        raise ValueError("source: expected text saying where the frequency is documented; fix it")
     return ProtocolModel(tuple(bases), tuple(pairs), source)
 
 
@@ -126,7 +126,7 @@ def parse_protocols(text: str, display: str) -> Protocols:
     for index, item in enumerate(table):
         line = table.line_of(index) if hasattr(table, "line_of") else 1
         try:
-            models.append(protocol_model(item, f"{display}:{line}: protocols[{index}]"))
+            models.append(protocol_model(item))
         except ValueError as exc:
-            raise top.error(line, str(exc).split(": ", 2)[-1]) from None
+            raise top.error(line, f"protocols[{index}]: {exc}") from None
     return Protocols(tuple(models))

@@ -18,7 +18,7 @@ from ..config import names_for
 from ..context.execution import COLD_KINDS, EMPTY, ExecutionMap, is_setup_name
 from ..context.filemodel import FileModel
 from ..source import syntax
-from ..source.aliases import ImportTable, import_table
+from ..source.aliases import ImportTable
 from ..change.contents import FileTexts, ModuleTexts, text_digest
 from ..context.module_kinds import module_kinds
 from .rule_index import build_matcher
@@ -225,7 +225,7 @@ class Engine:
             }
         if not candidates and not has_directive:
             return FileOutcome(path, (), tuple(syntax_error(path, text, tree)), parsed_lines=0)
-        imports = import_table(tree) if candidates else ImportTable({})
+        imports = model.imports if candidates else ImportTable({})
         # Worked out only when a rule that depends on where code runs may hit.
         execution = model.execution if any(rule.applicability.per_step for rule, _ in candidates.values()) else EMPTY
         planned = {

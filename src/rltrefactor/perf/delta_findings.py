@@ -14,7 +14,6 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Iterable, Mapping
 
-from ..severity import Severity
 from ..types import ChangeSet, Drop, Finding, PerfEvidence, Span
 from .records import PerfDelta, PerfSummary
 from .attribution import normalize_source

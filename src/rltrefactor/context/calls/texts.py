@@ -33,8 +33,8 @@ class RevisionTexts:
     def __init__(self, contents: Mapping[str, bytes | None]) -> None:
         self.paths = tuple(sorted(contents))
         self._contents = contents
-        self._defined: dict[str, set[str]] | None = None
-        self._indented: dict[str, set[str]] | None = None
+        self._defined: dict[str, frozenset[str]] | None = None
+        self._indented: dict[str, frozenset[str]] | None = None
         self._calling: dict[str, tuple[str, ...]] = {}
         self._called: dict[str, set[str]] | None = None  # every called name -> files, once read
 
@@ -48,21 +48,22 @@ class RevisionTexts:
                 defined[name].add(path)
                 if match.group(1):
                     indented[name].add(path)
-        self._defined, self._indented = dict(defined), dict(indented)
+        self._defined = {name: frozenset(paths) for name, paths in defined.items()}
+        self._indented = {name: frozenset(paths) for name, paths in indented.items()}
 
     def defining(self, name: str) -> frozenset[str]:
         """Files with a ``def name`` line: every file that may define a function ``name``."""
         if self._defined is None:
             self._read_defs()
         assert self._defined is not None
-        return frozenset(self._defined.get(name, ()))
+        return self._defined.get(name, frozenset())
 
     def defining_indented(self, name: str) -> frozenset[str]:
         """Files with an indented ``def name`` line: every file that may define a method ``name``."""
         if self._indented is None:
             self._read_defs()
         assert self._indented is not None
-        return frozenset(self._indented.get(name, ()))
+        return self._indented.get(name, frozenset())
 
     def calling(self, name: str) -> tuple[str, ...]:
         """Files where ``name`` is followed by ``(``: every file that may call it by that name.
