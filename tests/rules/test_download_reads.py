@@ -85,3 +85,32 @@ class Runner:
 ])
 def test_look_alikes_stay_quiet(code):
     assert _lines(code) == []
+
+
+def test_a_blocking_copy_to_the_host_between_waits_for_the_download_before_it():
+    code = """
+import torch
+
+
+def split_sizes(counts, totals):
+    sent = counts.sum(dim=1).to(torch.device("cpu"), non_blocking=True)
+    received = totals.sum(dim=1).to(torch.device("cpu"), non_blocking=False)
+    return sent.tolist(), received.tolist()
+"""
+    assert _lines(code) == []
+    assert _lines(code.replace("non_blocking=False", "non_blocking=True")) == [8, 8]  # each download read
+
+
+def test_a_slice_and_a_download_handed_back_to_the_caller_read_nothing():
+    code = """
+class HostMirror:
+    def pull(self, n=None):
+        if n is None:
+            return self.host.copy_(self.dev, non_blocking=True)
+        return self.host[:n].copy_(self.dev[:n], non_blocking=True)
+
+    def pull_and_read(self):
+        self.host.copy_(self.dev, non_blocking=True)
+        return self.host[0]
+"""
+    assert _lines(code) == [10]

@@ -206,3 +206,20 @@ def test_no_op_lifecycle_methods_in_stateful_classes_only():
                 pass
     """
     assert lines("no-op-lifecycle-method", code) == [12]
+
+
+def test_a_task_started_in_a_finalizer_is_left_alone():
+    code = """
+        import asyncio
+
+        class Client:
+            async def close(self):
+                await self.session.close()
+
+            def shutdown(self):
+                asyncio.get_event_loop().create_task(self.close())   # 9
+
+            def __del__(self):
+                asyncio.get_event_loop().create_task(self.close())
+    """
+    assert lines("task-result-discarded", code) == [9]

@@ -127,3 +127,19 @@ def test_planning_keeps_the_names_of_a_wrapped_assignment():
     names = residency_companions("budget = torch.zeros(\n    n,\n    device=place)\nother = 1\n")
     assert {"budget", "n", "place"} <= names and "other" not in names
 
+
+
+def test_a_torch_function_of_a_device_value_is_on_the_device_and_torch_is_no_receiver():
+    from rltrefactor.matching.matchers.residency import on_device
+
+    ctx = context("""
+import torch
+
+def step(logits, scores):
+    on_gpu = logits.cuda()
+    top = torch.argmax(on_gpu, dim=-1)
+    summed = torch.sum(scores)
+    own = on_gpu.argmax(-1)
+""")
+    values = {ctx.code(a.targets[0].target): on_device(a.value, ctx) for a in ctx.nodes(cst.Assign)}
+    assert values == {"on_gpu": True, "top": True, "summed": False, "own": True}

@@ -10,12 +10,13 @@ see stale data.
 
 A wait is any call that may block the host until the copy is done: ``.synchronize()``
 of anything (device, stream, event), ``.wait_event``/``.wait_stream``/``.wait()``, a
-blocking ``.cpu()``, or ``.item()`` of another value not known to be on the host (it
-waits for its stream). Counting a call that only orders device work
-(``wait_event``) as a wait leaves findings out, never adds one. Order is source order
-within the function; code in nested functions and lambdas runs at another time and is
-not read. The first read after each download is reported, naming the copying line;
-rebinding the name ends its download.
+blocking ``.cpu()``, ``.to(<host>)`` or ``.copy_`` into host memory, or ``.item()`` of
+another value not known to be on the host (it waits for its stream). Counting a call
+that only orders device work (``wait_event``) as a wait leaves findings out, never adds
+one. A slice is a view, not a read; a download the function returns is its caller's to
+wait for. Order is source order within the function; code in nested functions and
+lambdas runs at another time and is not read. The first read after each download is
+reported, naming the copying line; rebinding the name ends its download.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def _reads_in(function: cst.FunctionDef, ctx: FileContext) -> Iterator[Match]:
                 pending[name] = _Download(name, download)
         elif isinstance(node, cst.Call):
             into = _download_into(node, ctx)
-            if into is not None:
+            if into is not None and not _returned(node, ctx):
                 pending[into] = _Download(into, node)
             elif _waits(node, pending, ctx):
                 pending.clear()
@@ -113,8 +114,27 @@ def _waits(call: cst.Call, pending: dict[str, _Download], ctx: FileContext) -> b
     method = func.attr.value
     if method in _WAITS:
         return True
+    if method in ("to", "copy_") and not _non_blocking(call) and _blocking_download(call, func, ctx):
+        return True  # a blocking copy to the host waits for the stream, and the download before it
     # ``.item()`` of a device value waits for its stream; of a pending download it is the read.
     return method == "item" and _root_name(func.value) not in pending and not on_host(func.value, ctx)
+
+
+def _blocking_download(call: cst.Call, func: cst.Attribute, ctx: FileContext) -> bool:
+    """``x.to(<host>)`` or ``buf.copy_(x)`` into host memory, of a value not known on the host."""
+    if func.attr.value == "to":
+        return on_host(call, ctx) and not on_host(func.value, ctx)
+    return bool(call.args) and on_host(func.value, ctx) and not on_host(call.args[0].value, ctx)
+
+
+def _returned(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """The node is part of a ``return``: what it makes is the caller's to wait for."""
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.Return):
+            return True
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return False
+    return False
 
 
 def _root_name(expr: cst.BaseExpression) -> str | None:
@@ -141,8 +161,8 @@ def _read_of(node: cst.CSTNode, pending: dict[str, _Download]) -> str | None:
         if isinstance(func, cst.Name) and func.value in _READ_FUNCTIONS and node.args:
             root = _root_name(node.args[0].value)
             return root if root in pending else None
-    if isinstance(node, cst.Subscript):
-        root = _root_name(node.value)
+    if isinstance(node, cst.Subscript) and not all(isinstance(e.slice, cst.Slice) for e in node.slice):
+        root = _root_name(node.value)  # a slice is a view: taking one reads nothing
         return root if root in pending else None
     if isinstance(node, cst.FormattedStringExpression):
         root = _root_name(node.expression)

@@ -20,7 +20,7 @@ from . import (
     shutdown, state, teardown, threads, transfers,
 )
 from . import autograd_history, identity_keys, index_copies, noop_lifecycle, task_references
-from . import download_reads
+from . import download_reads, exit_paths, stream_handoffs
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -105,6 +105,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "entry-removed-only-in-backward": _factory(backward_release.EntryRemovedOnlyInBackward),
     "value-transferred-twice": _factory(transfers.ValueTransferredTwice),
     "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
+    "release-skipped-on-exit-path": _factory(exit_paths.ReleaseSkippedOnExitPath),
+    "stream-handoff-without-wait": _factory(stream_handoffs.StreamHandoffWithoutWait),
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
     "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
     "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),

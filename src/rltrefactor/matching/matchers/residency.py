@@ -151,7 +151,8 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func
-    if isinstance(func, cst.Attribute):
+    # ``torch.argmax(x)`` is a function of a module, not a method of ``torch``.
+    if isinstance(func, cst.Attribute) and not _imported(func.value, ctx):
         method = func.attr.value
         if method == "cuda":
             return True
@@ -174,6 +175,12 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     # An op, or a module applied to a tensor (``self.model(x)``), runs where its tensor
     # operands live: given one the function placed on a device, its result is there too.
     return any(on_device(arg.value, ctx, depth + 1) for arg in expr.args)
+
+
+def _imported(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    """``expr`` names something the file imports (a module such as ``torch``)."""
+    name = dotted_name(expr)
+    return name is not None and name.split(".")[0] in ctx.imports.aliases
 
 
 def _is_dtype(expr: cst.BaseExpression, ctx: FileContext) -> bool:

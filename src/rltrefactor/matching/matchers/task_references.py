@@ -50,12 +50,14 @@ class TaskResultDiscarded:
             started = _starts_task(call, ctx)
             if started is None:
                 continue
+            function = ctx.enclosing_function(call)
+            if function is not None and function.name.value == "__del__":
+                continue  # a finalizer has nowhere to keep the task
             parent = ctx.parent(call)
             if isinstance(parent, cst.Expr):
                 yield Match(call, {"CALL": started, "HOW": "is a statement of its own"})
             elif isinstance(parent, cst.Assign) and parent.value is call and len(parent.targets) == 1:
                 target = parent.targets[0].target
-                function = ctx.enclosing_function(call)
                 if isinstance(target, cst.Name) and function is not None and not _read_later(target, function):
                     yield Match(call, {"CALL": started, "HOW": f"is bound to `{target.value}`, which is never read"})
 

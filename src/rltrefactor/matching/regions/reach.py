@@ -47,6 +47,10 @@ class MatcherReach:
     # function the matcher reads for evidence: in a diff, only tokens in the changed
     # statements and the headers around them can select a kept hit.
     hits_at_tokens: bool = False
+    # Its tokens are worked out from the whole file (names the file's own code shows to
+    # pair), so in a diff they are searched for in the whole file, not only near the
+    # changed lines; hits are still kept only where they touch a changed line.
+    file_tokens: bool = False
 
 
 def search_scope(reach: MatcherReach) -> SearchScope:
@@ -63,7 +67,7 @@ def search_scope(reach: MatcherReach) -> SearchScope:
     one whose companions keep every use of a name needs the file: a token elsewhere may
     name what the changed lines use.
     """
-    if reach.companions is not None and reach.companion_lines == "uses":
+    if reach.file_tokens or reach.companions is not None and reach.companion_lines == "uses":
         return "file"
     if reach.whole_class:
         return "statements"

@@ -1,0 +1,93 @@
+"""stream-handoff-without-wait: values handed between a side stream and the current one."""
+
+from __future__ import annotations
+
+from .test_lifecycle_catalogue import lines
+
+RULE = "stream-handoff-without-wait"
+
+
+def test_a_value_made_on_the_side_stream_and_used_after_it_without_a_wait():
+    code = '''
+import torch
+
+class Prefetcher:
+    def next_layer(self, i):
+        with torch.cuda.stream(self.side):
+            w = self.host_weights[i].to("cuda", non_blocking=True)
+        return self.hidden @ w
+
+    def next_layer_waited(self, i):
+        with torch.cuda.stream(self.side):
+            w = self.host_weights[i].to("cuda", non_blocking=True)
+        torch.cuda.current_stream().wait_stream(self.side)
+        return self.hidden @ w
+'''
+    assert lines(RULE, code) == [8]
+
+
+def test_a_device_value_read_on_the_side_stream_without_the_side_waiting():
+    code = '''
+import torch
+
+class Offloader:
+    def offload(self, x):
+        y = x.cuda() * 2
+        with torch.cuda.stream(self.side):
+            host = y.to("cpu", non_blocking=True)
+        return host
+
+    def offload_waited(self, x):
+        y = x.cuda() * 2
+        self.side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.side):
+            host = y.to("cpu", non_blocking=True)
+        return host
+
+    def offload_parameter(self, y):
+        with torch.cuda.stream(self.side):
+            host = y.to("cpu", non_blocking=True)
+        return host
+'''
+    assert lines(RULE, code) == [8]
+
+
+def test_events_helpers_and_metadata_order_or_read_nothing():
+    code = '''
+import torch
+
+class Prefetcher:
+    def with_event(self, i):
+        with torch.cuda.stream(self.side):
+            w = self.host_weights[i].to("cuda", non_blocking=True)
+            done = self.side.record_event()
+        torch.cuda.current_stream().wait_event(done)
+        return self.hidden @ w
+
+    def with_helper(self, i):
+        with torch.cuda.stream(self.side):
+            w = self.host_weights[i].to("cuda", non_blocking=True)
+        _wait_for_stream(self.side)
+        return self.hidden @ w
+
+    def metadata_only(self, i):
+        with torch.cuda.stream(self.side):
+            w = torch.empty(4, device="cuda")
+            v = self.host_weights[i].to("cuda", non_blocking=True)
+        assert v is not None
+        return w.zero_(), v.shape
+
+    def current_stream(self, x):
+        stream = torch.cuda.current_stream()
+        with torch.cuda.stream(stream):
+            y = x.cuda() + 1
+        return y * 2
+
+    def python_values(self, i):
+        with torch.cuda.stream(self.side):
+            task_id = self.connector.store(i)
+        if task_id < 0:
+            return None
+        return task_id
+'''
+    assert lines(RULE, code) == []
