@@ -228,3 +228,44 @@ def test_in_a_diff_the_pair_is_mined_from_functions_the_change_does_not_touch():
     touched = frozenset(range(marked(code)[0] - 2, marked(code)[0] + 1))
     outcome = Engine((rule,), Config(), frozenset({rule.id})).review_file("engine/sched.py", code, lines=touched)
     assert [f.span.line for f in outcome.findings] == marked(code)
+
+
+def test_one_finding_per_problem_with_the_name_list_rule_beside_it():
+    from rltrefactor.config import Config
+    from rltrefactor.library.loader import load_library
+    from rltrefactor.matching.engine import Engine
+
+    rules = tuple(r for r in load_library().rules if r.id in (RULE, "release-not-on-failure-path"))
+    code = """
+import asyncio
+
+class Scheduler:
+    def __init__(self):
+        self.gate = asyncio.Lock()
+
+    async def send(self, req):
+        await self.gate.acquire()
+        await self.channel.send(req)
+        self.gate.release()  # here
+
+    def stage(self, req):
+        blocks = self.pool.allocate(req.n)
+        self.copy(req, blocks)
+        self.pool.free(blocks)  # here
+
+    def evict(self, req):
+        blocks = self.pool.allocate(req.n)
+        try:
+            self.copy(req, blocks)
+        finally:
+            self.pool.free(blocks)
+
+    def unrelated(self, req):
+        self.other.lock()
+        self.copy(req, None)
+        self.other.unlock()
+"""
+    outcome = Engine(rules, Config(), frozenset(r.id for r in rules)).review_file("engine/sched.py", code)
+    found = sorted((f.span.line, f.rule_id) for f in outcome.findings)
+    assert found == [(11, RULE), (16, RULE), (26, "release-not-on-failure-path")]
+    assert [line for line, _ in found[:2]] == marked(code)

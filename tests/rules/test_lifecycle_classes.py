@@ -188,6 +188,39 @@ CLASSES = {
                 return self.model.forward(input_ids=input_ids)
         """,
     ),
+    "exception suppressed by a context manager's handler": (
+        "exception-swallowed-by-context-manager",
+        """
+        from contextlib import contextmanager
+
+        import torch
+
+        @contextmanager
+        def release_with_nvtx_range(name, stats):
+            torch.cuda.nvtx.range_push(name)
+            try:
+                yield stats
+            except torch.cuda.OutOfMemoryError:  # defect
+                stats.oom_count += 1
+            torch.cuda.nvtx.range_pop()
+        """,
+        """
+        from contextlib import contextmanager
+
+        import torch
+
+        @contextmanager
+        def release_with_nvtx_range(name, stats):
+            torch.cuda.nvtx.range_push(name)
+            try:
+                yield stats
+            except torch.cuda.OutOfMemoryError:
+                stats.oom_count += 1
+                raise
+            finally:
+                torch.cuda.nvtx.range_pop()
+        """,
+    ),
     "pinned staging slot rewritten while its copy may be in flight": (
         "pinned-slot-rewritten-while-in-flight",
         """

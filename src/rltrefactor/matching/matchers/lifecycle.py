@@ -7,6 +7,7 @@ from typing import Any, ClassVar, Iterator, Sequence
 
 import libcst as cst
 
+from ..mined_pairs import mined_pairs
 from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
@@ -14,6 +15,7 @@ from .companions import guarded_names
 from .context import is_setup_name, subtree
 from .imports import dotted_name
 from .options import Option
+from .paired_calls import builds_lock
 
 BROAD = frozenset({"Exception", "BaseException"})
 CLEANUP_WORDS = (
@@ -121,9 +123,15 @@ class ReleaseNotOnFailurePath:
         self.prefilter: Prefilter = tuple(f".{name}(" for name in sorted(self.pairs))
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
+        # Pairs the file itself shows are ``release-skipped-on-exit-path``'s, which reads
+        # every way out and reports at the release: one finding per problem.
+        mined = mined_pairs(ctx.model.text)
         for call in ctx.nodes(cst.Call):
             func = call.func
             if not (isinstance(func, cst.Attribute) and func.attr.value in self.pairs):
+                continue
+            pair = (func.attr.value, self.pairs[func.attr.value])
+            if pair in mined or pair == ("acquire", "release") and builds_lock(ctx.code(func.value), ctx):
                 continue
             statement, block = _statement_and_block(call, ctx)
             if statement is None:

@@ -50,9 +50,14 @@ def half_of(call: cst.Call) -> Half | None:
 def lock_release(release: Half, ctx: FileContext) -> bool:
     """``owner.release()`` of a lock or semaphore the file builds (``threading``,
     ``asyncio``, ``multiprocessing``): the standard library pairs it with ``acquire``."""
-    if release.name != "release" or not release.owner:
+    return release.name == "release" and builds_lock(release.owner, ctx)
+
+
+def builds_lock(owner: str, ctx: FileContext) -> bool:
+    """The file assigns a lock or semaphore to ``owner``'s last name."""
+    if not owner:
         return False
-    last = re.escape(release.owner.rpartition(".")[2])
+    last = re.escape(owner.rpartition(".")[2])
     lock = r"(?:Lock|RLock|Semaphore|BoundedSemaphore|Condition)"
     built = re.compile(rf"\b{last}\s*(?::[^=\n]*)?=\s*(?:[\w.]*\.)?{lock}\s*\(")
     return built.search(ctx.model.text) is not None

@@ -20,7 +20,7 @@ from . import (
     shutdown, state, teardown, threads, transfers,
 )
 from . import autograd_history, identity_keys, index_copies, noop_lifecycle, task_references
-from . import download_reads, exit_paths, stream_handoffs
+from . import context_managers, download_reads, exit_paths, stream_handoffs
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
@@ -107,6 +107,7 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "pinned-slot-rewritten-while-in-flight": _factory(pinned_slots.PinnedSlotRewrittenWhileInFlight),
     "release-skipped-on-exit-path": _factory(exit_paths.ReleaseSkippedOnExitPath),
     "stream-handoff-without-wait": _factory(stream_handoffs.StreamHandoffWithoutWait),
+    "exception-swallowed-by-context-manager": _factory(context_managers.ExceptionSwallowedByContextManager),
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
     "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
     "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),
