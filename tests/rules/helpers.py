@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import textwrap
 
 import libcst as cst
 
-from rltrefactor.config import Declared
+from rltrefactor.config import Config, Declared
 from rltrefactor.context.filemodel import FileModel
+from rltrefactor.library.loader import load_library
+from rltrefactor.library.model import Library
+from rltrefactor.matching.engine import Engine
 from rltrefactor.matching.matchers.base import FileContext
+from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
 from rltrefactor.matching.patterns.compiler import compile_pattern
 
 
@@ -23,6 +28,24 @@ def hits(matcher, code: str, **kwargs) -> list[tuple[int, dict]]:
     found = [(ctx.span(m.node), dict(m.bindings)) for m in matcher.find(ctx)]
     found.sort(key=lambda item: (item[0].line, item[0].column))
     return [(span.line, bindings) for span, bindings in found]
+
+
+def engine_lines(matcher_id: str, code: str) -> list[int]:
+    """A registered Python matcher's lines, checked to be the same through the engine with
+    its prefilter and planned regions: a prefilter that drops a hit is a silent false negative."""
+    code = textwrap.dedent(code)
+    matcher = PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, {})
+    found = [line for line, _ in hits(matcher, code)]
+    rule = next(r for r in bundled_library().rules if r.matcher is not None and r.matcher.python == matcher_id)
+    engine = Engine((rule,), Config(), frozenset({rule.id}), matcher_factory=lambda _: matcher)
+    assert sorted({f.span.line for f in engine.review_file("engine/module.py", code).findings}) == sorted(set(found))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_library() -> Library:
+    """The bundled rule library, loaded once per test process."""
+    return load_library()
 
 
 def lines(block, code: str, **kwargs) -> list[int]:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from .test_lifecycle_catalogue import lines
+from rltrefactor.config import Config
+from rltrefactor.matching.engine import Engine
+
+from .helpers import bundled_library
+from .helpers import engine_lines as lines
 
 RULE = "release-skipped-on-exit-path"
 
@@ -214,11 +218,7 @@ def test_a_finally_that_releases_makes_a_plain_release_a_second_one():
 
 
 def test_in_a_diff_the_pair_is_mined_from_functions_the_change_does_not_touch():
-    from rltrefactor.config import Config
-    from rltrefactor.library.loader import load_library
-    from rltrefactor.matching.engine import Engine
-
-    rule = next(r for r in load_library().rules if r.id == RULE)
+    rule = next(r for r in bundled_library().rules if r.id == RULE)
     code = scheduler("""
     def _admit(self, req):
         slots = self.slot_pool.take(req.num_slots)
@@ -231,11 +231,7 @@ def test_in_a_diff_the_pair_is_mined_from_functions_the_change_does_not_touch():
 
 
 def test_one_finding_per_problem_with_the_name_list_rule_beside_it():
-    from rltrefactor.config import Config
-    from rltrefactor.library.loader import load_library
-    from rltrefactor.matching.engine import Engine
-
-    rules = tuple(r for r in load_library().rules if r.id in (RULE, "release-not-on-failure-path"))
+    rules = tuple(r for r in bundled_library().rules if r.id in (RULE, "release-not-on-failure-path"))
     code = """
 import asyncio
 

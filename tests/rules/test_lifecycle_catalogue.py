@@ -3,29 +3,7 @@ catch, and the look-alikes it must leave alone, in serving-engine and trainer co
 
 from __future__ import annotations
 
-import textwrap
-
-from rltrefactor.config import Config
-from rltrefactor.library.loader import load_library
-from rltrefactor.matching.engine import Engine
-from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
-
-from .helpers import hits
-
-LIBRARY = load_library()
-
-
-def lines(matcher_id: str, code: str) -> list[int]:
-    """The matcher's lines, checked to be the same through the engine with its prefilter
-    and planned regions: a prefilter that drops a hit is a silent false negative."""
-    code = textwrap.dedent(code)
-    matcher = PYTHON_MATCHERS[matcher_id].build("test-rule", matcher_id, {})
-    found = [line for line, _ in hits(matcher, code)]
-    rule = next(r for r in LIBRARY.rules if r.matcher is not None and r.matcher.python == matcher_id)
-    engine = Engine((rule,), Config(), frozenset({rule.id}), matcher_factory=lambda _: matcher)
-    assert sorted({f.span.line for f in engine.review_file("engine/module.py", code).findings}) == sorted(set(found))
-    return found
-
+from .helpers import engine_lines as lines
 
 def test_in_place_write_to_index_copy_follows_where_the_index_came_from():
     code = """

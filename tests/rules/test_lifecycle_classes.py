@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from .test_lifecycle_catalogue import lines
+from .helpers import engine_lines as lines
 
 CLASSES = {
     "ids released only on the success path": (

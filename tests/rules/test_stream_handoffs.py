@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .test_lifecycle_catalogue import lines
+from .helpers import engine_lines as lines
 
 RULE = "stream-handoff-without-wait"
 

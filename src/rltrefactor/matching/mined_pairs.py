@@ -40,6 +40,16 @@ def _width(indent: str) -> int:
     return len(indent.expandtabs())
 
 
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _opens_function(line: str, indent: int) -> bool:
+    """A ``def`` line indented less than ``indent``: the function holding that code."""
+    found = _DEF.match(line)
+    return found is not None and _width(found.group(1)) < indent
+
+
 @functools.lru_cache(maxsize=64)
 def mined_pairs(text: str) -> frozenset[tuple[str, str]]:
     """``(acquire, release)`` method names the file itself uses as a pair: a function
@@ -54,20 +64,16 @@ def mined_pairs(text: str) -> frozenset[tuple[str, str]]:
         number += text.count("\n", counted_to, header.start())  # the header's index in ``lines``
         counted_to = header.start()
         indent = _width(header.group(1))
-        body = [header.group(2)]
-        for line in lines[number + 1 :]:
-            if line.strip() and _width(line[: len(line) - len(line.lstrip())]) <= indent:
-                break
-            body.append(line)
-        before: list[str] = []
-        for line in reversed(lines[:number]):
-            found = _DEF.match(line)
-            if found is not None and _width(found.group(1)) < indent:
-                break
-            before.append(line)
-        if not before:
+        end = number + 1
+        while end < len(lines) and not (lines[end].strip() and _width(_indent(lines[end])) <= indent):
+            end += 1
+        start = number  # the enclosing function's body starts after its ``def`` line
+        while start > 0 and not _opens_function(lines[start - 1], indent):
+            start -= 1
+        if start == number:
             continue
-        earlier = "\n".join(reversed(before))
+        body = [header.group(2), *lines[number + 1 : end]]
+        earlier = "\n".join(lines[start:number])
         for line in body:
             for owner, release, args in [*_OWNED_CALL.findall(line), *_HANDED_ON.findall(line)]:
                 if release in _NOT_RELEASES or owner in ("self", "cls"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import libcst as cst
 
@@ -350,12 +350,40 @@ def _binds(target: cst.BaseExpression, name: str) -> bool:
     return False
 
 
+def parameter_names(function: cst.FunctionDef) -> set[str]:
+    """The names of ``function``'s positional and keyword parameters (not ``*args``/``**kwargs``)."""
+    params = function.params
+    return {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+
+
+def caught_types(handler: cst.ExceptHandler) -> list[cst.BaseExpression]:
+    """The exception types an ``except`` names: one, or each of a tuple; none for a bare ``except:``."""
+    if handler.type is None:
+        return []
+    return [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
+
+
+def statement_and_block(
+    node: cst.CSTNode, ctx: FileContext
+) -> tuple[cst.SimpleStatementLine | None, Sequence[cst.BaseStatement]]:
+    """The simple statement holding ``node`` and the block it is a statement of; (None,
+    ()) when ``node`` sits in a compound statement's header or a lambda."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
+            return (child, ancestor.body) if isinstance(child, cst.SimpleStatementLine) else (None, ())
+        if isinstance(ancestor, (cst.Lambda, cst.BaseCompoundStatement)):
+            return None, ()
+        child = ancestor
+    return None, ()
+
+
 def bound_names(function: cst.FunctionDef) -> set[str]:
     """Names ``function`` binds locally: its parameters and the targets of its own
     statements (assignments, loops, ``with ... as``, ``except ... as``), less names it
     declares ``global`` or ``nonlocal``. Nested functions and classes bind their own."""
     params = function.params
-    names = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+    names = parameter_names(function)
     names.update(s.name.value for s in (params.star_arg, params.star_kwarg) if isinstance(s, cst.Param))
     declared: set[str] = set()
     for node in own_nodes(function.body):

@@ -9,14 +9,14 @@ cancellation or failed step goes on as if nothing happened.
 
 Read: functions decorated with ``contextlib.contextmanager`` or
 ``contextlib.asynccontextmanager`` (through the file's imports), a ``try`` whose body
-holds the ``yield`` (not inside a nested ``try``, whose handlers decide first), and each handler
-of it that has no ``raise`` at all, when nothing before the ``yield`` in that body can
-raise (otherwise the handler may be for the generator's own call). Left alone: handlers
-that raise (on any path) or yield a fallback, handlers of ``GeneratorExit``,
+holds the ``yield`` (not inside a nested ``try``, whose handlers decide first), and each
+handler of it that has no ``raise`` at all, when nothing before the ``yield`` in that
+body can raise (otherwise the handler may be for the generator's own call). Left alone:
+handlers that raise (on any path) or yield a fallback, handlers of ``GeneratorExit``,
 ``KeyboardInterrupt`` or ``SystemExit`` only (stops the author chose to absorb), and
-generators whose name says
-they exist to suppress (``suppress``, ``ignore``, ``swallow``, ``quiet``): a name is the
-only evidence of that intent, and leaving a finding out on it is the safe side.
+generators whose name says they exist to suppress (``suppress``, ``ignore``,
+``swallow``, ``quiet``): a name is the only evidence of that intent, and leaving a
+finding out on it is the safe side.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ import libcst as cst
 
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
-from .base import FileContext, Match, own_nodes
-from .context import subtree
+from .base import FileContext, Match, child_nodes, own_nodes
+from .context import caught_types, subtree
 from .imports import dotted_name
 from .options import Option
 
 _DECORATORS = frozenset({"contextlib.contextmanager", "contextlib.asynccontextmanager"})
+# Stops an author may absorb on purpose: closing the generator, the user's interrupt, an exit.
+_STOPS = frozenset({"GeneratorExit", "KeyboardInterrupt", "SystemExit"})
 _SUPPRESSING_WORDS = frozenset({"suppress", "suppressed", "ignore", "ignored", "ignoring", "swallow", "quiet", "silence"})
 
 
@@ -76,7 +78,7 @@ def _yields_in_body(statement: cst.Try) -> bool:
             return True
         if isinstance(node, (cst.Try, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             continue
-        stack.extend(node.children)
+        stack.extend(child_nodes(node))
     return False
 
 
@@ -105,7 +107,5 @@ def _yields(handler: cst.ExceptHandler) -> bool:
 def _deliberate(handler: cst.ExceptHandler) -> bool:
     """Closing the generator (``GeneratorExit``), or the user's interrupt ended quietly
     (``KeyboardInterrupt``, ``SystemExit``): stops the author chose to absorb."""
-    caught = [] if handler.type is None else (
-        [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type])
-    stops = {"GeneratorExit", "KeyboardInterrupt", "SystemExit"}
-    return bool(caught) and all((dotted_name(t) or "") in stops for t in caught)
+    caught = caught_types(handler)
+    return bool(caught) and all((dotted_name(t) or "") in _STOPS for t in caught)

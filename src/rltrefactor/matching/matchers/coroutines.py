@@ -18,7 +18,7 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match, child_nodes
-from .context import subtree
+from .context import caught_types, subtree
 from .imports import dotted_name
 from .options import Option
 from .teardown import name_words
@@ -136,8 +136,7 @@ class RollbackSkippedOnCancellation:
 def _caught(handler: cst.ExceptHandler) -> list[str]:
     if handler.type is None:
         return ["BaseException"]
-    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return [dotted_name(t) or "" for t in types]
+    return [dotted_name(t) or "" for t in caught_types(handler)]
 
 
 def _sees_cancellation(handler: cst.ExceptHandler) -> bool:

@@ -28,7 +28,7 @@ from ..mined_pairs import ReleaseCalls, mined_pairs
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match, own_nodes
-from .context import subtree
+from .context import caught_types, subtree
 from .imports import dotted_name
 from .options import Option
 from .paired_calls import (
@@ -208,9 +208,7 @@ def _absorbs(handler: cst.ExceptHandler, kind: str) -> bool:
         return False
     if kind == "call":
         return True
-    caught = [] if handler.type is None else (
-        [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type])
-    return handler.type is None or any((dotted_name(t) or "") in _CANCELLATION_CATCHERS for t in caught)
+    return handler.type is None or any((dotted_name(t) or "") in _CANCELLATION_CATCHERS for t in caught_types(handler))
 
 
 def _describe(exit_: _Exit, line: int, ctx: FileContext) -> str:

@@ -11,7 +11,7 @@ import libcst as cst
 from ..prefilter import Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
-from .context import guarded_by, subtree
+from .context import caught_types, guarded_by, subtree
 from .imports import dotted_name
 from .options import Option
 
@@ -136,8 +136,7 @@ def _small_statements(body: cst.BaseSuite) -> list[cst.BaseSmallStatement] | Non
 def _catches_import_error(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return False
-    names = [handler.type] if not isinstance(handler.type, cst.Tuple) else [e.value for e in handler.type.elements]
-    return any((dotted_name(n) or "").rpartition(".")[2] in _IMPORT_ERRORS for n in names)
+    return any((dotted_name(n) or "").rpartition(".")[2] in _IMPORT_ERRORS for n in caught_types(handler))
 
 
 def _switches_silently(handler: cst.ExceptHandler, placeholder: re.Pattern[str], ctx: FileContext) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar, Iterator
 
 import libcst as cst
 
@@ -12,7 +12,7 @@ from ..prefilter import DEL_KEYWORD, GuardedRegex, Prefilter
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
 from .companions import guarded_names
-from .context import is_setup_name, subtree
+from .context import caught_types, is_setup_name, statement_and_block, subtree
 from .imports import dotted_name
 from .options import Option
 from .paired_calls import builds_lock
@@ -133,7 +133,7 @@ class ReleaseNotOnFailurePath:
             pair = (func.attr.value, self.pairs[func.attr.value])
             if pair in mined or pair == ("acquire", "release") and builds_lock(ctx.code(func.value), ctx):
                 continue
-            statement, block = _statement_and_block(call, ctx)
+            statement, block = statement_and_block(call, ctx)
             if statement is None:
                 continue
             owner = ctx.code(func.value)
@@ -155,19 +155,6 @@ _SAFE_CALLS = frozenset({"len", "isinstance", "min", "max", "range", "int", "boo
 
 def _may_raise(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.Call) and (dotted_name(node.func) or "") not in _SAFE_CALLS
-
-
-def _statement_and_block(
-    node: cst.CSTNode, ctx: FileContext
-) -> tuple[cst.SimpleStatementLine | None, Sequence[cst.BaseStatement]]:
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.IndentedBlock, cst.Module)):
-            return (child, ancestor.body) if isinstance(child, cst.SimpleStatementLine) else (None, ())
-        if isinstance(ancestor, (cst.Lambda, cst.BaseCompoundStatement)):
-            return None, ()
-        child = ancestor
-    return None, ()
 
 
 def _calls(statement: cst.CSTNode, owner: str, method: str, ctx: FileContext) -> bool:
@@ -220,8 +207,7 @@ class SwallowedErrorInCleanup:
 def _is_broad(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
-    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted_name(t) or "") in BROAD for t in types)
+    return any((dotted_name(t) or "") in BROAD for t in caught_types(handler))
 
 
 def _is_silent(handler: cst.ExceptHandler) -> bool:
@@ -267,7 +253,7 @@ class RegistrationNotUndoneOnFailure:
             container, key = ctx.code(target.value), ctx.code(target.slice[0]) if len(target.slice) == 1 else None
             if not container.startswith("self.") or key is None or _literal_key(target):
                 continue  # a local dict dies with the exception; literal keys are flags, not ids
-            line, block = _statement_and_block(assign, ctx)
+            line, block = statement_and_block(assign, ctx)
             if line is None:
                 continue
             following = list(block)[list(block).index(line) + 1 :]

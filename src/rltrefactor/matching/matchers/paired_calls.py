@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .base import FileContext, own_nodes
-from .context import bound_names, subtree
+from .context import bound_names, parameter_names, statement_and_block, subtree
 from .imports import dotted_name
 
 # Python's free list: what ``take`` removed from a container comes back through ``give``.
@@ -76,24 +76,13 @@ def local_owner(owner: str, function: cst.FunctionDef) -> bool:
     root = owner.split(".")[0]
     if not root or root in ("self", "cls"):
         return False
-    params = function.params
-    parameters = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
-    return root in bound_names(function) and root not in parameters
+    return root in bound_names(function) and root not in parameter_names(function)
 
 
 def released_in_finally(function: cst.FunctionDef, release: Half) -> bool:
     """Some ``finally`` of the function makes the same release."""
     return any(isinstance(n, cst.Try) and n.finalbody is not None and calls(n.finalbody, release)
                for n in own_nodes(function.body))
-
-
-def _statement(call: cst.Call, ctx: FileContext) -> cst.SimpleStatementLine | None:
-    for ancestor in ctx.ancestors(call):
-        if isinstance(ancestor, cst.SimpleStatementLine):
-            return ancestor
-        if isinstance(ancestor, (cst.BaseCompoundStatement, cst.Lambda, cst.BaseComp)):
-            return None
-    return None
 
 
 @dataclass(frozen=True)
@@ -110,7 +99,7 @@ def acquire_before(call: cst.Call, release: Half, pairs: frozenset[tuple[str, st
                     ctx: FileContext) -> tuple[Half, Between] | None:
     """The acquire that ``release`` undoes: the nearest call before it on its owner,
     in a block that holds the release directly or through ``try``/``with`` bodies."""
-    statement: cst.CSTNode | None = _statement(call, ctx)
+    statement: cst.CSTNode | None = statement_and_block(call, ctx)[0]
     between: list[cst.BaseStatement] = []
     while statement is not None:
         block = ctx.parent(statement)

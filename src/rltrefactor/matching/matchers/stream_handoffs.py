@@ -52,6 +52,8 @@ _STORES = frozenset({"append", "extend", "put", "put_nowait", "len", "isinstance
 
 @dataclass(frozen=True)
 class _Produced:
+    """A value an assignment binds."""
+
     name: str  # as the function spells it: "ids", "self.buf"
     at: cst.CSTNode  # the binding target
 
@@ -134,11 +136,7 @@ def _into_side(block: cst.With, side: str, order: list[cst.CSTNode], position: d
         if _waits(node):
             ready.clear()
         elif isinstance(node, cst.Assign) and on_device(node.value, ctx):
-            for target in node.targets:
-                for single in unpacked(target.target):
-                    name = dotted_name(single)
-                    if name is not None:
-                        ready[name] = single
+            ready.update((value.name, value.at) for value in _bound(node))
     if not ready:
         return
     for node in own_nodes(block.body):
@@ -161,11 +159,16 @@ def _bound_from_calls(body: cst.BaseSuite, ctx: FileContext) -> Iterator[_Produc
             continue  # a Python value, an event, a stream, an object a class builds, unwritten memory
         if not (on_device(node.value, ctx) or (ctx.qualified_name(func) or "").startswith("torch.")):
             continue  # not shown to be device work: what a helper returns may be a Python value
-        for target in node.targets:
-            for single in unpacked(target.target):
-                name = dotted_name(single)
-                if name is not None:
-                    yield _Produced(name, single)
+        yield from _bound(node)
+
+
+def _bound(assign: cst.Assign) -> Iterator[_Produced]:
+    """Each name or attribute chain the assignment binds (tuples unpacked)."""
+    for target in assign.targets:
+        for single in unpacked(target.target):
+            name = dotted_name(single)
+            if name is not None:
+                yield _Produced(name, single)
 
 
 def _waits(node: cst.CSTNode) -> bool:
@@ -179,9 +182,7 @@ def _waits(node: cst.CSTNode) -> bool:
 
 
 def _rebinds(node: cst.CSTNode, name: str) -> bool:
-    return isinstance(node, cst.Assign) and any(
-        dotted_name(single) == name for target in node.targets for single in unpacked(target.target)
-    )
+    return isinstance(node, cst.Assign) and any(value.name == name for value in _bound(node))
 
 
 def _uses(node: cst.CSTNode, name: str, ctx: FileContext) -> bool:

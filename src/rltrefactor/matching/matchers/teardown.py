@@ -16,7 +16,7 @@ import libcst as cst
 from ..prefilter import Prefilter, GuardedRegex
 from ..regions.reach import MatcherReach
 from .base import FileContext, Match
-from .context import subtree
+from .context import caught_types, subtree
 from .imports import dotted_name
 from .options import Option
 
@@ -191,8 +191,7 @@ def _tests_before(function: cst.CSTNode, line: int, ctx: FileContext) -> Iterato
 def _catches_lookup(handler: cst.ExceptHandler) -> bool:
     if handler.type is None:
         return True
-    types = [e.value for e in handler.type.elements] if isinstance(handler.type, cst.Tuple) else [handler.type]
-    return any((dotted_name(t) or "").rpartition(".")[2] in _KEY_ERRORS for t in types)
+    return any((dotted_name(t) or "").rpartition(".")[2] in _KEY_ERRORS for t in caught_types(handler))
 
 
 _CANCEL_WORDS = frozenset({"cancel", "abort"})
