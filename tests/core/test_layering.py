@@ -68,8 +68,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 # The package's top level holds the API, the CLI and the shared types; everything else
 # lives in the package of its stage.
-TOP_LEVEL = {"__init__", "__main__", "api", "config", "errors", "severity", "types"}
-STAGES = {"authoring", "change", "cli", "context", "findings", "library", "matching", "perf", "report", "source"}
+TOP_LEVEL = {"__init__", "__main__", "api", "errors", "severity", "types"}
+STAGES = {"authoring", "change", "cli", "config", "context", "findings", "library", "matching", "perf", "report", "source"}
 LIBRARY_MAY_IMPORT = ("library", "errors", "severity", "types")
 # (who, what they may not import, why)
 RULES = [
@@ -234,3 +234,31 @@ def test_one_module_owns_tree_sitter():
                    if path != owner and _runtime_imports(path) & {"tree_sitter", "tree_sitter_python"})
     assert not users, f"{users} build tree-sitter objects: ask rltrefactor.source.treesitter"
     assert {"tree_sitter", "tree_sitter_python"} <= _runtime_imports(owner)
+
+
+MATCHERS = SOURCE / "matching" / "matchers"
+# The matchers live in one package per area of the rule library; beside them, only what
+# every area shares (the matcher protocol, options, the registry, positions, syntax helpers).
+MATCHER_AREAS = {"capability", "interfaces", "lifecycle", "readability", "residency", "state"}
+SHARED_MATCHER_MODULES = {
+    "__init__", "base", "companions", "context", "early_returns", "guard_bodies", "hook", "imports", "options",
+    "positions", "registry", "returned",
+}
+
+
+def test_matchers_are_grouped_by_the_library_areas():
+    packages = {path.parent.name for path in MATCHERS.glob("*/__init__.py")}
+    modules = {path.stem for path in MATCHERS.glob("*.py")}
+    assert packages == MATCHER_AREAS, f"matcher packages {sorted(packages ^ MATCHER_AREAS)}: one package per area"
+    assert modules == SHARED_MATCHER_MODULES, (
+        f"{sorted(modules - SHARED_MATCHER_MODULES)}: a matcher belongs in the package of its area"
+    )
+    assert not list(MATCHERS.glob("*/*/__init__.py")), "an area package is flat"
+
+
+def test_every_registered_matcher_lives_in_an_area_package():
+    from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
+
+    outside = sorted(matcher_id for matcher_id, factory in PYTHON_MATCHERS.items()
+                     if factory.cls.__module__.split(".")[3] not in MATCHER_AREAS)  # type: ignore[attr-defined]
+    assert not outside, f"registered matchers outside an area package: {outside}"

@@ -11,7 +11,7 @@ from rltrefactor.config import load_config
 from rltrefactor.errors import ConfigError, RuleLibraryError
 from rltrefactor.config import Declared, names_for
 from rltrefactor.context.execution import execution_map, is_setup_name
-from rltrefactor.matching.matchers import device
+from rltrefactor.matching.matchers.residency import device
 from rltrefactor.library.names import NameChange, bundled_names, parse_names
 from rltrefactor.source.syntax import parse_tree
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rltrefactor.matching.matchers.allocation import UnreadDeviceAllocation
-from rltrefactor.matching.matchers.indexing import ArangeIndexForSlice
-from rltrefactor.matching.matchers.implicit_sync import BooleanMaskWrite
+from rltrefactor.matching.matchers.residency.allocation import UnreadDeviceAllocation
+from rltrefactor.matching.matchers.residency.indexing import ArangeIndexForSlice
+from rltrefactor.matching.matchers.residency.implicit_sync import BooleanMaskWrite
 
 from .helpers import lines
 

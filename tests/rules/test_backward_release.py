@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rltrefactor.matching.matchers.backward_release import backward_only_stores
+from rltrefactor.matching.matchers.lifecycle.backward_release import backward_only_stores
 
 from .helpers import hits
 from .test_teardown_matchers import lines, matcher

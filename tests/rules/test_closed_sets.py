@@ -12,7 +12,7 @@ from rltrefactor.api import ReviewRequest, review
 from rltrefactor.config import Config
 from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
-from rltrefactor.matching.matchers.repository_modules import module_paths
+from rltrefactor.matching.matchers.interfaces.repository_modules import module_paths
 
 RULE = "string-state-comparison"
 TYPES = """\

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rltrefactor.matching.matchers.download_reads import NonBlockingDownloadReadBeforeSync
+from rltrefactor.matching.matchers.residency.download_reads import NonBlockingDownloadReadBeforeSync
 
 from .helpers import hits
 

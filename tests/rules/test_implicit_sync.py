@@ -8,7 +8,7 @@ import pytest
 
 from rltrefactor.config import Config
 from rltrefactor.matching.engine import Engine
-from rltrefactor.matching.matchers.tensor_values import is_device_tensor
+from rltrefactor.matching.matchers.residency.tensor_values import is_device_tensor
 from rltrefactor.matching.rule_index import load_rules
 
 from .helpers import context

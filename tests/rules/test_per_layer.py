@@ -5,8 +5,8 @@ from __future__ import annotations
 import textwrap
 
 from rltrefactor.context.filemodel import FileModel
-from rltrefactor.matching.matchers.layer_loops import per_iteration_functions
-from rltrefactor.matching.matchers.per_layer import TensorRebuiltPerLayer
+from rltrefactor.matching.matchers.residency.layer_loops import per_iteration_functions
+from rltrefactor.matching.matchers.residency.per_layer import TensorRebuiltPerLayer
 
 from .helpers import hits, lines
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rltrefactor.matching.matchers.pinned_slots import PinnedSlotRewrittenWhileInFlight, slot_writes
+from rltrefactor.matching.matchers.residency.pinned_slots import PinnedSlotRewrittenWhileInFlight, slot_writes
 
 from .helpers import hits
 

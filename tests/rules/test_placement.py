@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rltrefactor.matching.matchers.placement import DeviceArrayPlacedAgain
+from rltrefactor.matching.matchers.residency.placement import DeviceArrayPlacedAgain
 
 from .helpers import lines
 

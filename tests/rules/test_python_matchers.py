@@ -413,7 +413,7 @@ def _starts_a_reported_number(text: str, i: int, allowed: frozenset[str]) -> boo
     st.sampled_from([frozenset(), frozenset({"0", "1"}), frozenset({"0", "1", "2", "0.0", "1.0", "-1"}), frozenset({"10", "1"})]),
 )
 def test_the_number_prefilter_starts_where_an_unallowed_literal_starts(text, allowed):
-    from rltrefactor.matching.matchers.readability import _literal_start
+    from rltrefactor.matching.matchers.readability.names_and_numbers import _literal_start
 
     found = [m.start() for m in _literal_start(allowed).finditer(text)]
     assert found == [i for i in range(len(text)) if _starts_a_reported_number(text, i, allowed)]

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 
 from rltrefactor.matching.matchers.companions import residency_companions
-from rltrefactor.matching.matchers.residency import is_pinned, on_host
+from rltrefactor.matching.matchers.residency.locations import is_pinned, on_host
 
 from .helpers import context
 
@@ -130,7 +130,7 @@ def test_planning_keeps_the_names_of_a_wrapped_assignment():
 
 
 def test_a_torch_function_of_a_device_value_is_on_the_device_and_torch_is_no_receiver():
-    from rltrefactor.matching.matchers.residency import on_device
+    from rltrefactor.matching.matchers.residency.locations import on_device
 
     ctx = context("""
 import torch

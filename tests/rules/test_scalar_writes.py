@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from rltrefactor.matching.matchers.scalar_writes import (
+from rltrefactor.matching.matchers.residency.scalar_writes import (
     PythonNumberIndexWrite, blocking_write, dimensions, integer_index, python_number,
 )
 

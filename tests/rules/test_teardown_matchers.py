@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rltrefactor.matching.matchers.registry import PYTHON_MATCHERS
-from rltrefactor.matching.matchers.teardown import name_words
+from rltrefactor.matching.matchers.lifecycle.teardown import name_words
 
 from .helpers import hits
 

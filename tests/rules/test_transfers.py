@@ -9,7 +9,7 @@ import pytest
 
 from gitrepo import GitRepo
 from rltrefactor.api import ReviewRequest, review
-from rltrefactor.matching.matchers.transfers import ValueTransferredTwice
+from rltrefactor.matching.matchers.residency.transfers import ValueTransferredTwice
 
 from .helpers import hits
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..config import Config, key_line, located, read_text, section_line
+from ..config import Config
+from ..config.toml_text import key_line, located, read_text, section_line
 from ..errors import ConfigError
 from ..library.fields import suggest
 from ..library.model import Library

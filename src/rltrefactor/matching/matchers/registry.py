@@ -13,18 +13,23 @@ from typing import Any, Mapping, Protocol
 
 from ...errors import RuleLibraryError
 from ...library.model import Rule
-from . import (
-    allocation, async_lifecycle, backward_release, capability, coroutines, device, environment,
-    exceptions, fallbacks, implicit_sync, indexing, interfaces, lifecycle, paired_records, per_layer,
-    pinned_slots, placement, readability, refused_keys, registries, resources, scalar_writes,
-    shutdown, state, teardown, threads, transfers,
+from .capability import fallbacks, probes as capability
+from .interfaces import signatures as interfaces
+from .lifecycle import (
+    async_lifecycle, autograd_history, backward_release, context_managers, coroutines, exceptions, exit_paths,
+    failure_paths as lifecycle, identity_keys, index_copies, noop_lifecycle, paired_records, refused_keys, registries,
+    resources, shutdown, stream_handoffs, task_references, teardown, threads,
 )
-from . import autograd_history, identity_keys, index_copies, noop_lifecycle, task_references
-from . import context_managers, download_reads, exit_paths, stream_handoffs
+from .readability import environment, names_and_numbers as readability
+from .residency import (
+    allocation, device, download_reads, implicit_sync, indexing, per_layer, pinned_slots, placement, scalar_writes,
+    transfers,
+)
+from ..patterns.compiler import compile_pattern
 from .base import Matcher
 from .hook import HookEmittedMatcher
 from .options import MatcherSpecError, Option, resolve_options
-from ..patterns.compiler import compile_pattern
+from .state import ownership as state
 
 
 class MatcherClass(Protocol):

@@ -34,24 +34,16 @@ from ..matchers.base import FileContext, Match
 from .code import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from ..matchers.context import enclosing_functions, guarded_by, in_per_step_function, is_target
 from ..matchers.companions import residency_companions
-from ..matchers.residency import is_pinned, on_device, on_host
+from ..matchers.residency.locations import on_device
 from ..matchers.returned import returned_where_unplaced
 from ..matchers.options import MatcherSpecError
+from .constraints import RESIDENCY_FACTS, compile_regex, compile_where, line_of
 
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
     "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "returned-unplaced", "any",
 )
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
-RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
-KINDS: Mapping[str, tuple[type, ...]] = {
-    "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
-    "number": (cst.Integer, cst.Float, cst.Imaginary),
-    "name": (cst.Name,),
-    "attribute": (cst.Attribute,),
-    "call": (cst.Call,),
-}
 
 
 @dataclass(frozen=True)
@@ -137,13 +129,6 @@ def _mentions(data: Any, key: str) -> bool:
     return False
 
 
-def _line(data: Any, key: str | int | None, default: int | None) -> int | None:
-    if key is not None and hasattr(data, "line_of"):
-        line: int = data.line_of(key)
-        return line
-    return getattr(data, "line", default) or default
-
-
 def compile_block(data: Any, line: int | None) -> Block:
     from ...library.fields import suggest
 
@@ -151,10 +136,10 @@ def compile_block(data: Any, line: int | None) -> Block:
         return _code_block(compile_code(data, line))
     if not isinstance(data, dict):
         raise MatcherSpecError(f"a pattern block must be a mapping or a code string (got {data!r}); fix the matcher", line)
-    line = _line(data, None, line)
+    line = line_of(data, None, line)
     for key in data:
         if key not in BLOCK_KEYS:
-            raise MatcherSpecError(f"unknown key {key!r}{suggest(key, BLOCK_KEYS)} in a pattern block; use one of {', '.join(BLOCK_KEYS)}", _line(data, key, line))
+            raise MatcherSpecError(f"unknown key {key!r}{suggest(key, BLOCK_KEYS)} in a pattern block; use one of {', '.join(BLOCK_KEYS)}", line_of(data, key, line))
     positive = [key for key in POSITIVE_KEYS if key in data]
     if len(positive) != 1:
         problem = "has none of" if not positive else f"has {' and '.join(positive)}; it needs exactly one of"
@@ -162,17 +147,17 @@ def compile_block(data: Any, line: int | None) -> Block:
     key = positive[0]
     if key == "pattern":
         if not isinstance(data[key], str):
-            raise MatcherSpecError(f"pattern: expected a code string (got {data[key]!r}); quote the code", _line(data, key, line))
-        inner = _code_block(compile_code(data[key], _line(data, key, line)))
+            raise MatcherSpecError(f"pattern: expected a code string (got {data[key]!r}); quote the code", line_of(data, key, line))
+        inner = _code_block(compile_code(data[key], line_of(data, key, line)))
     else:
-        inner = _combine(key, _blocks(data[key], _line(data, key, line), key))
+        inner = _combine(key, _blocks(data[key], line_of(data, key, line), key))
     return _refine(inner, data, line)
 
 
 def _blocks(items: Any, line: int | None, key: str) -> list[Block]:
     if not isinstance(items, list) or not items:
         raise MatcherSpecError(f"{key}: expected a non-empty list of pattern blocks; add the alternatives", line)
-    return [compile_block(item, _line(items, index, line)) for index, item in enumerate(items)]
+    return [compile_block(item, line_of(items, index, line)) for index, item in enumerate(items)]
 
 
 def _code_block(code: CodePattern) -> Block:
@@ -231,12 +216,12 @@ def _combine(key: str, children: list[Block]) -> Block:
 
 def _refine(inner: Block, data: Mapping[str, Any], line: int | None) -> Block:
     negated = [] if "not" not in data else (
-        _blocks(data["not"], _line(data, "not", line), "not") if isinstance(data["not"], list)
-        else [compile_block(data["not"], _line(data, "not", line))]
+        _blocks(data["not"], line_of(data, "not", line), "not") if isinstance(data["not"], list)
+        else [compile_block(data["not"], line_of(data, "not", line))]
     )
-    inside = _contexts(data.get("inside"), _line(data, "inside", line), "inside")
-    outside = _contexts(data.get("not-inside"), _line(data, "not-inside", line), "not-inside")
-    where = _where(data.get("where"), _line(data, "where", line), inner.metavars)
+    inside = _contexts(data.get("inside"), line_of(data, "inside", line), "inside")
+    outside = _contexts(data.get("not-inside"), line_of(data, "not-inside", line), "not-inside")
+    where = compile_where(data.get("where"), line_of(data, "where", line), inner.metavars)
     header_only = (
         inner.header_only
         and all(n.header_only for n in negated)
@@ -322,7 +307,7 @@ def _contexts(items: Any, line: int | None, key: str) -> list[Context]:
         return []
     if not isinstance(items, list) or not items:
         raise MatcherSpecError(f"{key}: expected a non-empty list of contexts such as `- loop: true`; fix the list", line)
-    return [_context(item, _line(items, index, line), key) for index, item in enumerate(items)]
+    return [_context(item, line_of(items, index, line), key) for index, item in enumerate(items)]
 
 
 def _context(item: Any, line: int | None, key: str) -> Context:
@@ -340,7 +325,7 @@ def _context(item: Any, line: int | None, key: str) -> Context:
             raise MatcherSpecError(f"{key}: context {kind!r} takes `true` (got {value!r}); use not-inside to negate it", line)
         return _FLAGS[kind]
     if kind in ("function", "class"):
-        return _named(kind, _regex(value, line, f"{key}: {kind}"))
+        return _named(kind, compile_regex(value, line, f"{key}: {kind}"))
     if kind == "any":
         options = _contexts(value, line, f"{key}: any")
         return lambda node, ctx: any(c(node, ctx) for c in options)
@@ -376,66 +361,6 @@ def _enclosing(kind: str, block: Block) -> Context:
             isinstance(a, cst.With) and any(fits(item.item, ctx) for item in a.items) for a in ctx.ancestors(node)
         )
     return lambda node, ctx: any(fits(a, ctx) for a in ctx.ancestors(node))
-
-
-def _regex(value: Any, line: int | None, where: str) -> re.Pattern[str]:
-    if not isinstance(value, str):
-        raise MatcherSpecError(f"{where}: expected a regular expression string (got {value!r}); quote it", line)
-    try:
-        return re.compile(value)
-    except re.error as exc:
-        raise MatcherSpecError(f"{where}: invalid regular expression {value!r} ({exc}); fix it", line) from None
-
-
-Where = Callable[[FileContext, Bindings], bool]
-
-
-def _where(data: Any, line: int | None, bound: frozenset[str]) -> list[Where]:
-    if data is None:
-        return []
-    if not isinstance(data, dict):
-        raise MatcherSpecError(f"where: expected a mapping of metavariables to constraints (got {data!r}); fix it", line)
-    checks: list[Where] = []
-    for raw_name, constraint in data.items():
-        at = _line(data, raw_name, line)
-        name = str(raw_name).lstrip("$")
-        if name not in bound:
-            raise MatcherSpecError(f"where: ${name} is not bound by the pattern; use one of {', '.join('$' + m for m in sorted(bound)) or 'no metavariables'}", at)
-        if not isinstance(constraint, dict) or not constraint:
-            raise MatcherSpecError(f"where: ${name}: expected a mapping with {', '.join(WHERE_KEYS)}; fix it", at)
-        for key, value in constraint.items():
-            checks.append(_constraint(name, key, value, _line(constraint, key, at)))
-    return checks
-
-
-def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
-    from ...library.fields import suggest
-
-    if key in ("regex", "not-regex"):
-        regex = _regex(value, line, f"where: ${name}: {key}")
-        want = key == "regex"
-        return lambda ctx, b: name not in b or (regex.search(ctx.code(b[name])) is not None) == want
-    if key == "qualified-name":
-        names = (value,) if isinstance(value, str) else value
-        if not isinstance(names, list | tuple) or not all(isinstance(n, str) for n in names):
-            raise MatcherSpecError(f"where: ${name}: qualified-name: expected a name or a list of names (got {value!r}); fix it", line)
-        wanted = frozenset(names)
-        return lambda ctx, b: name not in b or ctx.qualified_name(b[name]) in wanted
-    if key == "kind":
-        if value not in KINDS:
-            raise MatcherSpecError(f"where: ${name}: kind: unknown kind {value!r}{suggest(str(value), KINDS)}; use one of {', '.join(KINDS)}", line)
-        types = KINDS[value]
-        return lambda ctx, b: name not in b or isinstance(b[name], types)
-    if key in RESIDENCY_FACTS:
-        if not isinstance(value, bool):
-            raise MatcherSpecError(f"where: ${name}: {key}: expected true or false (got {value!r}); fix it", line)
-        fact = RESIDENCY_FACTS[key]
-        return lambda ctx, b: name not in b or fact(b[name], ctx) == value
-    if key == "host-named":
-        if not isinstance(value, bool):
-            raise MatcherSpecError(f"where: ${name}: host-named: expected true or false (got {value!r}); fix it", line)
-        return lambda ctx, b: name not in b or (ctx.names.regex("host-names").search(ctx.code(b[name])) is not None) == value
-    raise MatcherSpecError(f"where: ${name}: unknown constraint {key!r}{suggest(str(key), WHERE_KEYS)}; use one of {', '.join(WHERE_KEYS)}", line)
 
 
 def iter_code_patterns(data: Any) -> Iterable[str]:

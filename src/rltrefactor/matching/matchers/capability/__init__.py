@@ -1,0 +1,1 @@
+"""Capability-selection matchers: branches on probed facts, silent import fallbacks."""

@@ -1,0 +1,1 @@
+"""Configuration-and-readability matchers: cryptic new names, unexplained numbers, environment reads."""

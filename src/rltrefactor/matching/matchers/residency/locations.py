@@ -1,0 +1,335 @@
+"""Where a tensor lives, as far as one function shows it: on the host, or unknown.
+
+A value is known to be on the host when it is, or is a view of, or was assigned from:
+``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) of
+host values, a ``torch`` factory called without a device or with a host device (or
+``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy
+call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations of host values, or a value
+guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
+a host value, or a name last assigned one of those. The last assignment of a name before
+its use decides; anything else is unknown. A call to a function the call index shows
+returns host tensors only (``execution.host_calls``) is a host value, and so is a parameter, not
+reassigned before its use, that every caller passes a host tensor (``execution.host_params``). Every device-residency rule asks these
+questions (``on_host``, ``is_pinned``) and never reports known-host values.
+
+A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
+overlap) when it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so
+(``pinned``), is a persistent buffer (an attribute of ``self``: staging buffers are
+allocated pinned once), or is a basic view or slice of a pinned value. Advanced indexing
+(``buf[idx]``) makes a new, pageable tensor.
+"""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..base import FileContext
+from ..context import guarded_by, subtree
+from ..imports import dotted_name
+
+# Methods whose result lives where their receiver lives.
+_SAME_PLACE = frozenset(
+    "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
+    "permute transpose t expand narrow select split chunk to_dense type_as "
+    "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round".split()
+)
+_HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
+_FACTORIES = frozenset(
+    "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm "
+    "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
+    "from_numpy frombuffer".split()
+)
+_JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
+_HOST_ARRAY_TYPES = frozenset({"numpy.ndarray", "np.ndarray", "numpy.typing.NDArray", "npt.NDArray"})
+_DTYPES = frozenset(
+    "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
+    "float8_e4m3fn float8_e5m2 complex64 complex128".split()
+)
+_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
+_DEPTH = 6  # assignments and views followed; device names add two steps
+_PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
+# Methods whose result shares its receiver's memory.
+_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze detach permute transpose t expand".split())
+
+
+def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether ``expr`` is known to live in host memory."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return on_host(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):  # a host tensor only combines with host values
+        return on_host(expr.left, ctx, depth + 1) or on_host(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.Comparison):
+        operands = [expr.left, *(target.comparator for target in expr.comparisons)]
+        return any(on_host(operand, ctx, depth + 1) for operand in operands)
+    if isinstance(expr, cst.UnaryOperation):
+        return on_host(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value == "device":  # the device of a host value
+        return on_host(expr.value, ctx, depth + 1)
+    if _names_cpu(expr, ctx):
+        return True
+    if isinstance(expr, cst.ListComp):
+        return on_host(expr.elt, ctx, depth + 1)
+    if isinstance(expr, (cst.List, cst.Tuple)):
+        return any(isinstance(e, cst.Element) and on_host(e.value, ctx, depth + 1) for e in expr.elements)
+    if isinstance(expr, cst.Call):
+        return _call_on_host(expr, ctx, depth)
+    if isinstance(expr, cst.Name):
+        return (_guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
+                or _annotated_host(expr, ctx))
+    return False
+
+
+def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        method = func.attr.value
+        if method in _HOST_METHODS:
+            return True
+        if method == "to":
+            return _targets_host(call, ctx, depth)
+        if method in _SAME_PLACE:
+            return on_host(func.value, ctx, depth + 1)
+    if dotted_name(func) in ctx.execution.host_calls:
+        return True  # the call index: every return of the callee, wherever it is defined, is a host tensor
+    name = ctx.qualified_name(func) or dotted_name(func) or ""
+    root, _, leaf = name.rpartition(".")
+    if root in ("numpy", "np") or name.startswith("numpy."):
+        return True
+    if root == "torch" and leaf in _JOINS and call.args:
+        return on_host(call.args[0].value, ctx, depth + 1)
+    if root == "torch" and leaf in _FACTORIES:
+        device = _keyword(call, "device")
+        if device is not None:
+            return on_host(device, ctx, depth + 1)
+        if leaf in _LIKE and call.args:
+            return on_host(call.args[0].value, ctx, depth + 1)
+        return True  # torch factories allocate on the CPU unless told otherwise
+    return False
+
+
+def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
+    """``.to("cpu")``, ``.to(device=host_dev)`` or ``.to(x_cpu)`` (the device of a host tensor)."""
+    device = _keyword(call, "device")
+    if device is None and call.args and call.args[0].keyword is None:
+        device = call.args[0].value
+    return device is not None and on_host(device, ctx, depth + 1)
+
+
+def _names_cpu(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """A device literal that names the host: ``"cpu"``, ``torch.device("cpu")``."""
+    if not isinstance(expr, (cst.SimpleString, cst.Call)):
+        return False
+    text = ctx.code(expr).strip()
+    return bool(re.fullmatch(r"""['"]cpu['"]|(torch\.)?device\(\s*['"]cpu['"]\s*\)""", text))
+
+
+def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether the function shows ``expr`` placed on a device: ``.cuda()``, ``.to(<not the
+    host>)``, a ``torch`` factory given a device that is not the host, an op or a module
+    applied to such a value, a same-place method of one, or a name last assigned one of
+    those. Anything else (a parameter, an attribute, what a module returns from values
+    the function did not place) is unknown, never presumed to be on the device."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, cst.Subscript):
+        return on_device(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation):
+        return on_device(expr.left, ctx, depth + 1) or on_device(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):
+        return on_device(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.Comparison):
+        return on_device(expr.left, ctx, depth + 1) or any(on_device(c.comparator, ctx, depth + 1) for c in expr.comparisons)
+    if isinstance(expr, cst.Name):
+        value = _last_value(expr, ctx)
+        return value is not None and on_device(value, ctx, depth + 1)
+    if not isinstance(expr, cst.Call):
+        return False
+    func = expr.func
+    # ``torch.argmax(x)`` is a function of a module, not a method of ``torch``.
+    if isinstance(func, cst.Attribute) and not _imported(func.value, ctx):
+        method = func.attr.value
+        if method == "cuda":
+            return True
+        if method == "to":
+            device = _keyword(expr, "device")
+            if device is None and expr.args and expr.args[0].keyword is None:
+                device = expr.args[0].value
+            return device is not None and not _is_dtype(device, ctx) and not on_host(device, ctx, depth + 1)
+        if method in _SAME_PLACE:
+            return on_device(func.value, ctx, depth + 1)
+    name = ctx.qualified_name(func) or dotted_name(func) or ""
+    root, _, leaf = name.rpartition(".")
+    if root == "torch" and leaf in _FACTORIES:
+        device = _keyword(expr, "device")
+        if device is not None:
+            return not on_host(device, ctx, depth + 1)
+        return leaf in _LIKE and bool(expr.args) and on_device(expr.args[0].value, ctx, depth + 1)
+    if root in ("numpy", "np") or name.startswith("numpy.") or dotted_name(func) in ctx.execution.host_calls:
+        return False
+    # An op, or a module applied to a tensor (``self.model(x)``), runs where its tensor
+    # operands live: given one the function placed on a device, its result is there too.
+    return any(on_device(arg.value, ctx, depth + 1) for arg in expr.args)
+
+
+def _imported(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    """``expr`` names something the file imports (a module such as ``torch``)."""
+    name = dotted_name(expr)
+    return name is not None and name.split(".")[0] in ctx.imports.aliases
+
+
+def _is_dtype(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    name = ctx.qualified_name(expr) or dotted_name(expr) or ""
+    return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
+
+
+def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether ``expr`` is known (or, for a persistent buffer, presumed) to be pinned host memory."""
+    if depth > _DEPTH:
+        return False
+    if isinstance(expr, cst.Attribute) and (dotted_name(expr) or "").startswith("self."):
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)) and _PINNED_NAMES.search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _basic_index(expr) and is_pinned(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory":
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+            return is_pinned(func.value, ctx, depth + 1)
+        pin = _keyword(expr, "pin_memory")
+        return pin is not None and ctx.code(pin).strip() == "True"
+    if isinstance(expr, cst.Name):
+        value = _last_value(expr, ctx)
+        return value is not None and is_pinned(value, ctx, depth + 1)
+    return False
+
+
+def _basic_index(subscript: cst.Subscript) -> bool:
+    """Indexed by slices and integer literals only: a view, not a gathered copy."""
+    return all(
+        isinstance(element.slice, cst.Slice)
+        or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Integer))
+        for element in subscript.slice
+    )
+
+
+def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
+    """Inside ``if name.is_cpu:``, ``if name.device.type == "cpu":`` or a test that
+    ``name`` is a numpy or Python value (``if isinstance(name, np.generic):``)."""
+    for branch in guarded_by(name, ctx):
+        text = ctx.code(branch.test)
+        if re.search(rf"\b{re.escape(name.value)}\.(is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])", text):
+            return True
+        if _tested_as_host_type(branch.test, name.value, ctx):
+            return True
+    return False
+
+
+# Python types whose values live in host memory (``isinstance(x, (int, float))``).
+_HOST_BUILTINS = frozenset("int float bool complex str bytes list tuple dict".split())
+
+
+def _tested_as_host_type(test: cst.BaseExpression, name: str, ctx: FileContext) -> bool:
+    """``test`` holds only when ``name`` is an instance of numpy or Python value types:
+    ``isinstance(name, np.ndarray)``, alone or as one operand of an ``and``."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tested_as_host_type(test.left, name, ctx) or _tested_as_host_type(test.right, name, ctx)
+    if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "isinstance"):
+        return False
+    if len(test.args) != 2 or not (isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == name):
+        return False
+    kinds = test.args[1].value
+    types = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return bool(types) and all(_host_type(t, ctx) for t in types)
+
+
+def _host_type(expr: cst.BaseExpression, ctx: FileContext) -> bool:
+    name = ctx.qualified_name(expr) or dotted_name(expr) or ""
+    return name in _HOST_BUILTINS or name.partition(".")[0] in ("numpy", "np")
+
+
+def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
+    """The last assignment of ``name`` before this use, in source order, puts it on the host."""
+    value = _last_value(name, ctx)
+    return value is not None and on_host(value, ctx, depth + 1)
+
+
+def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter, not assigned before this use, annotated as a numpy array
+    (``np.ndarray``, ``numpy.typing.NDArray[...]``): host memory by its declared type."""
+    function = ctx.enclosing_function(name)
+    if function is None or _last_value(name, ctx) is not None:
+        return False
+    params = function.params
+    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
+        if param.name.value == name.value and param.annotation is not None:
+            annotation = param.annotation.annotation
+            written = ctx.qualified_name(annotation.value if isinstance(annotation, cst.Subscript) else annotation) or ""
+            return written in _HOST_ARRAY_TYPES or written.rpartition(".")[2] in ("ndarray", "NDArray") and written.startswith(("numpy", "np"))
+    return False
+
+
+def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter, not assigned before this use, that every caller the call index sees
+    passes a host tensor (``execution.host_params``)."""
+    if not ctx.execution.host_params:
+        return False
+    function = ctx.enclosing_function(name)
+    if function is None or _last_value(name, ctx) is not None:
+        return False
+    params = function.params
+    if name.value not in {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}:
+        return False
+    where = ctx.execution.at(ctx.span(function.name).line)
+    return where is not None and (where.qualname, name.value) in ctx.execution.host_params
+
+
+def _last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last assignment of ``name`` before this use, in source order."""
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return None
+    value = None
+    for node in _events(function, ctx).get(name.value, ()):
+        if node is name:
+            break
+        if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
+            value = node.value
+    return value
+
+
+def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
+    """Per name, its assignments (``Assign``) and uses (``Name``) in source order; built
+    once per function and file context."""
+    cache: dict[int, dict[str, list[cst.CSTNode]]] = ctx.__dict__.setdefault("_residency_events", {})
+    found = cache.get(id(function))
+    if found is None:
+        found = {}
+        for node in subtree(function.body):
+            if isinstance(node, cst.Assign):
+                for target in node.targets:
+                    if isinstance(target.target, cst.Name):
+                        found.setdefault(target.target.value, []).append(node)
+            elif isinstance(node, cst.Name):
+                found.setdefault(node.value, []).append(node)
+        cache[id(function)] = found
+    return found
+
+
+def _holds(assign: cst.CSTNode, name: cst.Name, ctx: FileContext) -> bool:
+    return any(ancestor is assign for ancestor in ctx.ancestors(name))

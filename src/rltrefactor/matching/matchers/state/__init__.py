@@ -1,0 +1,1 @@
+"""Responsibilities-and-state matchers: who owns which attribute and container."""
