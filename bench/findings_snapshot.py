@@ -13,8 +13,8 @@ checkout's ``src`` to snapshot that one with the same inputs.
 
 ``compare`` prints the rows only one side holds, grouped by review, and the counts; it
 exits 1 when any row differs. A row is everything a user sees of a finding: path, span,
-rule, status, suppression, confirmation, impact, fingerprint and the lines it also
-stands for; errors are rows too.
+rule, status, suppression, confirmation, impact with its evidence and notes, fingerprint
+and the lines it also stands for; errors are rows too.
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ def _rows(label: str, request: ReviewRequest) -> list[dict]:
             "review": label, "path": finding.path, "line": finding.span.line, "column": finding.span.column,
             "end": [finding.span.end_line, finding.span.end_column], "rule": finding.rule_id,
             "status": finding.status, "suppressed": finding.suppressed, "confirmed": finding.confirmed,
-            "severity": finding.severity, "impact": finding.impact, "fingerprint": finding.fingerprint,
+            "severity": finding.severity, "impact": finding.impact, "evidence": finding.evidence,
+            "notes": list(finding.notes), "fingerprint": finding.fingerprint,
             "also_at": list(finding.also_at),
         })
     rows += [{"review": label, "error": error.path, "line": error.line, "message": error.message}

@@ -2,6 +2,7 @@
 
     python bench/perf_gpu.py --out DIR        # measure; writes DIR/perf_gpu.json
     python bench/perf_gpu.py --render FILE    # print bench/perf_gpu.md from that JSON
+    python bench/perf_gpu.py --set-up DIR     # a buffer unpinned in __init__: uploads timed, CLI output kept
 
 Each demo PR (examples/demo_prs/*.patch) becomes branch ``feature`` of a throwaway
 repository built from examples/demo_engine, and ``run_perf`` compares it with ``main``
@@ -139,13 +140,114 @@ def render(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+# The set-up reproduction: a staging buffer unpinned in ``__init__``, an unchanged step.
+LOADER = """\
+import torch
+
+
+class Loader:
+    \"\"\"Uploads a host staging buffer of FLOATS float32 values every step.\"\"\"
+
+    def __init__(self, device):
+        self.device = device
+        self.host = torch.empty(FLOATS, pin_memory=True)
+        self.dev = torch.empty(FLOATS, device=device)
+
+    def step(self):
+        self.dev.copy_(self.host, non_blocking=True)
+        return self.dev
+"""
+LOADER_CHECK = """\
+from rltrefactor.perf import micro_check
+from loader import Loader
+
+
+@micro_check(device="cuda")
+def upload_step(device):
+    loader = Loader(device)
+    return loader.step
+"""
+
+
+def upload_timings(sizes: tuple[int, ...] = (1 << 20, 8 << 20), repeats: int = 5, queued_ms: float = 50.0) -> list[dict]:
+    """Host time of the loader's ``dev.copy_(host, non_blocking=True)`` behind about
+    ``queued_ms`` of matrix products, pinned and pageable; "early": the device was still busy
+    when the call returned (it did not wait for the stream)."""
+    import statistics
+
+    import torch
+
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    torch.mm(a, a)
+    torch.cuda.synchronize()
+    started = time.perf_counter()
+    for _ in range(10):
+        torch.mm(a, a)
+    torch.cuda.synchronize()
+    matmuls = max(1, round(queued_ms / ((time.perf_counter() - started) * 100)))
+    rows = []
+    for nbytes in sizes:
+        for pinned in (True, False):
+            host = torch.empty(nbytes // 4, pin_memory=pinned)
+            dev = torch.empty(nbytes // 4, device="cuda")
+            times, early = [], 0
+            for _ in range(repeats):
+                torch.cuda.synchronize()
+                for _ in range(matmuls):
+                    torch.mm(a, a)
+                t0 = time.perf_counter()
+                dev.copy_(host, non_blocking=True)
+                times.append((time.perf_counter() - t0) * 1000)
+                early += not torch.cuda.current_stream().query()
+            torch.cuda.synchronize()
+            rows.append({"bytes": nbytes, "memory": "pinned" if pinned else "pageable",
+                         "host_ms_median": round(statistics.median(times), 3), "returned_early": f"{early}/{repeats}"})
+    return rows
+
+
+def set_up_demo(out: Path) -> None:
+    """The reproduction end to end: the loader repository at 8 MiB and 1 MiB, its branch
+    ``unpinned``, and the command line's ``review --perf`` and ``perf --format json`` on it."""
+    results: dict = {"environment": environment(), "uploads": upload_timings(), "runs": []}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT / "src"), os.environ.get("PYTHONPATH")])),
+           "NO_COLOR": "1"}
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="perf-set-up-") as tmp:
+        for floats in (2 * 1024 * 1024, 256 * 1024):
+            repo = Path(tmp) / f"loader-{floats * 4}"
+            (repo / "perf_hooks").mkdir(parents=True)
+            (repo / "loader.py").write_text(LOADER.replace("FLOATS", str(floats)))
+            (repo / "perf_hooks" / "checks.py").write_text(LOADER_CHECK)
+            unpinned = LOADER.replace("torch.empty(FLOATS, pin_memory=True)", "torch.empty(FLOATS)")
+            for argv in (["init", "-q", "-b", "main"], ["add", "-A"], [*GIT, "commit", "-q", "-m", "pinned"],
+                         ["checkout", "-q", "-b", "unpinned"]):
+                subprocess.run(["git", "-C", str(repo), *argv], check=True)
+            (repo / "loader.py").write_text(unpinned.replace("FLOATS", str(floats)))
+            for argv in (["add", "-A"], [*GIT, "commit", "-q", "-m", "unpinned"]):
+                subprocess.run(["git", "-C", str(repo), *argv], check=True)
+            for name, command in (("review", ["review", "--diff", "main..unpinned", "--perf"]),
+                                  ("perf_json", ["perf", "--diff", "main..unpinned", "--format", "json"])):
+                started = time.perf_counter()
+                proc = subprocess.run([sys.executable, "-m", "rltrefactor", *command], cwd=repo, env=env,
+                                      capture_output=True, text=True)
+                results["runs"].append({"bytes": floats * 4, "command": "rltrefactor " + " ".join(command),
+                                        "exit": proc.returncode, "wall_seconds": round(time.perf_counter() - started, 2),
+                                        "stdout": proc.stdout, "stderr": proc.stderr[-2000:]})
+                (out / f"{name}_{floats * 4}.txt").write_text(proc.stdout + proc.stderr)
+                print(json.dumps({"bytes": floats * 4, "command": name, "exit": proc.returncode}), flush=True)
+    (out / "perf_set_up.json").write_text(json.dumps(results, indent=1, sort_keys=True))
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--out", type=Path)
     group.add_argument("--render", type=Path)
+    group.add_argument("--set-up", type=Path, metavar="OUT", help="the unpinned-in-__init__ reproduction")
     args = parser.parse_args()
-    if args.out:
+    if args.set_up:
+        set_up_demo(args.set_up)
+    elif args.out:
         run(args.out)
     else:
         print(render(json.loads(args.render.read_text())), end="")

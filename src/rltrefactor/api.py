@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .matching.cache import ResultCache
 from .change.changeset import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
+from .context.typeengine import TypeEngine
 from .matching.engine import Engine, select_rules, skipped_experimental
 from .matching.executor import default_jobs, review_files
 from .matching.rule_options import check_rule_options
@@ -23,6 +24,7 @@ from .library.globs import matches
 from .library.model import Library, Rule
 from .matching.rule_index import load_rules
 from .change.contents import RepositoryTexts, read_sources
+from .context.configured_names import unmatched_function_warnings
 from .findings.finishing import Matched, Scope, finish, finish_measured
 from .perf.records import PerfSummary
 from .findings.result import ReviewResult
@@ -67,6 +69,9 @@ class ReviewRequest:
     progress: Callable[[int, int], None] | None = None  # (files done, files to do)
     perf: PerfRequest | None = None  # also run the perf hook on the change
     baseline: str | None = None  # baseline file: the findings it records do not fail
+    config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
+    # Recording a baseline: analysed as a review of a change is (``_call_index``).
+    recording_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,8 +92,8 @@ class _Loaded:
     matchers: Mapping[str, Matcher]  # automated rules' matchers by id (see ``rule_index``)
 
 
-def _load(repo_root: str, overrides: Mapping[str, Any] | None = None) -> _Loaded:
-    config = load_config(repo_root, overrides)
+def _load(repo_root: str, overrides: Mapping[str, Any] | None = None, config_file: str | None = None) -> _Loaded:
+    config = load_config(repo_root, overrides, config_file)
     library, matchers = load_rules(config.rule_dirs)
     return _Loaded(config, library, matchers)
 
@@ -98,18 +103,42 @@ def review_change(request: ReviewRequest) -> ReviewReport:
     every finding (``finishing``), the baseline's included."""
     baseline = _load_baseline(request.baseline)
     matched, result, loaded = _static_review(request)
-    if request.perf is not None:
-        matched, result = _with_perf(matched, result, request.perf, loaded)
-    started = time.perf_counter()
-    finished = finish(matched, baseline)
+    try:
+        if request.perf is not None:
+            matched, result = _with_perf(matched, result, request.perf, loaded)
+        started = time.perf_counter()
+        finished = finish(matched, baseline)  # pre-existing findings ask the type engine too
+    finally:
+        if matched.engine.type_engine is not None:
+            matched.engine.type_engine.close()
     matched.engine.release_models()
     total = result.timings.get("total", 0.0) + time.perf_counter() - started
     result = replace(result, findings=finished.findings, drops=finished.drops, checklist=finished.checklist,
                      moved_to_run_less=finished.moved_to_run_less, timings={**result.timings, "total": total})
     # An empty change reviewed nothing, so nothing was held back from it.
     skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
-    warnings = (*loaded.config.warnings, *_experimental_warning(skipped), *finished.warnings)
+    warnings = (*loaded.config.warnings, *unmatched_function_warnings(result.change, loaded.config),
+                *_experimental_warning(skipped), *_type_engine_warning(matched.engine),
+                *finished.warnings)
     return ReviewReport(result, finished.baseline, warnings)
+
+
+def _type_engine(root: str, config: Config, cache_dir: str | None) -> TypeEngine | None:
+    """The type engine for this review, or None where the configuration turns it off."""
+    if not config.type_engine:
+        return None
+    engine = TypeEngine(root, cache_dir=cache_dir)
+    engine.check()
+    return engine
+
+
+def _type_engine_warning(engine: Engine) -> tuple[str, ...]:
+    """One line when the type engine could not answer: the review went on without it."""
+    types = engine.type_engine
+    if types is None or types.unavailable is None:
+        return ()
+    return (f"type engine off: {types.unavailable}; where values live was read from the code alone "
+            "(install rltrefactor's dependencies in the project's environment, or set type-engine = false)",)
 
 
 def _experimental_warning(skipped: tuple[Rule, ...]) -> tuple[str, ...]:
@@ -142,23 +171,29 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
     change = collect_changes(
         request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
     )
-    loaded = _load(change.repo_root or request.repo, request.overrides)
+    loaded = _load(change.repo_root or request.repo, request.overrides, request.config)
     config, library = loaded.config, loaded.library
     check_names(config, request.overrides or {}, library)
     check_rule_options(config, library)
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
+    cache_dir = request.cache_dir or default_cache_dir()
+    engine.type_engine = _type_engine(change.repo_root or request.repo, config, cache_dir if request.use_cache else None)
     loaded_at = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
-    cache = ResultCache(request.cache_dir or default_cache_dir(), repr((library, config))) if request.use_cache else None
+    types_key = engine.type_engine.cache_key() if engine.type_engine is not None else "no type engine"
+    cache = ResultCache(cache_dir, repr((library, config, types_key))) if request.use_cache else None
     outcomes, sources, errors, changed_functions = _review_targets(request, change, targets, engine, cache, rules)
     matched_at = time.perf_counter()
 
     by_path = {f.path: f for f in targets}
+    # Files git could not give (absent blobs) are no target; those the review reads are errors.
+    unread = [e for e in change.errors if not (config.exclude and matches(e.path, config.exclude))]
+    errors = unread + errors
     # A changed file with a recorded error (syntax, encoding, size, a matcher that gave
     # up) was not fully reviewed, even where the engine read part of it.
-    unreviewable = tuple(sorted({e.path for e in errors} & set(by_path)))
+    unreviewable = tuple(sorted({e.path for e in errors} & (set(by_path) | {e.path for e in unread})))
     result = ReviewResult(
         change=change,
         library_version=library.version,
@@ -174,7 +209,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
             **{f"rule:{rule_id}": seconds for rule_id, seconds in engine.rule_seconds.items()},
         },
         fail_on=config.fail_on,
-        fail_on_unreviewable=config.fail_on_unreviewable,
+        fail_on_unreviewable=_unreviewable_fails(config, request.staged),
         docs_url=config.docs_url,
         library_versions=library.versions,
         library_rules=len(library.rules),
@@ -201,8 +236,12 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
     """The repository's call index, built only when a rule that depends on where code
     runs may hit in a reviewed file: for every review of a change unless ``call-index =
     false``, for a full scan only with ``call-index = true`` (a scan asks about every
-    function of every file, which costs the parse of every file that calls them)."""
-    wanted = engine.config.call_index if engine.config.call_index is not None else not change.full_scan
+    function of every file, which costs the parse of every file that calls them).
+
+    A baseline is compared with reviews of changes: recording one, and a full scan checked
+    against one, are analysed as those are, so that an unchanged tree leaves no entry stale."""
+    as_a_change = not change.full_scan or request.baseline is not None or request.recording_baseline
+    wanted = engine.config.call_index if engine.config.call_index is not None else as_a_change
     if not wanted or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
         return None
     from .context.calls.index import build_index
@@ -268,11 +307,24 @@ def _review_targets(
 
 
 def _reviewable(changed: ChangedFile, change: ChangeSet, scope: Scope, config: Config) -> bool:
-    if changed.status == "deleted" or changed.binary or not changed.is_python:
+    if changed.status == "deleted" or not changed.is_python or any(e.path == changed.path for e in change.errors):
         return False
     if config.exclude and matches(changed.path, config.exclude):
         return False
-    return change.full_scan or scope == "files" or bool(changed.added_lines)
+    # A Python file git calls binary (NUL bytes) has no lines in the diff: it is read all
+    # the same, so that it is reported as not reviewed instead of passing unseen.
+    return change.full_scan or scope == "files" or bool(changed.added_lines) or changed.binary
+
+
+def _unreviewable_fails(config: Config, staged: bool) -> bool:
+    """Whether a file the review could not read fails the run: always with
+    ``--fail-on-unreviewable`` (or ``fail-on-unreviewable = true``), else as ``unreviewable``
+    says; unset, only under pre-commit (``--staged``), whose passing hooks show nothing."""
+    if config.fail_on_unreviewable:
+        return True
+    if config.unreviewable is not None:
+        return config.unreviewable == "fail"
+    return staged
 
 
 def _run_hook(change: ChangeSet, request: PerfRequest, config: Config,
@@ -311,6 +363,7 @@ class MeasureRequest:
     paths: tuple[str, ...] = ()
     fail_on: Severity | None = None  # None: the configuration's fail-on
     perf: PerfRequest = PerfRequest()
+    config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
 
 
 @dataclass(frozen=True)
@@ -337,7 +390,7 @@ def measure(request: MeasureRequest) -> MeasureResult:
     change = collect_changes(
         request.repo, diff=request.diff, diff_file=request.diff_file, staged=request.staged, paths=request.paths
     )
-    loaded = _load(change.repo_root or request.repo)
+    loaded = _load(change.repo_root or request.repo, config_file=request.config)
     summary = _run_hook(change, request.perf, loaded.config)
     findings = finish_measured(change, perf_findings(summary, change=change, library=loaded.library))
     return MeasureResult(summary, findings, request.fail_on or loaded.config.fail_on)
@@ -348,6 +401,7 @@ class ScaffoldRequest:
     target: str  # "path::qualname", the path from the repository root
     repo: str = "."
     force: bool = False  # overwrite an existing check file
+    config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
 
 
 def scaffold(request: ScaffoldRequest) -> Scaffold:
@@ -360,7 +414,7 @@ def scaffold(request: ScaffoldRequest) -> Scaffold:
         root = toplevel(request.repo)
     except ChangeInputError:
         root = request.repo  # not a git repository: the hooks directory is still found from here
-    config = load_config(root)
+    config = load_config(root, path=request.config)
     return write_scaffold(root, request.target, hooks_dir=config.perf_hooks, force=request.force)
 
 
@@ -379,7 +433,7 @@ class BaselineOutcome:
 
 def record_baseline(request: BaselineRequest) -> BaselineOutcome:
     """Review, then record every unsuppressed hit in ``request.output`` (or refresh it)."""
-    review_request = request.review
+    review_request = replace(request.review, recording_baseline=True)
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
     from .findings.baseline import update_baseline, write_baseline

@@ -79,6 +79,10 @@ class ChangeSet:
     base: str | None = None
     full_scan: bool = False
     description: str = ""
+    # Files of the change git could not give (their blobs are absent): never reviewed.
+    errors: tuple[FileError, ...] = ()
+    # Changed files the PATH arguments left out; counted only when they select none.
+    unselected: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,8 @@ class Hit:
     bindings: Mapping[str, str] = field(default_factory=dict)  # metavariable -> source
     residency: str = ""  # "device", "unknown" or "" (``matchers.base.Match.residency``)
     residency_of: str = ""  # the value's source text, when ``residency`` is set
+    residency_why: str = ""  # what placed it there, or which fact is missing (``Match.residency_why``)
+    fix: str = ""  # a fix fitted to the shape of the flagged code, in place of the rule's (``matching.fix_shapes``)
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,8 @@ class PerfEvidence:
     head_count: int
     device: str
     detail: str = ""  # e.g. "+1 sync at engine/runner.py:212 — step_tokens.item()"
+    # The other categories the check added on the same line, as (category, added count).
+    also: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,18 @@ class Finding:
     # the next line), reported here once.
     also_rules: tuple[str, ...] = ()
     moved_from: BaseLocation | None = None  # a pre-existing finding whose code moved here from elsewhere
+    # ``impact`` is one sentence of what this code costs. ``evidence`` is at most one line
+    # showing the cost is real here (where the code runs, what the perf hook measured on
+    # this line); ``notes`` are the caveats and context of the claim (how often it runs is
+    # not visible, where a value lives is unknown, other rules and lines of the problem),
+    # shown by ``--explain`` and in JSON, never in the default view.
+    evidence: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def explanation(self) -> str:
+        """The full text: the impact, its evidence and every note, as sentences."""
+        return " ".join(part for part in (self.impact, self.evidence, *self.notes) if part)
 
 
 @dataclass(frozen=True)

@@ -259,13 +259,14 @@ def review_of(tmp_path, base: str, head: str):
 def test_a_read_of_a_value_the_function_does_not_place_is_a_conditional_low_confidence_claim(tmp_path):
     finding = _one_finding(tmp_path, "            return batch.sum().item()")
     assert finding.confidence == "low"
-    assert "Where `batch.sum()` lives is not visible in this function" in finding.impact
+    (note,) = [n for n in finding.notes if "lives is not visible" in n]  # a caveat: --explain and JSON, not the impact
+    assert note.startswith("Where `batch.sum()` lives is not visible in this function")
 
 
 def test_a_read_of_a_value_the_function_puts_on_the_device_keeps_its_confidence(tmp_path):
     finding = _one_finding(tmp_path, "            placed = batch.to(self.device)\n            return placed.sum().item()")
     assert finding.confidence == "medium"  # a per-step name is the evidence of how often it runs
-    assert "lives is not visible" not in finding.impact
+    assert "lives is not visible" not in finding.explanation
 
 
 def test_a_parameter_annotated_as_a_numpy_array_is_host_memory(tmp_path):

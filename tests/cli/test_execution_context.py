@@ -32,7 +32,7 @@ def test_per_step_and_unknown_findings_carry_their_context(repo, cli):
     step = by_definition["Runner.execute_model"]
     assert step["execution"] == {"context": "per-step", "evidence": "`execute_model` runs per step"}
     # A per-step name is the evidence: the rule's high confidence drops to medium.
-    assert step["confidence"] == "medium" and "Per-step code" in step["impact"]
+    assert step["confidence"] == "medium" and step["evidence"] == "Per-step code: `execute_model` runs per step."
     other = by_definition["Runner.summarize"]
     # How often it runs is unknown, and so is where its parameter lives: a conditional claim.
     assert other["execution"]["context"] == "unknown" and other["confidence"] == "low"
@@ -54,7 +54,7 @@ def test_one_time_and_offline_changes_are_named_and_not_checked(repo, cli):
     assert "Runner.__init__  one-time" in result.out and "run_benchmark  offline" in result.out
     assert "No changed code runs per step, or might" in result.out and "hot-functions" in result.out
     # Printed as written: a bracketed table name is not taken for a style tag.
-    assert "under [tool.rltrefactor] in pyproject.toml" in result.out
+    assert "in the configuration ([tool.rltrefactor] or rltrefactor.toml)" in result.out
 
 
 def test_a_per_step_change_has_no_skip_notice(repo, cli):
@@ -73,7 +73,7 @@ def test_a_rule_repeated_in_one_function_is_one_finding_naming_the_other_lines(r
     document = cli("review", "--diff", "HEAD", "--format", "json", cwd=repo.path).json()
     (finding,) = [f for f in document["findings"] if f["rule"] == "host-sync-in-hot-path"]
     assert finding["line"] == 9 and finding["also_at"] == [10]
-    assert "The same at line 10." in finding["impact"]
+    assert "The same at line 10." in finding["notes"]
 
 
 def test_one_line_of_code_repeated_across_functions_is_a_finding_in_each(repo, cli):
@@ -151,10 +151,10 @@ def test_an_error_needs_code_the_configuration_declares_per_step(repo, cli):
     document, by_definition = _syncs_by_definition(repo, cli)
     named = by_definition["Runner.execute_model"]
     assert named["severity"] == "warning"
-    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in named["impact"]
+    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in named["notes"]
     unknown = by_definition["Runner.summarize"]
     assert unknown["severity"] == "warning"
-    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in unknown["impact"]
+    assert "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." in unknown["notes"]
 
 
 def test_a_per_step_function_the_configuration_names_keeps_the_error(repo, cli):

@@ -119,7 +119,7 @@ def test_an_unreviewable_file_is_counted_apart_and_can_fail_the_run(repo, cli, k
     (error,) = document["errors"]
     assert error["path"] == "model_executor/broken.py"
     gated = cli("review", "--diff", "HEAD", "--fail-on-unreviewable", cwd=repo.path)
-    assert gated.code == 1 and "could not be fully reviewed (--fail-on-unreviewable)" in gated.out
+    assert gated.code == 1 and "could not be fully reviewed (fails the run)" in gated.out
     repo.write("pyproject.toml", "[tool.rltrefactor]\nfail-on-unreviewable = true\n")
     assert cli("review", "--diff", "HEAD", cwd=repo.path).code == 1
 

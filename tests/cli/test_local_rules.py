@@ -150,3 +150,72 @@ def test_reports_and_rules_commands_name_the_local_library_beside_the_bundled_on
 
     run = len(select_rules(load_library([str(repo.path / "review/rules")]), Config()))
     assert f"{run} of {total} rules run on 1 file." in header
+
+
+RUNNER = "import torch\n\n\ndef execute_model(self, batch):\n    out = self.model(batch)\n    {line}\n    return out\n"
+
+
+def _fix_commit(repo, line: str, fixed: str, subject: str) -> str:
+    repo.write("engine/worker/model_runner.py", RUNNER.format(line=line))
+    repo.commit("before")
+    repo.write("engine/worker/model_runner.py", RUNNER.format(line=fixed))
+    return repo.commit(subject)
+
+
+def _since_line(text: str) -> str:
+    (line,) = [line for line in text.splitlines() if line.startswith("    since: ")]
+    return line
+
+
+def test_a_first_local_rule_writes_the_local_library_and_a_second_draft_reads_it(repo, cli):
+    from rltrefactor.library.loader import load_library
+
+    bundled = load_library().version
+    first = _fix_commit(repo, "torch.cuda.empty_cache()", "out = out.detach()", "Stop emptying the cache every step")
+    # Printed only: nothing is written, and `since` names the local library's first version.
+    printed = cli("rules", "new", "--from-commit", first, "--path", "engine/worker/model_runner.py", "--lines", "6",
+                  cwd=repo.path)  # fmt: skip
+    assert printed.code == 0, printed.err
+    assert _since_line(printed.out) == ("    since: 0.1.0  # review/rules/library.yaml does not exist yet: "
+                                        "--output review/rules/<area>.yaml writes it with this version")
+    assert not (repo.path / "review").exists()
+    target = "review/rules/device-residency.yaml"
+    made = cli("rules", "new", "--from-commit", first, "--path", "engine/worker/model_runner.py", "--lines", "6",
+               "--output", target, cwd=repo.path)  # fmt: skip
+    assert made.code == 0, made.err
+    assert made.out == (
+        f"{target}: added rule entry empty-cache-call-on-step-path (pattern torch.cuda.empty_cache()); wrote "
+        "review/rules/library.yaml (version 0.1.0, the first of this repository's rule library); fill in the TODO "
+        "fields, then run 'rltrefactor rules check --rule-dir review/rules' and 'rltrefactor rules test --rule-dir "
+        "review/rules empty-cache-call-on-step-path'; reviews load these rules once rule-dirs names review/rules "
+        "(under [tool.rltrefactor])\n"
+    )
+    # The library written is the one docs/writing-rules.md shows.
+    library = (repo.path / "review/rules/library.yaml").read_text()
+    assert library == _doc_files()["review/rules/library.yaml"]
+    assert _since_line((repo.path / target).read_text()) == (
+        "    since: 0.1.0  # the first version of review/rules/library.yaml, written with this rule")
+    assert f"since: {bundled}" not in (repo.path / target).read_text()
+    # A second draft reads the library written by the first and leaves it as it is.
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nrule-dirs = ["review/rules"]\n')
+    second = _fix_commit(repo, "n = out.sum().item()", "n = out.sum()", "Keep the sum on the device")
+    again = cli("rules", "new", "--from-commit", second, "--path", "engine/worker/model_runner.py", "--lines", "6",
+                "--output", target, cwd=repo.path)  # fmt: skip
+    assert again.code == 0, again.err
+    assert "wrote" not in again.out and "--rule-dir" not in again.out and "reviews load" not in again.out
+    assert (repo.path / "review/rules/library.yaml").read_text() == library
+    sinces = [line for line in (repo.path / target).read_text().splitlines() if line.startswith("    since: ")]
+    assert sinces[1] == "    since: 0.2.0  # the next version of review/rules/library.yaml: bump it to this"
+    loaded = load_library([str(repo.path / "review/rules")])
+    assert [loaded.get(i).since for i in ("empty-cache-call-on-step-path", "item-call-on-step-path")] == ["0.1.0", "0.2.0"]
+
+
+def test_version_prints_the_tool_and_the_bundled_rule_library(repo, cli):
+    import re
+
+    from rltrefactor import __version__
+
+    library_yaml = WRITING_RULES.parents[1] / "rules" / "library.yaml"
+    library = re.search(r"^version: (\S+)$", library_yaml.read_text(encoding="utf-8"), re.M).group(1)
+    result = cli("--version", cwd=repo.path)
+    assert (result.code, result.out, result.err) == (0, f"rltrefactor {__version__} (rule library {library})\n", "")

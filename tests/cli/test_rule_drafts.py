@@ -8,7 +8,6 @@ import pytest
 
 from rltrefactor.authoring.entry import mark_expected
 from rltrefactor.authoring.excerpt import cut_excerpt
-from rltrefactor.authoring.naming import draft_title
 from rltrefactor.authoring.scaffold import TargetLibrary, fix_lines, scaffold_rule
 from rltrefactor.errors import ChangeInputError
 from rltrefactor.library.schema import RULE_ID
@@ -139,7 +138,9 @@ def test_a_fix_of_a_string_only_drafts_a_checklist_rule_without_a_pattern(repo, 
     assert "    manual: true\n" in draft.entry and "matcher:" not in draft.entry
     assert "# expect" not in "".join(_examples(draft.entry))
     assert "    # No pattern drafted: the fix changes only string or number values" in draft.entry
-    assert '    title: "Move the result to the device"  # TODO drafted from the commit subject' in draft.entry
+    # Titled from the value the bad code hard-codes, not from the commit subject.
+    assert "    title: \"`'cpu'` hard-coded on the step path (the fix writes `'cuda'`)\"  # TODO drafted from the value" in draft.entry
+    assert "Move the result" not in draft.entry
     assert draft.entry.isascii()
     (repo.path / "review").mkdir()
     assert main(["rules", "new", "--repo", str(repo.path), "--from-commit", sha, "--path", "engine/runner.py",
@@ -221,9 +222,54 @@ def test_the_expect_marker_keeps_a_comment_and_skips_a_line_inside_a_string():
     assert mark_expected('s = """a\nb""".join(x.item())\n', (1,)) is None
 
 
-def test_a_subject_title_is_ascii_without_emoji_or_shortcodes():
-    assert draft_title(SUBJECT) == "Fix: keep the EOS check on the device"
-    assert draft_title(":zap: faster step \N{EM DASH} no sync.") == "Faster step no sync"
+def _comments_after_title(entry: str) -> str:
+    """The comment lines between the ``title:`` line and ``status:``, joined."""
+    lines = entry.split("    title: ", 1)[1].split("    status: ", 1)[0].splitlines()[1:]
+    return " ".join(line.strip().removeprefix("# ") for line in lines)
+
+
+LOADER = """\
+import torch
+
+
+class Loader:
+    def __init__(self, size):
+        self.size = size
+        self.host = torch.zeros(size)
+
+    def forward(self, batch):
+        count = batch.sum().item()
+        return self.host[:count]
+"""
+
+
+def test_lines_spanning_a_one_time_and_a_per_step_function_say_which_line_ran_where(repo, cli):
+    fixed = LOADER.replace("self.size = size", "self.size = int(size)").replace(".sum().item()", ".sum()")
+    sha = _fix(repo, LOADER, fixed, subject="Keep the count on the device", path="engine/loader.py")
+    made = cli("rules", "new", "--from-commit", sha, "--path", "engine/loader.py", "--lines", "6-10", cwd=repo.path)
+    assert made.code == 0, made.err
+    # Line 6 (the first of --lines) is in `__init__`; the removed `.item()` ran per step, on line 10.
+    assert "  - id: item-call-on-step-path\n" in made.out
+    assert '    title: "`.item()` called on the step path"  # TODO drafted from what the fix removed in `Loader.forward`' in made.out
+    where = _comments_after_title(made.out)
+    assert where.startswith(f"Where the changed lines ran before the fix (numbered at {sha[:12]}^): line 6 in one-time code, "
+                            "in `Loader.__init__` (")
+    assert "; line 10 on the step path, in `Loader.forward` (" in where
+    assert where.endswith("`applies-to: {runs: per-step}` would report only the step-path lines.")
+
+
+def test_a_fix_that_only_adds_a_statement_is_titled_by_what_the_bad_code_lacks(repo):
+    before = "def finish(self, req):\n    self.lock.acquire()\n    self.pending.pop(req.id)\n    return req\n"
+    after = before.replace("    return req\n", "    self.lock.release()\n    return req\n")
+    sha = _fix(repo, before, after, subject="\N{BUG} Fix the deadlock on finish")
+    draft = scaffold_rule(str(repo.path), sha, "engine/runner.py", (4, 4), library=LIBRARY)
+    assert draft.pattern is None
+    assert '    title: "`self.lock.release()` missing in a function"  # TODO drafted from the statement the fix added' in draft.entry
+    assert "deadlock" not in draft.entry
+    assert _comments_after_title(draft.entry) == (
+        f"Where the changed lines ran before the fix (numbered at {sha[:12]}^): lines 3-4 in a function, in `finish` "
+        "(where it runs is not known)."
+    )
 
 
 def test_an_id_the_code_cannot_name_in_ascii_falls_back_to_the_commit(repo):
@@ -253,3 +299,16 @@ def test_the_title_says_where_the_code_ran_from_the_code_not_the_function_name(r
         before = "class Head:\n" + loop.format(name=name)
         sha = _fix(repo, before, before.replace("part.item()", "part"), subject="no sync")
         assert scaffold_rule(str(repo.path), sha, "engine/runner.py", (4, 4), library=LIBRARY).rule_id == rule_id
+
+
+def test_only_a_checkout_of_rltrefactor_drafts_into_the_bundled_library(repo):
+    from rltrefactor.authoring.target import target_library
+    from rltrefactor.library.location import bundled_rules_dir
+
+    bundled = bundled_rules_dir()
+    if bundled.name == "rules":  # run from the source tree, whose rules/ is the bundled library
+        own = target_library(str(bundled.parent), None, ())
+        assert (own.label, own.path) == ("rules/library.yaml", None)
+    local = target_library(str(repo.path), None, ())
+    assert (local.exists, local.since, local.configured) == (False, "0.1.0", False)
+    assert local.path == str(repo.path / "review" / "rules" / "library.yaml")

@@ -131,7 +131,7 @@ def _reported(tmp_path: Path, extra: dict[str, str]) -> list[tuple[str, int, boo
     repo.write("eng/pack.py", textwrap.dedent(PACK_HEAD))
     head = repo.commit()
     result = review(ReviewRequest(repo=str(repo.path), diff=f"{base}..{head}", cache_dir=str(tmp_path / "cache")))
-    return sorted((f.rule_id, f.span.line, "line 4" in f.impact) for f in result.findings if f.path == "eng/pack.py")
+    return sorted((f.rule_id, f.span.line, "line 4" in f.explanation) for f in result.findings if f.path == "eng/pack.py")
 
 
 def test_a_parameter_every_caller_passes_a_host_tensor_is_a_host_value_in_another_module(tmp_path: Path) -> None:

@@ -262,3 +262,21 @@ def test_every_registered_matcher_lives_in_an_area_package():
     outside = sorted(matcher_id for matcher_id, factory in PYTHON_MATCHERS.items()
                      if factory.cls.__module__.split(".")[3] not in MATCHER_AREAS)  # type: ignore[attr-defined]
     assert not outside, f"registered matchers outside an area package: {outside}"
+
+
+def _mentions_the_type_engine(path: Path) -> bool:
+    """Whether ``path``'s code (not its docstrings or comments) names the type engine's program."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and "pyrefly" in node.value.lower()
+               and id(node) not in docstrings for node in ast.walk(tree))
+
+
+def test_one_module_owns_the_type_engine():
+    owner = SOURCE / "context" / "typeengine.py"
+    users = sorted(_module_name(path) for path in SOURCE.rglob("*.py") if path != owner and _mentions_the_type_engine(path))
+    assert not users, f"{users} talk to the type engine: ask rltrefactor.context.typeengine"
+    assert _mentions_the_type_engine(owner)
+    assert _layer(_module_name(owner)) == [name for name, _ in LAYERS].index("context")

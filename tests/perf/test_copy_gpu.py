@@ -309,4 +309,4 @@ def test_a_large_pageable_upload_in_a_step_is_reported_as_a_sync_with_its_reason
     syncs = [d for d in summary.deltas if d.category == "sync" and d.added]
     assert [(d.line, d.head_count - d.base_count) for d in syncs] == [(line, 1)]
     finding = next(f for f in perf_findings(summary, change=change) if f.span.line == line)
-    assert "non_blocking upload of 67108864 bytes from pageable memory waits for the stream" in finding.impact
+    assert "non_blocking upload of 67108864 bytes from pageable memory waits for the stream" in finding.evidence

@@ -92,7 +92,7 @@ def test_a_large_pageable_upload_is_an_added_sync_with_its_reason_and_a_small_on
     syncs = [d for d in summary.deltas if d.category == "sync" and d.added]
     assert [d.line for d in syncs] == [large]
     finding = next(f for f in perf_findings(summary, change=change) if f.span.line == large)
-    assert "non_blocking upload of 67108864 bytes from pageable memory waits for the stream" in finding.impact
+    assert "non_blocking upload of 67108864 bytes from pageable memory waits for the stream" in finding.evidence
 
 
 def test_a_read_of_a_non_blocking_download_before_a_wait_is_a_race(demo_repo):

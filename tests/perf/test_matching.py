@@ -216,7 +216,8 @@ def test_one_finding_per_line_for_its_costliest_category():
     (finding,) = findings  # the removed copy is an improvement, not a finding
     assert (finding.rule_id, finding.area, finding.span.line, finding.severity) == ("perf-added-sync", "device-residency", 9, "error")
     assert finding.impact.startswith("+1 sync per call of c at a.py:9 (`n = x.sum().item()`; aten.item on cpu, base 0, head 1)")
-    assert finding.impact.endswith("Also on this line: +1 alloc.")
+    assert finding.evidence == "Also on this line: +1 alloc."  # one line of evidence; the impact is one sentence
+    assert "Also on this line" not in finding.impact and finding.perf.also == (("alloc", 1),)
     assert finding.perf.detail == "+1 sync at a.py:9 — n = x.sum().item()"
 
 
@@ -257,7 +258,7 @@ def test_a_measured_addition_confirms_the_static_finding_of_its_area_instead_of_
     found, drops = confirm([static(8), static(9, "b.py"), other_area, pre_existing, *measured])
     hit, other_file, other, old, lone = found
     assert hit.confirmed and hit.perf.category == "sync" and hit.perf.head_count == 1
-    assert hit.impact.startswith("i. Measured by the perf hook: +1 sync per call of `c` (base 0, head 1")
+    assert hit.impact == "i." and hit.evidence.startswith("Measured by the perf hook: +1 sync per call of `c` (base 0, head 1")
     assert [(d.finding.span.line, d.reason) for d in drops] == [(9, "confirms-finding")]
     # Another file, another area, or a finding the change did not add: the measurement stays a finding.
     assert not other_file.confirmed and not other.confirmed and not old.confirmed

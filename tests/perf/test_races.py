@@ -138,7 +138,7 @@ def test_a_race_outranks_a_sync_on_the_same_line():
                      copied_by=f"download-read at eng/step.py:10: {COPY.source}")
     sync = PerfDelta("c", "sync", "eng/step.py", 12, READ.source, 0, 1, "cuda:0")
     (finding,) = perf_findings(_summary(sync, race))
-    assert finding.rule_id == "perf-copy-race" and finding.impact.endswith("Also on this line: +1 sync.")
+    assert finding.rule_id == "perf-copy-race" and finding.evidence == "Also on this line: +1 sync."
 
 
 def test_a_hidden_sync_says_why_with_the_bytes_and_an_ordinary_one_does_not():
@@ -150,9 +150,9 @@ def test_a_hidden_sync_says_why_with_the_bytes_and_an_ordinary_one_does_not():
     ops = {"c|sync|eng/step.py:5": "aten._to_copy h2d pageable->device non_blocking",
            "c|sync|eng/step.py:6": "aten._local_scalar_dense"}
     first, second = perf_findings(_summary(upload, item, ops=ops))
-    assert first.impact.endswith(
+    assert first.evidence == (
         "Why it is a sync: non_blocking upload of 3145728 bytes from pageable memory waits for the stream.")
-    assert "Why it is a sync" not in second.impact
+    assert "Why it is a sync" not in second.explanation
 
 
 def test_a_measured_race_or_hidden_sync_confirms_the_static_finding_on_its_line():

@@ -134,6 +134,21 @@ def test_staged_defect_blocks_the_commit(hooked_repo):
             "to commit once without the review: git commit --no-verify") in output
 
 
+def test_a_file_the_review_cannot_read_blocks_the_commit_unless_the_project_says_warn(hooked_repo):
+    repo, env = hooked_repo
+    (repo / "model_executor" / "x.py").write_bytes(b"x = 1\n\0y = 2\n")  # NUL bytes: git calls it binary
+    assert _run(repo, env, "git", "add", "model_executor/x.py").returncode == 0
+    proc = _run(repo, env, "git", "commit", "-m", "change")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and _head_count(repo, env) == 1, output
+    assert "error model_executor/x.py: binary content (a NUL byte at byte 6); not reviewed" in output
+    assert "commit blocked: 1 staged file could not be reviewed (model_executor/x.py;" in output
+    (repo / "pyproject.toml").write_text('[tool.rltrefactor]\nunreviewable = "warn"\n')
+    assert _run(repo, env, "git", "add", "pyproject.toml").returncode == 0
+    proc = _run(repo, env, "git", "commit", "-m", "change")
+    assert proc.returncode == 0 and _head_count(repo, env) == 2, proc.stdout + proc.stderr
+
+
 def test_clean_change_is_committed(hooked_repo):
     repo, env = hooked_repo
     proc = _commit(repo, env, CLEAN)

@@ -75,7 +75,7 @@ def test_empty_result_is_valid_sarif(rec, validator):
 
 def test_driver_carries_versions_and_one_descriptor_per_rule(rec):
     rules = (rec.rule("a-rule"), rec.rule("b-rule", severity="info"), rec.manual_rule("c-rule", "lifecycle"))
-    run = _run(render_sarif(rec.result(rules=rules), docs_url="https://x.test/rules.md"))
+    run = _run(render_sarif(rec.result(rec.finding("a-rule"), rules=rules), docs_url="https://x.test/rules.md"))
     driver = run["tool"]["driver"]
     assert driver["name"] == "rltrefactor"
     assert driver["version"] == driver["semanticVersion"] == tool_version()
@@ -93,6 +93,22 @@ def test_driver_carries_versions_and_one_descriptor_per_rule(rec):
     assert a["properties"]["severity"] == "error"
     assert b["defaultConfiguration"]["level"] == "note"
     assert "manual" in c["properties"]["tags"] and "manual" not in a["properties"]["tags"]
+    # A rule without results is named by its title; its texts travel only where it reports.
+    assert b["shortDescription"]["text"] and "help" not in b and "fullDescription" not in b
+    assert b["helpUri"] == "https://x.test/rules.md#b-rule"
+
+
+def test_a_result_carries_its_own_text_not_the_rules(rec):
+    finding = rec.finding(evidence="Per-step code: `execute` runs per step.", notes=("How often this runs is not visible.",),
+                          confidence="medium")
+    (res,) = _run(render_sarif(rec.result(finding, rules=(rec.rule(),))))["results"]
+    assert res["message"]["text"] == (
+        "`logits.argmax(-1).item()` blocks the host every step. Per-step code: `execute` runs per step. "
+        "Fix: Keep the argmax on the device."
+    )
+    assert "title" not in res["properties"]  # the rule's title is its descriptor's shortDescription
+    assert res["properties"]["notes"] == ["How often this runs is not visible."]
+    assert res["properties"]["confidence"] == "medium"
 
 
 def test_result_fields(rec):

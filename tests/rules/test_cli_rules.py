@@ -14,7 +14,7 @@ from rltrefactor.authoring.docs import render_rules_markdown
 from rltrefactor.library.loader import load_library
 from rltrefactor.authoring.excerpt import cut_excerpt
 from rltrefactor.authoring.scaffold import (
-    TargetLibrary, draft_title, fix_lines, next_version, parse_line_range, scaffold_rule,
+    TargetLibrary, fix_lines, next_version, parse_line_range, scaffold_rule,
 )
 from rltrefactor.types import Hunk
 from rltrefactor.authoring.versioning import check_version_bump
@@ -125,9 +125,8 @@ def test_fix_lines_follow_hunks():
         fix_lines(hunks, 7, 8, "f.py")
 
 
-def test_next_version_and_drafted_title():
+def test_next_version():
     assert next_version("1.3.0") == "1.4.0" and next_version("2.9.4") == "2.10.0"
-    assert draft_title("keep the count on the device.\n\nThe read blocked every step.") == "Keep the count on the device"
 
 
 def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
@@ -149,8 +148,9 @@ def test_new_scaffolds_a_valid_entry_from_a_fix(repo, tmp_path, capsys):
     assert "added rule entry" in capsys.readouterr().out
     rule = load_library([str(target.parent)]).get("count-read-on-host")
     assert rule is not None and rule.automated and rule.area == "device-residency"
-    assert rule.since == "0.1.0"  # the local library's first version: it has no library.yaml yet
-    assert "local/library.yaml does not exist yet: write it with this version" in target.read_text()
+    assert rule.since == "0.1.0"  # the local library's first version: it had no library.yaml yet
+    assert "local/library.yaml, written with this rule" in target.read_text()
+    assert "version: 0.1.0\n" in (target.parent / "library.yaml").read_text()
 
 
 def test_new_rejects_a_root_commit(repo):

@@ -32,6 +32,7 @@ class Draft:
     good: str
     pattern: str | None = None  # None: a checklist rule (``manual: true``)
     note: str = ""  # why no pattern was drafted, written as a YAML comment
+    places: tuple[str, ...] = ()  # which changed line ran where, as comment lines
 
 
 def render_entry(draft: Draft) -> str:
@@ -40,6 +41,7 @@ def render_entry(draft: Draft) -> str:
     lines = [
         f"  - id: {draft.rule_id}",
         f"    title: {title}  # TODO drafted from {draft.title_from}: name the hazard",
+        *(f"    # {line}" for line in draft.places),
         "    status: experimental",
         f"    since: {draft.since}  {draft.since_note}",
         "    severity: warning",

@@ -60,6 +60,24 @@ def describe_lines(lines: Collection[int]) -> str:
     return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
+def statement_at(text: str, line: int) -> str:
+    """The innermost statement of ``text`` holding ``line``, on one line: a simple
+    statement whole, a compound one by its first line (``for part in parts:``)."""
+    source = text.splitlines()
+    fallback = source[line - 1].strip() if 0 < line <= len(source) else ""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return fallback
+    holding = [node for node in ast.walk(tree) if isinstance(node, ast.stmt) and node.lineno <= line <= last_line(node)]
+    if not holding:
+        return fallback
+    innermost = max(holding, key=lambda node: (node.lineno, -last_line(node)))
+    if _blocks(innermost):
+        return source[innermost.lineno - 1].strip()
+    return " ".join(part.strip() for part in source[innermost.lineno - 1 : last_line(innermost)])
+
+
 def first_line(node: ast.stmt) -> int:
     decorators: list[ast.expr] = getattr(node, "decorator_list", [])
     return min([node.lineno, *(d.lineno for d in decorators)])

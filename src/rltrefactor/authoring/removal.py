@@ -48,6 +48,7 @@ class Candidate:
     pattern: str  # pattern syntax of docs/writing-rules.md, e.g. "$X.item()"
     name: str  # the last name of the callee or attribute, e.g. "item"
     shown: str  # how a title names it, e.g. "`.item()`"
+    lines: tuple[int, ...] = ()  # where its nodes start in the file before the fix
 
 
 def change_kind(old_text: str, old_lines: Collection[int], new_text: str, new_lines: Collection[int]) -> ChangeKind:
@@ -146,13 +147,14 @@ def _candidate(shape: Shape, nodes: list[ast.expr]) -> Candidate:
     method = shape.callee.startswith(".")
     head = "$X" + shape.callee if method else shape.callee
     name = shape.callee.rsplit(".", 1)[-1]
+    lines = tuple(sorted({node.lineno for node in nodes}))
     if shape.kind == "attribute":
-        return Candidate(shape, head, name, f"`{shape.callee}`")
+        return Candidate(shape, head, name, f"`{shape.callee}`", lines)
     shown = f"`{shape.callee}()`"
     if shape.kind == "form" and shape.form is not None:
-        return Candidate(shape, f"{head}({_arguments(*shape.form)})", name, shown)
+        return Candidate(shape, f"{head}({_arguments(*shape.form)})", name, shown, lines)
     bare = all(isinstance(node, ast.Call) and not node.args and not node.keywords for node in nodes)
-    return Candidate(shape, f"{head}()" if bare else f"{head}(...)", name, shown)
+    return Candidate(shape, f"{head}()" if bare else f"{head}(...)", name, shown, lines)
 
 
 def _arguments(positional: int, keywords: tuple[str, ...]) -> str:
@@ -168,6 +170,28 @@ def _arguments(positional: int, keywords: tuple[str, ...]) -> str:
         taken.add(var)
         named.append(f"{keyword}=${var}")
     return ", ".join([f"${letter}" for letter in letters] + named)
+
+
+def changed_literal(old_text: str, old_lines: Collection[int], new_text: str, new_lines: Collection[int]) -> tuple[str, str, int] | None:
+    """The first string or number value the fix replaced, as (before, after, line before);
+    None when the lines hold no replaced value or do not tokenize."""
+    old, new = _literals(old_text, old_lines), _literals(new_text, new_lines)
+    if old is None or new is None:
+        return None
+    for (before, line), (after, _) in zip(old, new):
+        if before != after:
+            return before, after, line
+    return None
+
+
+def _literals(text: str, lines: Collection[int]) -> list[tuple[str, int]] | None:
+    wanted = frozenset(lines)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    return [(token.string, token.start[0]) for token in tokens
+            if token.type in _LITERALS and any(line in wanted for line in range(token.start[0], token.end[0] + 1))]
 
 
 def _tokens(text: str, lines: Collection[int]) -> list[tuple[int, str]] | None:

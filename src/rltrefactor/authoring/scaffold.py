@@ -7,13 +7,16 @@ those lines, with the headers around them and a few neighbouring lines
 (``excerpt.py``). What the changed lines held before the fix and not after gives the
 pattern (``removal.py``); a pattern is kept only when the draft, tried as ``rules
 test`` runs it, reports its bad example's ``# expect`` lines and nothing in its good
-example (``entry.py``). The id and title name what the pattern reports and where.
+example (``entry.py``). The id and title name what the pattern reports and where that
+code ran (``naming.py``), read for every changed line; the draft says which line ran where.
 
 A fix that changes only string or number values gives no pattern: the draft is a
-checklist rule (``manual: true``) titled from the commit subject. A fix that changes
-only comments or layout is refused. ``since`` is the next minor version of the library
-the rule joins (the repository's own, where it goes into one). The texts a reviewer
-writes read ``TODO``: ``rules check`` names each one until it is written.
+checklist rule (``manual: true``), titled from the value it replaced (never from the
+commit subject, which says what the fix did, not what the bad code does). A fix that
+changes only comments or layout is refused. ``since`` follows the library the rule joins
+(``target.py``): the repository's own, whose ``library.yaml`` the first draft writes.
+The texts a reviewer writes read ``TODO``: ``rules check`` names each one until it is
+written.
 """
 
 from __future__ import annotations
@@ -22,16 +25,19 @@ import re
 from dataclasses import dataclass, replace
 
 from ..change.changeset import collect_changes
-from ..change.git import git, read_blob, rev_parse
+from ..change.git import read_blob, rev_parse
 from ..config import declared_for, load_config
 from ..errors import ChangeInputError, GitError
 from ..library.model import AREAS
 from ..library.schema import RULE_ID
 from ..types import Hunk
 from .entry import Draft, mark_expected, render_entry, trial
-from .excerpt import cut_excerpt, describe_lines
-from .naming import Place, ascii_only, draft_names, draft_title, place_of
-from .removal import change_kind, removed_candidates, shape_lines
+from .excerpt import cut_excerpt, describe_lines, statement_at
+from .naming import Places, ascii_only, candidate_title, draft_names, literal_title, places_of, statement_title
+from .removal import Candidate, change_kind, changed_literal, removed_candidates, shape_lines
+from .target import TargetLibrary, bundled_target, next_version
+
+__all__ = ["FixLines", "RuleDraft", "TargetLibrary", "fix_lines", "next_version", "parse_line_range", "scaffold_rule"]
 
 
 @dataclass(frozen=True)
@@ -109,30 +115,8 @@ def _near_code(text: str, lines: frozenset[int]) -> frozenset[int]:
     return frozenset(near)
 
 
-def next_version(version: str) -> str:
-    """The library version a new rule ships in: the next minor (1.3.0 -> 1.4.0)."""
-    major, minor, _ = (int(part) for part in version.split("."))
-    return f"{major}.{minor + 1}.0"
-
-
-@dataclass(frozen=True)
-class TargetLibrary:
-    """The library a scaffolded rule joins: how to name it, and its version today."""
-
-    label: str  # e.g. "review/rules/library.yaml"
-    version: str
-    exists: bool = True  # False: the library.yaml is still to be written
-
-    @property
-    def since_note(self) -> str:
-        """What to do with the version ``since`` names, as a YAML comment."""
-        if self.exists:
-            return f"# the next version of {self.label}: bump it to this"
-        return f"# {self.label} does not exist yet: write it with this version (schema: 1, retired-ids: [])"
-
-
 def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rule_id: str | None = None,
-                  area: str | None = None, library: TargetLibrary | None = None) -> RuleDraft:
+                  area: str | None = None, library: TargetLibrary | None = None, config: str | None = None) -> RuleDraft:
     """A YAML rule entry (list item, two-space indented) for ``rules/<area>.yaml``.
 
     ``library`` is the library the rule joins (None: the bundled one).
@@ -157,18 +141,39 @@ def scaffold_rule(repo: str, sha: str, path: str, lines: tuple[int, int], *, rul
             f"{path} at {sha}: lines {describe_lines(fix.new)} change only comments or layout; "
             "a rule is drafted from a fix that changes code: pick --lines that cover one"
         )
-    target = library or _bundled()
-    subject = draft_title(git(repo, "log", "-1", "--format=%B", commit))
+    target = library or bundled_target()
+    places = places_of(path, old_text, fix.old, declared_for(load_config(repo, path=config), path))
+    # A fix that only added code removed nothing: its old lines are merely beside the addition.
+    removed = kind == "code" and not fix.old_beside
+    candidates = removed_candidates(old_text, fix.old, new_text, fix.new) if removed else []
+    title, title_from = _title(old_text, new_text, fix, places, candidates)
     draft = Draft(
-        rule_id or f"new-rule-from-{commit[:7]}", area, path, commit, subject, "the commit subject",
-        next_version(target.version), target.since_note,
+        rule_id or f"new-rule-from-{commit[:7]}", area, path, commit, title, title_from, target.since, target.since_note,
         bad=cut_excerpt(old_text, fix.old, f"{path} at {sha}^"), good=cut_excerpt(new_text, fix.new, f"{path} at {sha}"),
-        note=_NO_PATTERN[kind],
+        note=_NO_PATTERN[kind], places=tuple(places.note(f"numbered at {commit[:12]}^")),
     )  # fmt: skip
-    if kind == "code":
-        place = place_of(path, old_text, fix.old, declared_for(load_config(repo), path))
-        draft = _with_pattern(draft, old_text, new_text, fix, place, keep_id=rule_id is not None)
+    if candidates:
+        draft = _with_pattern(draft, candidates, places, keep_id=rule_id is not None)
     return RuleDraft(draft.rule_id, render_entry(draft), draft.pattern)
+
+
+def _title(old_text: str, new_text: str, fix: FixLines, places: Places, candidates: list[Candidate]) -> tuple[str, str]:
+    """(title, what it was drafted from) for what the bad code does: the call or read the
+    fix removed, else the value it replaced, the statement it added or the one it changed."""
+    if candidates:
+        first = candidates[0]
+        place = places.at(first.lines)
+        return candidate_title(first, place), f"what the fix removed {ascii_only(place.origin)}"
+    literal = changed_literal(old_text, fix.old, new_text, fix.new)
+    if literal is not None:
+        place = places.at([literal[2]])
+        return literal_title(literal[0], literal[1], place), f"the value the fix replaced {ascii_only(place.origin)}"
+    place = places.at(fix.old)
+    if fix.old_beside:  # the fix only added code: what the bad code lacks
+        added = statement_at(new_text, _first_code(new_text, fix.new))
+        return statement_title(added, place, added=True), f"the statement the fix added {ascii_only(place.origin)}"
+    changed = statement_at(old_text, _first_code(old_text, fix.old))
+    return statement_title(changed, place, added=False), f"the statement the fix changed {ascii_only(place.origin)}"
 
 
 _NO_PATTERN = {
@@ -179,10 +184,20 @@ _NO_PATTERN = {
 }  # fmt: skip
 
 
-def _with_pattern(draft: Draft, old_text: str, new_text: str, fix: FixLines, place: Place, *, keep_id: bool) -> Draft:
+def _first_code(text: str, lines: frozenset[int]) -> int:
+    """The first of ``lines`` that holds code, not a blank line or a comment (else the first)."""
+    source = text.splitlines()
+    held = [n for n in sorted(lines) if 0 < n <= len(source) and source[n - 1].strip()
+            and not source[n - 1].lstrip().startswith("#")]  # fmt: skip
+    return held[0] if held else min(lines)
+
+
+def _with_pattern(draft: Draft, candidates: list[Candidate], places: Places, *, keep_id: bool) -> Draft:
     """``draft`` with the first pattern, of what the fix removed, that passes its examples;
-    named after it and ``place`` (but an id the author gave). ``draft`` itself when none does."""
-    for candidate in removed_candidates(old_text, fix.old, new_text, fix.new):
+    named after it and the hottest place its code ran (but an id the author gave).
+    ``draft`` itself when none does."""
+    for candidate in candidates:
+        place = places.at(candidate.lines)
         named = replace(draft, pattern=candidate.pattern, note="")
         names = draft_names(candidate, place)
         if names is not None:
@@ -213,14 +228,6 @@ def _tried(draft: Draft, lines: tuple[int, ...]) -> Draft | None:
             return None
         lines = reported
     return None
-
-
-def _bundled() -> TargetLibrary:
-    from ..library.loader import load_library
-    from ..library.location import LIBRARY_FILE
-    from ..matching.matchers.registry import check_matcher
-
-    return TargetLibrary(f"rules/{LIBRARY_FILE}", load_library(check_rule=check_matcher).version)
 
 
 def _blob(repo: str, rev: str, path: str, label: str) -> str:

@@ -9,9 +9,10 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Iterator
 
 from . import git as gitio
+from .absent import absent_blobs
 from .path_arguments import check_named, missing_path
-from ..errors import ChangeInputError
-from ..types import ChangedFile, ChangeSet, FileStatus, Hunk, Revision
+from ..errors import ChangeInputError, GitError
+from ..types import ChangedFile, ChangeSet, FileError, FileStatus, Hunk, Revision
 
 if TYPE_CHECKING:
     import unidiff
@@ -50,7 +51,12 @@ def collect_changes(
     # A PATH with no change under it is an empty change only if it names something.
     check_named(change, paths, relative)
     under = ", ".join(relative)
-    return replace(change, description=f"{change.description}, under {under}")
+    change = replace(change, description=f"{change.description}, under {under}")
+    if change.files:
+        return change
+    # Empty under the PATHs: say whether the change itself is.
+    whole = _from_index(root) if staged else _from_range(root, diff or "HEAD")
+    return replace(change, unselected=len(whole.files))
 
 
 def _pathspec(root: str, paths: tuple[str, ...]) -> tuple[str, ...]:
@@ -74,21 +80,25 @@ def _from_range(root: str, spec: str, pathspec: tuple[str, ...] = ()) -> ChangeS
         left, right = spec.split("...", 1)
         head = gitio.rev_parse(root, right or "HEAD")
         base = gitio.merge_base(root, gitio.rev_parse(root, left or "HEAD"), head)
-        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--", *pathspec))
-        return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})")
+        files, errors = _diff(root, (base, head), pathspec)
+        return ChangeSet(root, Revision("git", head), files, base=base, description=f"{spec} ({base[:10]}..{head[:10]})",
+                         errors=errors)
     if ".." in spec:
         left, right = spec.split("..", 1)
         base = gitio.base_rev_parse(root, left or "HEAD")
         head = gitio.rev_parse(root, right or "HEAD")
-        files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, head, "--", *pathspec))
+        files, errors = _diff(root, (base, head), pathspec)
         # From the empty tree everything is added: no base commit to compare findings with.
         base_commit = None if base == gitio.EMPTY_TREE else base
-        return ChangeSet(root, Revision("git", head), files, base=base_commit, description=f"{spec} ({base[:10]}..{head[:10]})")
+        return ChangeSet(root, Revision("git", head), files, base=base_commit,
+                         description=f"{spec} ({base[:10]}..{head[:10]})", errors=errors)
     # A single ref: what this branch changes since it left REF, working tree included.
     target = gitio.rev_parse(root, spec)
     base = gitio.merge_base(root, target, "HEAD") if gitio.has_commits(root) else target
-    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, base, "--", *pathspec)) + _untracked(root, pathspec)
-    return ChangeSet(root, Revision("worktree"), files, base=base, description=f"{spec} (merge base {base[:10]} to the working tree)")
+    files, errors = _diff(root, (base,), pathspec)
+    files += _untracked(root, pathspec)
+    return ChangeSet(root, Revision("worktree"), files, base=base,
+                     description=f"{spec} (merge base {base[:10]} to the working tree)", errors=errors)
 
 
 def _untracked(root: str, pathspec: tuple[str, ...] = ()) -> tuple[ChangedFile, ...]:
@@ -111,9 +121,25 @@ def _untracked(root: str, pathspec: tuple[str, ...] = ()) -> tuple[ChangedFile, 
 
 def _from_index(root: str, pathspec: tuple[str, ...] = ()) -> ChangeSet:
     base = gitio.rev_parse(root, "HEAD") if gitio.has_commits(root) else gitio.EMPTY_TREE
-    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, "--cached", base, "--", *pathspec))
+    files, errors = _diff(root, ("--cached", base), pathspec)
     base_commit = base if base != gitio.EMPTY_TREE else None
-    return ChangeSet(root, Revision("index"), files, base=base_commit, description="staged changes")
+    return ChangeSet(root, Revision("index"), files, base=base_commit, description="staged changes", errors=errors)
+
+
+def _diff(root: str, revs: tuple[str, ...], pathspec: tuple[str, ...]) -> tuple[tuple[ChangedFile, ...], tuple[FileError, ...]]:
+    """``git diff revs -- pathspec`` as changed files. Where git cannot make it because
+    blobs are absent (``absent``), the files with an absent blob are left out of the diff
+    and added without lines; those the review would read come back as errors too."""
+    try:
+        return parse_unified_diff(gitio.git(root, *_DIFF_ARGS, *revs, "--", *pathspec)), ()
+    except GitError:
+        absent = absent_blobs(root, revs, pathspec)
+        if not absent:
+            raise
+    left_out = tuple(f":(exclude,literal){a.path}" for a in absent)
+    files = parse_unified_diff(gitio.git(root, *_DIFF_ARGS, *revs, "--", *pathspec, *left_out))
+    errors = tuple(error for a in absent if (error := a.error()) is not None)
+    return files + tuple(a.changed_file() for a in absent), errors
 
 
 def _from_patch_file(repo: str, patch: str) -> ChangeSet:

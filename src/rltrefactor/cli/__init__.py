@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_STDOUT_CLOSED = 141  # 128 + SIGPIPE, what a shell reports for a process the signal ends
 FORMATS = ("text", "json", "sarif", "github", "markdown")
+CONFIG_HELP = ("the configuration file (default: rltrefactor.toml, .rltrefactor.toml or [tool.rltrefactor] in "
+               "pyproject.toml, at the repository root)")
 EXIT_CODES = (
     "exit codes: 0 no new, unsuppressed finding at or above --fail-on; 1 such findings; "
     "2 usage, configuration, input or internal error (one line on stderr)"
@@ -68,6 +70,7 @@ def _add_change_source(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--diff-file", metavar="PATCH", help="review a unified diff ('-' for stdin); contents from --repo's working tree")
     source.add_argument("--staged", action="store_true", help="review the index against HEAD (pre-commit)")
     parser.add_argument("--repo", default=".", help="repository root (default: current directory)")
+    parser.add_argument("--config", metavar="PATH", help=CONFIG_HELP)
 
 
 def _add_review_options(parser: argparse.ArgumentParser) -> None:
@@ -78,19 +81,22 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
     parser.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
-                        help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, too large)")
+                        help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, "
+                             "binary, too large, blob absent); --staged fails so unless unreviewable = \"warn\"")
     parser.add_argument("--checklist", choices=("touched", "all"), default="touched",
                         help="markdown: manual checklist of the areas the change touches (default) or of every area")
     parser.add_argument("--select", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids, areas or opt-in groups (pedantic) to run")
     parser.add_argument("--ignore", type=_csv, default=(), metavar="IDS", help="comma-separated rule ids or areas to skip")
     parser.add_argument("--quiet", "-q", action="store_true", help="text: only the summary line")
     parser.add_argument("--statistics", action="store_true", help="text: counts per rule")
+    parser.add_argument("--explain", action="store_true",
+                        help="text, markdown: each finding's full text, with the caveats of its claim (JSON has them as 'notes')")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto")
     parser.add_argument("--baseline", metavar="FILE", help="only findings not recorded in FILE fail (see 'rltrefactor baseline')")
     parser.add_argument("--update-pr-body", metavar="FILE", help="write the Markdown summary into a marked section of FILE")
     parser.add_argument("--docs-url", metavar="URL",
                         help="rules reference (made by 'rltrefactor rules docs') that markdown and sarif link rule ids "
-                             "to; overrides docs-url in pyproject.toml; without either, no links and the markdown "
+                             "to; overrides docs-url in the configuration; without either, no links and the markdown "
                              "summary carries the rule texts")
     parser.add_argument("--perf", action="store_true",
                         help="also run the perf hook: executes the repository's micro-checks at base and head")
@@ -126,7 +132,9 @@ def _csv(value: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="rltrefactor", description="Refactor review for PyTorch inference-engine code.", epilog=EXIT_CODES)
-    parser.add_argument("--version", action="version", version=f"rltrefactor {__version__}")
+    from .version import VersionAction
+
+    parser.add_argument("--version", action=VersionAction, help="print the tool's and the bundled rule library's versions")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     review = commands.add_parser("review", help="review a change against the rule library", epilog=EXIT_CODES)
     review.set_defaults(command_parser=review)
@@ -234,6 +242,7 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         progress=_progress_printer() if sys.stderr.isatty() and _full_scan(args) else None,
         perf=_perf_request(args) if args.perf else None,
         baseline=args.baseline,
+        config=args.config,
     )
 
 
@@ -291,6 +300,8 @@ def _run_review(args: argparse.Namespace) -> int:
         print(f"rltrefactor: {warning}", file=sys.stderr)
     if args.staged and result.gate_failed and result.failing:
         print(_blocked_commit(result), file=sys.stderr)
+    if args.staged and result.fail_on_unreviewable and result.files_unreviewable:
+        print(_blocked_unreviewable(result), file=sys.stderr)
     return _exit_code(result.perf, result.gate_failed)
 
 
@@ -300,6 +311,18 @@ def _blocked_commit(result: ReviewResult) -> str:
     count, them, their = ("1 finding", "it", "its") if len(failing) == 1 else (f"{len(failing)} findings", "them", "each one's")
     return (f"rltrefactor: commit blocked by {count}: fix {them}, or keep {them} with a reason at the end of {their} line: "
             f"# rltrefactor: ignore[{failing[0].rule_id}] <why it is not adopted>; "
+            "to commit once without the review: git commit --no-verify")
+
+
+def _blocked_unreviewable(result: ReviewResult) -> str:
+    """What a pre-commit user can do about staged files the review could not read, in one line."""
+    from ..report.paths import quote_path
+
+    paths = [quote_path(path) for path in result.files_unreviewable]
+    count = "1 staged file" if len(paths) == 1 else f"{len(paths)} staged files"
+    return (f"rltrefactor: commit blocked: {count} could not be reviewed ({', '.join(paths[:3])}"
+            f"{', ...' if len(paths) > 3 else ''}; the report above says why): fix {'it' if len(paths) == 1 else 'them'}, "
+            'or let such files pass with unreviewable = "warn" under [tool.rltrefactor]; '
             "to commit once without the review: git commit --no-verify")
 
 
@@ -336,7 +359,7 @@ def _run_perf(args: argparse.Namespace) -> int:
 
     measured = measure(MeasureRequest(
         repo=args.repo, diff=args.diff, diff_file=args.diff_file, staged=args.staged, paths=tuple(args.paths),
-        fail_on=args.fail_on, perf=_perf_request(args),
+        fail_on=args.fail_on, perf=_perf_request(args), config=args.config,
     ))
     if args.format == "json":
         text = render_perf_json(measured.summary, measured.findings)
@@ -376,6 +399,7 @@ def _render_markdown(result: ReviewResult, args: argparse.Namespace) -> str:
         docs_url=result.docs_url,
         show_preexisting=args.show_preexisting,
         all_manual=args.checklist == "all",
+        explain=getattr(args, "explain", False),
     )
 
 
@@ -402,7 +426,8 @@ def render(result: ReviewResult, args: argparse.Namespace, baseline: BaselineRep
         args.color == "auto" and args.output is None and sys.stdout.isatty() and not os.environ.get("NO_COLOR")  # rltrefactor: ignore[env-read-outside-config] the NO_COLOR terminal convention, read where output is coloured
     )
     return render_text(
-        result, color=color, show_preexisting=args.show_preexisting, quiet=args.quiet, statistics=args.statistics
+        result, color=color, show_preexisting=args.show_preexisting, quiet=args.quiet, statistics=args.statistics,
+        explain=getattr(args, "explain", False),
     )
 
 

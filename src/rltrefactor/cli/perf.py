@@ -34,6 +34,8 @@ def scaffold_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Arg
                         help="the function, e.g. loopy/engine.py::LLMEngine.step (path from the repository root)")
     parser.add_argument("--repo", default=".", help="repository root (default: current directory)")
     parser.add_argument("--force", action="store_true", help="overwrite the check file if it exists")
+    parser.add_argument("--config", metavar="PATH", help="the configuration file, for its perf-hooks (default: the "
+                                                         "repository root's rltrefactor.toml, .rltrefactor.toml or pyproject.toml)")
     parser.set_defaults(handler=run_scaffold, command_parser=parser, command="perf scaffold")
     return parser
 
@@ -41,7 +43,7 @@ def scaffold_parser(parser_class: type[argparse.ArgumentParser]) -> argparse.Arg
 def run_scaffold(args: argparse.Namespace) -> int:
     from ..api import ScaffoldRequest, scaffold
 
-    written = scaffold(ScaffoldRequest(args.target, repo=args.repo, force=args.force))
+    written = scaffold(ScaffoldRequest(args.target, repo=args.repo, force=args.force, config=args.config))
     todo = ", ".join(p.name for p in written.placeholders)
     step = f"fill in its set-up ({todo}), then " if todo else ""
     print(f"rltrefactor: wrote {written.path}: micro-check {written.check} of {written.target}; "

@@ -17,7 +17,7 @@ from ..library.model import AREAS, Library, Rule
 
 if TYPE_CHECKING:
     from ..authoring.examples import Status
-    from ..authoring.scaffold import TargetLibrary
+    from ..authoring.target import TargetLibrary
 
 # The handlers import the library machinery (and with it libcst) when they run, so that
 # building the command-line parser stays cheap for every other command.
@@ -57,6 +57,8 @@ def _action(
 ) -> argparse.ArgumentParser:
     parser = actions.add_parser(name, help=help_text)
     parser.add_argument("--rule-dir", action="append", default=[], metavar="DIR", help="also load repository-local rules from DIR")
+    parser.add_argument("--config", metavar="PATH", help="the configuration file, for its rule-dirs (default: the "
+                                                         "repository root's rltrefactor.toml, .rltrefactor.toml or pyproject.toml)")
     parser.set_defaults(handler=handler, command_parser=parser)
     return parser
 
@@ -72,7 +74,7 @@ def _library(args: argparse.Namespace) -> Library:
 def _local_dirs(args: argparse.Namespace) -> tuple[str, ...]:
     from ..config import load_config
 
-    configured = load_config(getattr(args, "repo", None) or ".").rule_dirs
+    configured = load_config(getattr(args, "repo", None) or ".", path=args.config).rule_dirs
     return tuple(dict.fromkeys([*configured, *args.rule_dir]))
 
 
@@ -212,26 +214,13 @@ def _docs(args: argparse.Namespace) -> int:
     return 0
 
 
-def _target_library(args: argparse.Namespace) -> TargetLibrary | None:
-    """The library the new rule joins: the directory of ``--output``, else the repository's
-    first ``rule-dirs`` entry; None (the bundled library) when neither names one."""
-    from ..authoring.scaffold import TargetLibrary
+def _target_library(args: argparse.Namespace) -> TargetLibrary:
+    """The library the new rule joins (``authoring.target``): the repository's own, but in
+    a checkout of rltrefactor drafting into its bundled ``rules/``."""
+    from ..authoring.target import target_library
     from ..config import load_config
-    from ..library.loader import display_dir, library_version
-    from ..library.location import LIBRARY_FILE, bundled_rules_dir
 
-    if args.output:
-        directory = os.path.dirname(os.path.abspath(args.output))
-    else:
-        configured = load_config(args.repo).rule_dirs
-        if not configured:
-            return None
-        directory = configured[0]
-    if os.path.realpath(directory) == os.path.realpath(bundled_rules_dir()):
-        return None
-    label = os.path.join(display_dir(directory), LIBRARY_FILE)
-    version = library_version(directory)
-    return TargetLibrary(label, version) if version is not None else TargetLibrary(label, "0.0.0", exists=False)
+    return target_library(args.repo, args.output, load_config(args.repo, path=args.config).rule_dirs)
 
 
 def _new(args: argparse.Namespace) -> int:
@@ -247,8 +236,9 @@ def _new(args: argparse.Namespace) -> int:
         example = os.path.join(os.path.dirname(args.output), f"{args.area or 'device-residency'}.yaml")
         raise ChangeInputError(f"{args.output}: rule files are named after their area (got {stem!r}); "
                                f"pass {example}, one of {', '.join(AREAS)}")
+    library = _target_library(args)
     draft = scaffold_rule(args.repo, args.from_commit, args.path, parse_line_range(args.lines), rule_id=args.new_id,
-                          area=args.area, library=_target_library(args))
+                          area=args.area, library=library, config=args.config)
     entry = draft.entry
     if not args.output:
         out.write(entry)
@@ -264,8 +254,21 @@ def _new(args: argparse.Namespace) -> int:
         text = f"area: {area}\nrules:\n" + entry.split("\n", 1)[1]
     from ..change.files import write_atomic
 
+    os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)  # a first local rule starts its directory
     write_atomic(args.output, text)
     drafted = f"pattern {draft.pattern}" if draft.pattern else "a checklist rule: no pattern drafted, see its comment"
-    then = f"'rltrefactor rules check' and 'rltrefactor rules test {draft.rule_id}'" if draft.pattern else "'rltrefactor rules check'"
-    out.write(f"{args.output}: added rule entry {draft.rule_id} ({drafted}); fill in the TODO fields, then run {then}\n")
+    wrote = ""
+    if library.writes and library.path is not None:
+        from ..authoring.target import LIBRARY_TEXT
+
+        write_atomic(library.path, LIBRARY_TEXT)
+        wrote = f"; wrote {library.label} (version {library.version}, the first of this repository's rule library)"
+    load = "" if library.configured else f" --rule-dir {library.directory}"
+    then = f"'rltrefactor rules check{load}'"
+    if draft.pattern:
+        then += f" and 'rltrefactor rules test{load} {draft.rule_id}'"
+    reviews = "" if library.configured else (
+        f"; reviews load these rules once rule-dirs names {library.directory} (under [tool.rltrefactor])")
+    out.write(f"{args.output}: added rule entry {draft.rule_id} ({drafted}){wrote}; fill in the TODO fields, "
+              f"then run {then}{reviews}\n")
     return 0

@@ -1,4 +1,5 @@
-"""``[tool.rltrefactor]`` in the reviewed repository's pyproject.toml, plus CLI overrides."""
+"""``[tool.rltrefactor]`` in the reviewed repository's pyproject.toml, or the same keys in a file of
+their own (``files``), plus CLI overrides."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import functools
 import os
 import re
 import sys
-import tomllib
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
@@ -16,7 +16,9 @@ from ..library.globs import GlobError, compile_glob, matches
 from ..library.names import NameChange, Names, bundled_names
 from ..library.protocols import ProtocolModel, Protocols, bundled_protocols, protocol_model
 from ..severity import SEVERITIES, Severity
-from .toml_text import key_line, key_location, located, misspelt_tables, read_text
+from .function_patterns import compile_entry
+from .files import ConfigFile, find_config
+from .toml_text import array_headers, key_label, key_line, key_location, located, read_text, table_name
 
 # Globs of files whose functions run per step unless their own code says otherwise.
 # Empty by default: where code runs is read from the code (``execution``); this is
@@ -39,7 +41,7 @@ class Declared:
     Function keys beat path keys, and ``cold-functions`` beats ``hot-functions`` (a cold
     pattern names the exceptions to a broad hot one)."""
 
-    hot_functions: tuple[str, ...] = ()  # regexes matched against a function's whole name
+    hot_functions: tuple[str, ...] = ()  # plain-name regexes or qualified names (``function_patterns``)
     cold_functions: tuple[str, ...] = ()
     hot_file: bool = False  # under hot-paths
     cold_file: bool = False  # under cold-paths
@@ -63,8 +65,8 @@ class Config:
     per_path_ignores: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     hot_paths: tuple[str, ...] = DEFAULT_HOT_PATHS
     cold_paths: tuple[str, ...] = DEFAULT_COLD_PATHS
-    # Regexes for whole function names that run per step / never run per step; they
-    # beat whatever the code or the names suggest (see ``execution.Declared``).
+    # Functions that run per step / never run per step, as plain-name regexes or qualified
+    # names (``function_patterns``); they beat whatever the code or the names suggest.
     hot_functions: tuple[str, ...] = ()
     cold_functions: tuple[str, ...] = ()
     names: tuple[NameChange, ...] = ()  # changes to the bundled name lists (``names``)
@@ -75,9 +77,14 @@ class Config:
     rule_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     fail_on: Severity = "warning"
     fail_on_unreviewable: bool = False  # a file that could not be reviewed fails the run
+    # What a file the review could not read does: "fail" or "warn"; None (unset): it
+    # fails a pre-commit review (``--staged``) only. ``fail_on_unreviewable`` beats it.
+    unreviewable: str | None = None
     # Where functions run, read across the repository (``context.calls``): None (unset) for
     # reviews of a change and not full scans, True always, False never (per file only).
     call_index: bool | None = None
+    # Ask the type engine (``context.typeengine``) what values are; False: read them from the code only.
+    type_engine: bool = True
     perf_hooks: str = "perf_hooks"
     perf_tests: tuple[str, ...] = ()  # pytest arguments (test paths) for ``perf --tests``; (): pytest's own
     perf_stubs: tuple[str, ...] = ()  # modules the perf hook's processes import as stubs (``flash_attn``)
@@ -85,6 +92,7 @@ class Config:
     docs_url: str | None = None  # the rules reference rule ids link to; None: no links
     warnings: tuple[str, ...] = ()  # one line each, for the user: read but not an error
     source: str = "defaults"  # the file the values came from, for error messages
+    source_prefix: str = "tool.rltrefactor"  # the table's prefix in ``source`` ("" in a file of its own)
 
 
 _KEYS = {
@@ -95,8 +103,8 @@ _KEYS = {
     "extend-hot-paths": "list of globs",
     "cold-paths": "list of globs",
     "extend-cold-paths": "list of globs",
-    "hot-functions": "list of regular expressions",
-    "cold-functions": "list of regular expressions",
+    "hot-functions": "list of function names (Class.method, *.step) or regular expressions",
+    "cold-functions": "list of function names (Class.method, *.step) or regular expressions",
     "names": "table of extend-<list> / remove-<list> = [values]",
     "protocols": "array of tables {bases, methods, source}",
     "test-paths": "list of globs",
@@ -106,7 +114,9 @@ _KEYS = {
     "rule-options": "table of rule id = {option = value}",
     "fail-on": "one of error, warning, info",
     "fail-on-unreviewable": "true or false",
+    "unreviewable": "one of fail, warn",
     "call-index": "true or false",
+    "type-engine": "true or false",
     "perf-hooks": "a directory",
     "perf-tests": "list of test paths (pytest arguments)",
     "perf-stubs": "list of module names",
@@ -124,24 +134,13 @@ def default_cache_dir() -> str:
     return os.path.join(base, "rltrefactor")
 
 
-def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None) -> Config:
-    path = os.path.join(repo_root, "pyproject.toml")
-    table: dict[str, Any] = {}
-    tools: Any = {}
-    text = ""
-    if os.path.isfile(path):
-        with open(path, "rb") as handle:
-            raw = handle.read()
-        text = raw.decode("utf-8", "replace")
-        try:
-            tools = tomllib.loads(text).get("tool", {})
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax") from None
-        table = tools.get("rltrefactor", {}) if isinstance(tools, dict) else {}
-    config = _from_table(table, path, text, repo_root)
-    warnings = misspelt_tables(tools, path, text)
-    if warnings:
-        config = replace(config, warnings=warnings)
+def load_config(repo_root: str, overrides: Mapping[str, Any] | None = None, path: str | None = None) -> Config:
+    """The configuration in the file ``path`` names (``--config``), else in the one found
+    at ``repo_root`` (``files.find_config``), with ``overrides`` applied."""
+    found = find_config(repo_root, path)
+    config = _from_table(found, repo_root)
+    if found.warnings:
+        config = replace(config, warnings=found.warnings)
     return apply_overrides(config, overrides or {})
 
 
@@ -154,20 +153,21 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     return replace(config, **changes)
 
 
-def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Config:
+def _from_table(found: ConfigFile, root: str) -> Config:
+    table, path, text, prefix = found.table, found.path, found.text, found.prefix
     for key in table:
         if key not in _KEYS:
             near = difflib.get_close_matches(key, _KEYS, n=1)
             hint = f" (did you mean '{near[0]}'?)" if near else ""
             raise ConfigError(
-                f"{key_location(path, text, key)}: [tool.rltrefactor]: unknown key '{key}'{hint}; "
+                f"{key_location(path, text, key, prefix=prefix)}: {f'[{prefix}]: ' if prefix else ''}unknown key '{key}'{hint}; "
                 f"valid keys: {', '.join(_KEYS)}"
             )
-    get: Callable[[str], Any] = lambda key: _typed(table, key, path, text)  # noqa: E731
+    get: Callable[[str], Any] = lambda key: _typed(table, key, path, text, prefix)  # noqa: E731
     per_path = get("per-path-ignores") or {}
     for glob in per_path:
-        line = key_line(text, "tool.rltrefactor.per-path-ignores", glob)
-        _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores")
+        line = key_line(text, table_name(prefix, "per-path-ignores"), glob)
+        _check_glob(glob, f"{path}:{line}" if line else path, text, "per-path-ignores", prefix)
     hot = tuple(get("hot-paths") or DEFAULT_HOT_PATHS) + tuple(get("extend-hot-paths") or ())
     cold = tuple(get("cold-paths") if get("cold-paths") is not None else DEFAULT_COLD_PATHS)
     cold += tuple(get("extend-cold-paths") or ())
@@ -177,13 +177,14 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
     cold_functions = tuple(get("cold-functions") or ())
     for key, patterns in (("hot-functions", hot_functions), ("cold-functions", cold_functions)):
         for pattern in patterns:
-            _check_regex(pattern, path, text, key)
+            _check_regex(pattern, path, text, key, prefix)
     exclude = tuple(get("exclude") if get("exclude") is not None else DEFAULT_EXCLUDE) + tuple(get("extend-exclude") or ())
     for key, globs in (("hot-paths", hot), ("cold-paths", cold), ("test-paths", get("test-paths") or ()), ("exclude", exclude)):
         for glob in globs:
-            _check_glob(glob, path, text, key)
+            _check_glob(glob, path, text, key, prefix)
     fail_on: Severity = get("fail-on") or "warning"  # checked on the next line
-    _check_choice(fail_on, SEVERITIES, "fail-on", key_location(path, text, "fail-on"))
+    _check_choice(fail_on, SEVERITIES, "fail-on", key_location(path, text, "fail-on", prefix=prefix))
+    unreviewable = _unreviewable(get("unreviewable"), bool(get("fail-on-unreviewable")), path, text, prefix)
     return Config(
         select=tuple(get("select") or ()),
         ignore=tuple(get("ignore") or ()),
@@ -192,32 +193,46 @@ def _from_table(table: Mapping[str, Any], path: str, text: str, root: str) -> Co
         cold_paths=cold,
         hot_functions=hot_functions,
         cold_functions=cold_functions,
-        names=_name_changes(get("names") or {}, path, text),
-        protocols=_protocol_models(get("protocols") or [], path, text),
+        names=_name_changes(get("names") or {}, path, text, prefix),
+        protocols=_protocol_models(get("protocols") or [], path, text, prefix),
         test_paths=tuple(get("test-paths") or DEFAULT_TEST_PATHS),
         exclude=exclude,
         rule_dirs=tuple(os.path.normpath(os.path.join(root, d)) for d in get("rule-dirs") or ()),
         rule_options=dict(get("rule-options") or {}),
         fail_on=fail_on,
         fail_on_unreviewable=bool(get("fail-on-unreviewable")),
+        unreviewable=unreviewable,
         call_index=get("call-index"),
+        type_engine=get("type-engine") is not False,
         perf_hooks=get("perf-hooks") or "perf_hooks",
         perf_tests=tuple(get("perf-tests") or ()),
-        perf_stubs=_checked_stubs(tuple(get("perf-stubs") or ()), key_location(path, text, "perf-stubs")),
-        perf_env=_checked_env(tuple(get("perf-env") or ()), key_location(path, text, "perf-env")),
-        docs_url=_check_url(get("docs-url"), f"{key_location(path, text, 'docs-url')}: [tool.rltrefactor] docs-url"),
+        perf_stubs=_checked_stubs(tuple(get("perf-stubs") or ()), _at_key(path, text, prefix, "perf-stubs")),
+        perf_env=_checked_env(tuple(get("perf-env") or ()), _at_key(path, text, prefix, "perf-env")),
+        docs_url=_check_url(get("docs-url"), _at_key(path, text, prefix, "docs-url")),
         source=path if table else "defaults",
+        source_prefix=prefix,
     )
 
 
-def _name_changes(table: Mapping[str, Any], path: str, text: str) -> tuple[NameChange, ...]:
+def _unreviewable(value: str | None, fail_on_unreviewable: bool, path: str, text: str, prefix: str) -> str | None:
+    """``unreviewable``, checked; ``fail-on-unreviewable = true`` is its older spelling of "fail"."""
+    where = key_location(path, text, "unreviewable", prefix=prefix)
+    if value is not None:
+        _check_choice(value, ("fail", "warn"), key_label(prefix, "unreviewable"), where)
+    if value == "warn" and fail_on_unreviewable:
+        raise ConfigError(f"{where}: {key_label(prefix, 'unreviewable')} = \"warn\" contradicts fail-on-unreviewable = true "
+                          f"({key_location(path, text, 'fail-on-unreviewable', prefix=prefix)}); keep one of the two")
+    return value
+
+
+def _name_changes(table: Mapping[str, Any], path: str, text: str, prefix: str) -> tuple[NameChange, ...]:
     """``[tool.rltrefactor.names]``: ``extend-<list>`` / ``remove-<list>`` of a bundled name list."""
     from ..library.names import bundled_names
 
     changes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for key, values in table.items():
-        line = key_line(text, "tool.rltrefactor.names", key)
-        where = f"{located(path, text, line, 'names')}: [tool.rltrefactor.names] {key}"
+        line = key_line(text, table_name(prefix, "names"), key)
+        where = f"{located(path, text, line, 'names', prefix=prefix)}: [{table_name(prefix, 'names')}] {key}"
         action, _, entry = key.partition("-")
         if action not in ("extend", "remove") or not entry:
             raise ConfigError(f"{where}: expected extend-<list> or remove-<list> (got {key!r}); "
@@ -240,11 +255,11 @@ _UNSTUBBABLE = frozenset({"torch", "rltrefactor", "pytest", "_pytest", "pluggy"}
 def _checked_stubs(names: tuple[str, ...], where: str) -> tuple[str, ...]:
     for name in names:
         if not _MODULE_NAME.fullmatch(name):
-            raise ConfigError(f"{where}: [tool.rltrefactor] perf-stubs: expected a dotted module name such as "
+            raise ConfigError(f"{where}: expected a dotted module name such as "
                               f"flash_attn or triton.language (got {name!r}); fix the entry")
         top = name.split(".")[0]
         if top in _UNSTUBBABLE or top in sys.stdlib_module_names:
-            raise ConfigError(f"{where}: [tool.rltrefactor] perf-stubs: {top} cannot be stubbed, the perf hook "
+            raise ConfigError(f"{where}: {top} cannot be stubbed, the perf hook "
                               f"itself runs on it (got {name!r}); remove the entry")
     return names
 
@@ -252,10 +267,10 @@ def _checked_stubs(names: tuple[str, ...], where: str) -> tuple[str, ...]:
 def _checked_env(globs: tuple[str, ...], where: str) -> tuple[str, ...]:
     for glob in globs:
         if not re.fullmatch(r"[\w*?]+", glob, re.ASCII):
-            raise ConfigError(f"{where}: [tool.rltrefactor] perf-env: expected a variable name or a glob such as "
+            raise ConfigError(f"{where}: expected a variable name or a glob such as "
                               f"MYAPP_* (got {glob!r}); use letters, digits, _ and the wildcards * and ?")
         if not re.search(r"\w", glob, re.ASCII):
-            raise ConfigError(f"{where}: [tool.rltrefactor] perf-env: a glob matching every name passes every "
+            raise ConfigError(f"{where}: a glob matching every name passes every "
                               f"credential on (got {glob!r}); name the variables, or prefixes such as MYAPP_*")
     return globs
 
@@ -269,7 +284,12 @@ def _check_url(url: str | None, where: str) -> str | None:
     return url
 
 
-def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
+def _at_key(path: str, text: str, prefix: str, key: str) -> str:
+    """``file:line: [tool.rltrefactor] key``: where a message about a top-level key starts."""
+    return f"{key_location(path, text, key, prefix=prefix)}: {key_label(prefix, key)}"
+
+
+def _typed(table: Mapping[str, Any], key: str, path: str, text: str, prefix: str) -> Any:
     value = table.get(key)
     if value is None:
         return None
@@ -286,7 +306,7 @@ def _typed(table: Mapping[str, Any], key: str, path: str, text: str) -> Any:
         ok = all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values())
     if not ok:
         raise ConfigError(
-            f"{key_location(path, text, key)}: [tool.rltrefactor] {key}: expected {_article(expected)} "
+            f"{_at_key(path, text, prefix, key)}: expected {_article(expected)} "
             f"(got {value!r}); fix the value"
         )
     return value
@@ -296,18 +316,18 @@ def _article(expected: str) -> str:
     return expected if expected.startswith(("one of", "true")) else f"a {expected}"
 
 
-def _check_glob(glob: str, path: str, text: str, key: str) -> None:
+def _check_glob(glob: str, path: str, text: str, key: str, prefix: str) -> None:
     try:
         compile_glob(glob)
     except GlobError as exc:
-        raise ConfigError(f"{key_location(path, text, key)}: [tool.rltrefactor] {key}: {exc}") from None
+        raise ConfigError(f"{_at_key(path, text, prefix, key)}: {exc}") from None
 
 
-def _check_regex(pattern: str, path: str, text: str, key: str) -> None:
+def _check_regex(pattern: str, path: str, text: str, key: str, prefix: str) -> None:
     try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise ConfigError(f"{key_location(path, text, key)}: [tool.rltrefactor] {key}: invalid regular expression {pattern!r} ({exc}); fix it") from None
+        compile_entry(pattern)
+    except ValueError as exc:
+        raise ConfigError(f"{_at_key(path, text, prefix, key)}: {exc}; fix it") from None
 
 
 def _check_choice(value: str, choices: tuple[str, ...], name: str, where: str) -> None:
@@ -324,8 +344,8 @@ def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> N
     """Every rule id or area the configuration names exists (the rule options are checked
     against their matchers by ``matching.rule_options``).
 
-    A name given on the command line is blamed on its flag, a name from pyproject.toml on
-    the file and line that holds it. ``library`` is the loaded rule library.
+    A name given on the command line is blamed on its flag, a name from the configuration
+    on the file and line that holds it. ``library`` is the loaded rule library.
     """
     from ..library.model import GROUPS
 
@@ -333,19 +353,20 @@ def check_names(config: Config, overrides: Mapping[str, Any], library: Any) -> N
     known = list(rules) + sorted({rule.area for rule in library.rules})
     # An opt-in group is selected by name; "default" runs anyway and names nothing to select.
     selectable = known + [group for group in GROUPS if group != "default"]
-    text = read_text(config.source)
+    text, prefix = read_text(config.source), config.source_prefix
     for key, flag in _NAMING_FLAGS.items():
         from_flag = overrides.get(key) not in (None, ())
         names_here = selectable if key == "select" else known
         for name in getattr(config, key):
             if name not in names_here:
-                where = flag if from_flag else f"{key_location(config.source, text, key)}: [tool.rltrefactor] {key}"
+                where = flag if from_flag else _at_key(config.source, text, prefix, key)
                 _unknown_name(where, name, names_here)
     for glob, names in config.per_path_ignores.items():
         for name in names:
             if name not in known:
-                line = key_line(text, "tool.rltrefactor.per-path-ignores", glob)
-                where = f"{located(config.source, text, line, 'per-path-ignores')}: [tool.rltrefactor.per-path-ignores] {glob!r}"
+                table = table_name(prefix, "per-path-ignores")
+                line = key_line(text, table, glob)
+                where = f"{located(config.source, text, line, 'per-path-ignores', prefix=prefix)}: [{table}] {glob!r}"
                 _unknown_name(where, name, known)
 
 
@@ -374,14 +395,15 @@ def protocols_for(models: tuple[ProtocolModel, ...]) -> Protocols:
     return Protocols(models + bundled_protocols().models)
 
 
-def _protocol_models(tables: list[Any], path: str, text: str) -> tuple[ProtocolModel, ...]:
+def _protocol_models(tables: list[Any], path: str, text: str, prefix: str) -> tuple[ProtocolModel, ...]:
     """``[[tool.rltrefactor.protocols]]``: models of the project's own bases, written like
     the entries of ``rules/protocols.yaml``."""
-    headers = [n for n, row in enumerate(text.splitlines(), 1) if row.replace(" ", "").startswith("[[tool.rltrefactor.protocols]]")]
+    section = table_name(prefix, "protocols")
+    headers = array_headers(text, section)
     models = []
     for index, table in enumerate(tables):
         line = headers[index] if index < len(headers) else None
-        where = f"{located(path, text, line, 'protocols')}: [[tool.rltrefactor.protocols]]"
+        where = f"{located(path, text, line, 'protocols', prefix=prefix)}: [[{section}]]"
         try:
             models.append(protocol_model(table))
         except ValueError as exc:

@@ -1,6 +1,10 @@
 """Where a key or table of the configuration lies in its TOML text, for one-line errors
 that name ``file:line``; and ``[tool.*]`` tables that look like a misspelt ``[tool.rltrefactor]``.
 
+The configuration's table sits under a *prefix*: ``tool.rltrefactor`` in pyproject.toml,
+nothing in a file of its own (``rltrefactor.toml``), where its keys are top-level and its
+sub-tables are ``[names]``, ``[[protocols]]``. Every locator takes that prefix.
+
 Best effort by design: ``tomllib`` gives values without lines, so lines are found again in
 the text, and an error without a line still names the file.
 """
@@ -19,8 +23,20 @@ def read_text(path: str) -> str:
         return handle.read().decode("utf-8", "replace")
 
 
-def located(path: str, text: str, line: int | None, fallback_key: str) -> str:
-    return f"{path}:{line}" if line else key_location(path, text, fallback_key)
+def table_name(prefix: str, *parts: str) -> str:
+    """The dotted name of a table under ``prefix``: ``tool.rltrefactor.names``, or ``names``
+    in a file of its own (an empty prefix)."""
+    return ".".join(part for part in (prefix, *parts) if part)
+
+
+def key_label(prefix: str, key: str) -> str:
+    """How a message names a top-level key: ``[tool.rltrefactor] fail-on``, or ``fail-on``
+    in a file of its own."""
+    return f"[{prefix}] {key}" if prefix else key
+
+
+def located(path: str, text: str, line: int | None, fallback_key: str, *, prefix: str) -> str:
+    return f"{path}:{line}" if line else key_location(path, text, fallback_key, prefix=prefix)
 
 
 def section_line(text: str, section: str) -> int | None:
@@ -47,23 +63,30 @@ def key_line(text: str, section: str, key: str) -> int | None:
     return None
 
 
-def key_location(path: str, text: str, key: str) -> str:
-    """``path:line`` of ``key`` inside the [tool.rltrefactor] section, or of its own
-    ``[tool.rltrefactor.key...]`` table, best effort. A ``path`` that names its line
-    already is returned as it is."""
+def key_location(path: str, text: str, key: str, *, prefix: str) -> str:
+    """``path:line`` of ``key`` inside the table ``prefix`` (the top level of the file when
+    it is empty), or of its own ``[prefix.key...]`` table, best effort. A ``path`` that
+    names its line already is returned as it is."""
     if re.search(r":\d+$", path):
         return path
-    in_section = False
-    tables = (f"[tool.rltrefactor.{key}", f'[tool.rltrefactor."{key}"')
+    # Outside a header, keys belong to the file's top level: the table itself when unprefixed.
+    in_section = not prefix
+    dotted = f"{prefix}." if prefix else ""
+    tables = tuple(f"{bracket}{dotted}{name}" for bracket in ("[", "[[") for name in (key, f'"{key}"'))
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if stripped.replace(" ", "").startswith(tables):
             return f"{path}:{number}"
         if stripped.startswith("["):
-            in_section = stripped.startswith("[tool.rltrefactor")
+            in_section = bool(prefix) and stripped.startswith(f"[{prefix}")
         elif in_section and stripped.split("=")[0].strip().strip('"') == key:
             return f"{path}:{number}"
     return path
+
+
+def array_headers(text: str, section: str) -> list[int]:
+    """Lines of the ``[[section]]`` headers, in order: the n-th is the n-th table of the array."""
+    return [number for number, row in enumerate(text.splitlines(), 1) if row.replace(" ", "").startswith(f"[[{section}]]")]
 
 
 

@@ -29,11 +29,11 @@ matchers ask, in ``matchers.context``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..config import NOTHING_DECLARED, Declared
+from ..config.function_patterns import first_match
 from ..source.functions import ExecutionKind as ExecutionKind  # re-exported: the kinds are this stage's vocabulary
 from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, function_tables, registered_names, text_of
 from ..library.names import Names, bundled_names, name_words
@@ -72,6 +72,9 @@ class FunctionExecution:
     # "protocol" (a model of the class's base), "call-chain" (the call index), "structure"
     # (a compiled kernel, a cached function), "name" (words of a name), "" when unknown.
     basis: str = ""
+    # Per step because the configuration alone says so (``_configured_per_step``): every
+    # per-step rule reads such a function as per step, whatever its own name lists say.
+    configured: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,7 +130,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     bases = class_bases(tree, definitions, imports or (lambda: import_table(tree)))
     protocols = declared.protocols or bundled_protocols()
     for function in functions:
-        declared_verdict = _declared_verdict(function.name, declared)
+        declared_verdict = _declared_verdict(function.name, function.qualname, declared)
         function.declared = declared_verdict is not None
         by_protocol = None if declared_verdict else _protocol_verdict(function, bases, protocols)
         function.kind, function.evidence = declared_verdict or by_protocol or _own_verdict(function, names, declared.hot_file)
@@ -145,12 +148,32 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     if declared.hot_file:
         for function in functions:
             if function.kind == "unknown":
-                function.kind, function.evidence, function.basis = "per-step", "the file is under hot-paths", "configuration"
+                function.kind, function.evidence, function.basis = "per-step", _HOT_PATHS_EVIDENCE, "configuration"
+    configured = _configured_per_step(functions)
     return ExecutionMap(tuple(
-        FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line, f.basis if f.kind != "unknown" else "")
+        FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line, f.basis if f.kind != "unknown" else "",
+                          id(f) in configured)
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
     ), repository.host_calls if repository is not None else frozenset(),
         repository.host_params if repository is not None else frozenset())
+
+
+_HOT_PATHS_EVIDENCE = "the file is under hot-paths"
+
+
+def _configured_per_step(functions: list[FileFunction]) -> set[int]:
+    """Ids of the functions only the configuration makes per step, and those defined in
+    them: each one ``hot-functions`` names, and each function of a file under
+    ``hot-paths`` that nothing else places. A function per step by its own code (a
+    ``forward``, a callee of one) is not among them: rules that read their own name
+    lists keep their reasons for leaving it out. Parents come before nested functions."""
+    found: set[int] = set()
+    for function in functions:
+        inherited = function.parent is not None and id(function.parent) in found
+        by_configuration = function.declared or function.evidence == _HOT_PATHS_EVIDENCE
+        if function.kind == "per-step" and (by_configuration or inherited):
+            found.add(id(function))
+    return found
 
 
 def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
@@ -180,10 +203,10 @@ def _index_basis(evidence: str) -> str:
     return "name"
 
 
-def _declared_verdict(name: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
-    if any(re.fullmatch(pattern, name) for pattern in declared.cold_functions):
+def _declared_verdict(name: str, qualname: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
+    if first_match(declared.cold_functions, name, qualname):
         return "one-time", f"`{name}` matches `cold-functions` in the configuration"
-    if any(re.fullmatch(pattern, name) for pattern in declared.hot_functions):
+    if first_match(declared.hot_functions, name, qualname):
         return "per-step", f"`{name}` matches `hot-functions` in the configuration"
     if declared.cold_file:
         return "offline", "the file is under cold-paths"

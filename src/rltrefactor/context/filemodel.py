@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..config import NOTHING_DECLARED, Declared
 from .execution import ExecutionMap, FunctionExecution, RepositoryContexts, execution_map
+from .typeengine import TypeEngine
 from ..source.aliases import ImportTable, import_table
 from ..source.functions import Mentions
 from ..source.kernels import AccumulatingKernel, accumulating_kernels
@@ -40,6 +41,14 @@ class FileModel:
     declared: Declared = NOTHING_DECLARED  # what the configuration declares about the file
     repository: RepositoryContexts | None = None  # what the call index tells the file; None: no index
     is_test: bool = False  # under test-paths
+    type_engine: TypeEngine | None = None  # what a value is, read across the repository; None: not asked
+
+    def value_type(self, line: int, column: int) -> str | None:
+        """The type the type engine gives the name at ``line`` (1-based), ``column`` (0-based),
+        or ``None``: unknown (no engine, no answer, or the engine's own ``Unknown``)."""
+        if self.type_engine is None or self.type_engine.unavailable is not None:
+            return None
+        return self.type_engine.type_at(self.path, self.text, line, column)
 
     @classmethod
     def read(

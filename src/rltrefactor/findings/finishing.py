@@ -19,7 +19,7 @@ The manual checklist is derived from what remains.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Literal, Mapping
 
 from ..change.contents import read_sources
@@ -28,7 +28,7 @@ from .merging import merge_findings
 from .moves import MovedToRunLess, mark_moved
 from .preexisting import complete_head, mark_preexisting
 from .repeats import group_repeats
-from ..matching.rule_findings import number_occurrences
+from ..matching.rule_findings import number_occurrences, with_note
 from .suppression import mark_suppressed, mark_suppressed_per_file
 from ..source.syntax import DefinitionMap, definitions
 from ..types import ChangedFile, ChangeSet, Drop, FileOutcome, Finding
@@ -196,8 +196,7 @@ def _name_baselined(kept: list[Finding], drops: Iterable[Drop]) -> list[Finding]
         lines = sorted(set(baselined.get((finding.path, finding.rule_id, finding.definition), ())))
         if lines and finding.status == "new" and not finding.suppressed:
             where = "hit at line" if len(lines) == 1 else "hits at lines"
-            finding = replace(finding, impact=f"{finding.impact} New beside the baselined {where} "
-                                              f"{', '.join(map(str, lines))} of this rule here.")
+            finding = with_note(finding, f"New beside the baselined {where} {', '.join(map(str, lines))} of this rule here.")
         named.append(finding)
     return named
 

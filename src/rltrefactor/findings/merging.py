@@ -11,7 +11,7 @@ status, neither suppressed nor a measurement alone, of different rules, and
 
 The finding first by location, then rule id, stays: its fingerprint, span and texts are
 kept (so baselines and suppressions keep matching it), it takes the most severe severity
-of the group and names the other rules (``also_rules``) and their impacts. The others
+of the group and names the other rules (``also_rules``) and their impacts (as notes). The others
 become ``merged-into-finding`` drops.
 """
 
@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..severity import SEVERITIES
+from ..matching.rule_findings import with_evidence
 from ..types import Drop, Finding, Span
 
 # ``a = ...``, ``a, b = ...``, ``self.a: T = ...``: the names a line assigns, as written.
@@ -131,7 +132,10 @@ def _merged(group: list[Finding]) -> Finding:
         for f in others
     ]
     confirmed = next((f for f in group if f.confirmed), None)
-    return replace(
-        first, severity=severity, also_rules=also_rules, impact=" ".join([first.impact, *notes]),
+    merged = replace(
+        first, severity=severity, also_rules=also_rules, notes=(*first.notes, *notes),
         confirmed=confirmed is not None, perf=first.perf if first.confirmed or confirmed is None else confirmed.perf,
     )
+    if confirmed is not None and not first.confirmed:  # the measurement that confirms the problem is its evidence
+        merged = with_evidence(merged, confirmed.evidence)
+    return merged

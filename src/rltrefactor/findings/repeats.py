@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..matching.rule_findings import with_evidence, with_note
 from ..types import Drop, Finding
 
 
@@ -31,7 +32,7 @@ def group_repeats(findings: list[Finding]) -> tuple[list[Finding], list[Drop]]:
         if finding.span.line not in kept[index].also_at and finding.span.line != kept[index].span.line:
             kept[index] = replace(kept[index], also_at=kept[index].also_at + (finding.span.line,))
         if finding.confirmed and not kept[index].confirmed:  # a measurement confirms the one finding left
-            kept[index] = replace(kept[index], confirmed=True, perf=finding.perf)
+            kept[index] = with_evidence(replace(kept[index], confirmed=True, perf=finding.perf), finding.evidence)
         repeats.append(Drop(finding, "repeat-in-function"))
     return [_name_repeats(f) for f in kept], repeats
 
@@ -41,4 +42,4 @@ def _name_repeats(finding: Finding) -> Finding:
         return finding
     lines = ", ".join(str(line) for line in finding.also_at)
     where = "line" if len(finding.also_at) == 1 else "lines"
-    return replace(finding, impact=f"{finding.impact} The same at {where} {lines}.")
+    return with_note(finding, f"The same at {where} {lines}.")

@@ -45,6 +45,11 @@ class ReviewResult:
         return len({(m.path, m.line) for m in self.moved_to_run_less})
 
     @property
+    def baselined(self) -> int:
+        """Hits a baseline held back: recorded there, so dropped instead of reported."""
+        return sum(drop.reason == "baseline" for drop in self.drops)
+
+    @property
     def gate_failed(self) -> bool:
         """The run fails: a failing finding, or an unreviewable file when that is asked for."""
         return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))

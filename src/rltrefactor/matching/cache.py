@@ -56,7 +56,7 @@ class ResultCache:
 def _decode(data: dict[str, Any]) -> FileOutcome:  # a JSON document, checked by the record types
     findings = tuple(
         Finding(**{**item, "span": Span(**item["span"]), "perf": None, "also_at": tuple(item.get("also_at", ())),
-                   "also_rules": tuple(item.get("also_rules", ())),
+                   "also_rules": tuple(item.get("also_rules", ())), "notes": tuple(item.get("notes", ())),
                    "moved_from": BaseLocation(**item["moved_from"]) if item.get("moved_from") else None})
         for item in data["findings"]
     )

@@ -10,13 +10,14 @@ import traceback
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping
 
-from .rule_findings import fill_template, guards_at, rule_finding, with_execution, with_unknown_residency
+from .rule_findings import fill_template, guards_at, rule_finding, with_execution, with_note, with_unknown_residency
 from ..library.globs import matches
 from ..library.model import GROUPS, Library, Rule
 from ..config import Config, declared_for
 from ..config import names_for
 from ..context.execution import COLD_KINDS, EMPTY, ExecutionMap, is_setup_name
 from ..context.filemodel import FileModel
+from ..context.typeengine import TypeEngine
 from ..source import syntax
 from ..source.aliases import ImportTable
 from ..change.contents import FileTexts, ModuleTexts, text_digest
@@ -106,6 +107,7 @@ class Engine:
         ``call_index``: where functions run, read across the repository (``callindex``)."""
         self.config = config
         self.call_index = call_index
+        self.type_engine: TypeEngine | None = None  # set by the review when the engine may run
         # The repository's modules at the head revision, for matchers that follow imports.
         self.repository_texts: ModuleTexts | None = None
         self.rules = rules
@@ -133,7 +135,7 @@ class Engine:
         made = FileModel(
             path, text, self.held_tree(path, text) or syntax.parse_tree(text), declared=declared_for(self.config, path),
             repository=self.call_index.for_file(path) if self.call_index is not None else None,
-            is_test=matches(path, self.config.test_paths),
+            is_test=matches(path, self.config.test_paths), type_engine=self.type_engine,
         )
         if self._holding.get(path) == text:
             self._held[path] = made
@@ -295,6 +297,7 @@ class Engine:
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
         """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
         run per step (the one place that filters cold code: matchers never ask)."""
+        from .fix_shapes import shaped_fix
         from .matchers.context import runs_cold
 
         hits: list[Hit] = []
@@ -305,7 +308,8 @@ class Engine:
                     if rule.applicability.per_step and runs_cold(match.node, ctx):
                         continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
-                    hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency, match.residency_of))
+                    hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency,
+                                    match.residency_of, match.residency_why, fix=shaped_fix(rule.id, match.node, ctx)))
             except RecursionError:
                 errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
             except Exception as exc:  # a matcher bug must not end the review of other files
@@ -329,7 +333,7 @@ class Engine:
                     path,
                     hit.span,
                     impact=fill_template(rule.impact, hit.bindings),
-                    fix=fill_template(rule.fix, hit.bindings),
+                    fix=hit.fix or fill_template(rule.fix, hit.bindings),
                     definition=definition,
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
@@ -338,7 +342,9 @@ class Engine:
             if rule.applicability.per_step:
                 finding = with_execution(finding, rule, execution.at(hit.span.line))
             if hit.residency == "unknown":
-                finding = with_unknown_residency(finding, hit.residency_of)
+                finding = with_unknown_residency(finding, hit.residency_of, hit.residency_why)
+            elif hit.residency == "device" and hit.residency_why:
+                finding = with_note(finding, f"On the device: {hit.residency_why}.")
             findings.append(finding)
         return findings
 

@@ -170,45 +170,57 @@ def _place(hit: Finding, changed: frozenset[int]) -> tuple[bool, int, int, str]:
     return touched, hit.span.line, hit.span.column, hit.rule_id
 
 
+def with_evidence(finding: Finding, line: str) -> Finding:
+    """``finding`` with ``line`` as its one line of evidence; evidence it had becomes a note."""
+    notes = (finding.evidence, *finding.notes) if finding.evidence and finding.evidence != line else finding.notes
+    return replace(finding, evidence=line, notes=notes)
+
+
+def with_note(finding: Finding, note: str) -> Finding:
+    """``finding`` with one more caveat (shown by ``--explain``, never in the default view)."""
+    return finding if not note or note in finding.notes else replace(finding, notes=(*finding.notes, note))
+
+
+# Why a finding outside the configured per-step code is a warning (a note of its finding).
+_WARNING_NOT_ERROR = "Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step."
+
+
 def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | None") -> Finding:
-    """Say where the flagged code runs. An ``error`` needs per-step code the configuration
-    declares (``hot-functions``, ``hot-paths``); anywhere else it is reported as a
-    ``warning``, saying why. Where the verdict rests on a name, or how often the code
-    runs is unknown, a rule's high confidence drops to medium."""
+    """Say where the flagged code runs (its evidence, or a note where it is unknown). An
+    ``error`` needs per-step code the configuration declares (``hot-functions``,
+    ``hot-paths``); anywhere else it is reported as a ``warning``, and a note says why.
+    Where the verdict rests on a name, or how often the code runs is unknown, a rule's
+    high confidence drops to medium."""
     if where is not None and where.kind == "per-step":
+        found = with_evidence(finding, f"Per-step code: {where.evidence}.")
         if where.basis == "configuration":
-            return replace(
-                finding, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence,
-                impact=f"{finding.impact} (Per-step code: {where.evidence}.)",
-            )
+            return replace(found, execution="per-step", execution_evidence=where.evidence, confidence=rule.confidence)
         # Measured on engines the rules were not written from, per-step verdicts read from
         # the code were not true often enough for an error: only the configuration makes one.
         lowered = at_least(finding.severity, "error")
-        note = " Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." if lowered else ""
+        found = with_note(found, _WARNING_NOT_ERROR if lowered else "")
         return replace(
-            finding, execution="per-step", execution_evidence=where.evidence,
+            found, execution="per-step", execution_evidence=where.evidence,
             # A name, or a chain that may start from one, is weaker evidence than a model or a decorator.
             confidence="medium" if where.basis in ("name", "call-chain") and rule.confidence == "high" else rule.confidence,
             severity="warning" if lowered else finding.severity,
-            impact=f"{finding.impact} (Per-step code: {where.evidence}.{note})",
         )
     evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
     lowered = at_least(finding.severity, "error")
-    note = " Reported as a warning, not an error, until `hot-functions` or `hot-paths` says it runs per step." if lowered else ""
+    found = with_note(finding, f"How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.")
     return replace(
-        finding, execution="unknown", execution_evidence=evidence,
+        with_note(found, _WARNING_NOT_ERROR if lowered else ""), execution="unknown", execution_evidence=evidence,
         confidence="medium" if rule.confidence == "high" else rule.confidence,
         severity="warning" if lowered else finding.severity,
-        impact=f"{finding.impact} (How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.{note})",
     )
 
 
-def with_unknown_residency(finding: Finding, value: str) -> Finding:
+def with_unknown_residency(finding: Finding, value: str, missing: str = "") -> Finding:
     """A rule about device values whose value the function does not show on the device
-    (nor on the host): the claim becomes conditional, at low confidence, never an error."""
+    (nor on the host): the claim becomes conditional (a note saying which fact is missing),
+    at low confidence, never an error."""
     lowered = at_least(finding.severity, "error")
-    return replace(
-        finding, confidence="low", severity="warning" if lowered else finding.severity,
-        impact=f"{finding.impact} (Where `{quoted(value)}` lives is not visible in this function: nothing here places it "
-               f"on the device or the host. If it is a host tensor, there is no device wait here.)",
-    )
+    found = with_note(finding, f"Where `{quoted(value)}` lives is not visible in this function: nothing here places it "
+                               f"on the device or the host{f' ({missing})' if missing else ''}. If it is a host tensor, "
+                               f"there is no device wait here.")
+    return replace(found, confidence="low", severity="warning" if lowered else finding.severity)

@@ -1,12 +1,13 @@
-"""The ``[tool.rltrefactor.rule-options.RULE]`` tables, checked against the options each
-rule's Python matcher declares. A bad table is a one-line error naming the file and line."""
+"""The ``[tool.rltrefactor.rule-options.RULE]`` tables (``[rule-options.RULE]`` in a file of
+their own), checked against the options each rule's Python matcher declares. A bad table is
+a one-line error naming the file and line."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..config import Config
-from ..config.toml_text import key_line, located, read_text, section_line
+from ..config.toml_text import key_line, located, read_text, section_line, table_name
 from ..errors import ConfigError
 from ..library.fields import suggest
 from ..library.model import Library
@@ -26,16 +27,17 @@ def check_rule_options(config: Config, library: Library) -> None:
     rules = {rule.id: rule for rule in library.rules}
     text = read_text(config.source)
     for rule_id, options in config.rule_options.items():
-        _check_rule_options(config.source, text, rule_id, options, rules, PYTHON_MATCHERS)
+        _check_rule_options(config.source, text, config.source_prefix, rule_id, options, rules, PYTHON_MATCHERS)
 
 
 def _check_rule_options(
-    path: str, text: str, rule_id: str, options: Any, rules: Mapping[str, Any], matchers: Mapping[str, MatcherFactory],
+    path: str, text: str, prefix: str, rule_id: str, options: Any, rules: Mapping[str, Any],
+    matchers: Mapping[str, MatcherFactory],
 ) -> None:
     from .matchers.options import MatcherSpecError
 
-    section = f"tool.rltrefactor.rule-options.{rule_id}"
-    where = f"{located(path, text, section_line(text, section), 'rule-options')}: [{section}]"
+    section = table_name(prefix, "rule-options", rule_id)
+    where = f"{located(path, text, section_line(text, section), 'rule-options', prefix=prefix)}: [{section}]"
     rule = rules.get(rule_id)
     if rule is None:
         raise ConfigError(
@@ -51,4 +53,4 @@ def _check_rule_options(
     except MatcherSpecError as exc:
         bad = next((name for name in options if repr(name) in str(exc)), None)
         line = key_line(text, section, bad) if bad else None
-        raise ConfigError(f"{located(path, text, line, 'rule-options')}: [{section}]: {exc}") from None
+        raise ConfigError(f"{located(path, text, line, 'rule-options', prefix=prefix)}: [{section}]: {exc}") from None

@@ -27,20 +27,20 @@ def touched_definitions(change: ChangeSet) -> dict[str, frozenset[str]]:
         if not isinstance(text, str):
             continue  # unreadable at head: the review reports it; nothing to select
         rows = text.splitlines()
-        lines = {n for n in changed.added_lines if _is_code(rows, n)} | changed.deletion_anchors
+        lines = {n for n in changed.added_lines if is_code_line(rows, n)} | changed.deletion_anchors
         definitions = syntax.definitions(text)  # the one dependency on the line -> definition map
         touched[changed.path] = frozenset(definitions.enclosing(line).qualname for line in lines)
     return {path: names for path, names in touched.items() if names}
 
 
-def _is_code(rows: list[str], line: int) -> bool:
+def is_code_line(rows: list[str], line: int) -> bool:
     """Blank and comment-only lines change no behaviour; in a class body they would
     otherwise select every check that calls any method of the class."""
     text = rows[line - 1].strip() if 0 < line <= len(rows) else ""
     return bool(text) and not text.startswith("#")
 
 
-def _within(called: str, touched: str) -> bool:
+def within(called: str, touched: str) -> bool:
     return called == touched or called.startswith(touched + ".")
 
 
@@ -51,7 +51,7 @@ def covered_by_trace(traced: Iterable[tuple[str, str]], touched: Touched) -> lis
     for path, names in sorted(touched.items()):
         in_file = [q for p, q in traced if p == path]
         for name in sorted(names):
-            if name == "<module>" and in_file or any(_within(q, name) for q in in_file):
+            if name == "<module>" and in_file or any(within(q, name) for q in in_file):
                 hits.append(f"{path}::{name}")
     return hits
 
@@ -68,7 +68,7 @@ def covered_by_declaration(covers: Iterable[str], touched: Touched) -> list[str]
 def _declared(entry: str, path: str, name: str) -> bool:
     if "::" in entry:
         want_path, want_name = entry.split("::", 1)
-        return want_path == path and (name == "<module>" or _within(name, want_name) or _within(want_name, name))
+        return want_path == path and (name == "<module>" or within(name, want_name) or within(want_name, name))
     if entry.endswith(".py"):
         return entry == path
-    return _within(name, entry) or _within(entry, name)
+    return within(name, entry) or within(entry, name)

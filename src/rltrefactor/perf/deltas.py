@@ -15,6 +15,11 @@ each only over what the previous ones left:
 4. a similar source text in another function of the file (a statement edited as it
    moved into a helper: ``tokens = logits.argmax(-1)`` -> ``return logits.argmax(-1)``).
 
+5. the same op on the same statement of the same function, counted in another category
+   (a non_blocking upload that became a hidden sync when its source lost its pinning):
+   the costlier side stays, as an addition or a removal, and the other is no delta, so
+   the copy that became a sync is one added sync, not also a removed copy.
+
 Only what is left is a delta: an unpaired head unit is an addition at its head line,
 an unpaired base unit a removal, shown at the head line of the same text in the same
 function when the statement is still there, else at its base line. Pass 3 runs in every
@@ -104,6 +109,28 @@ _PASSES: tuple[tuple[Key, Rank, float | None], ...] = (
 )
 
 
+# Each op counts once, in its costliest category (``counting``); races are never re-paired.
+_COST = {"sync": 0, "copy": 1, "alloc": 2}
+
+
+def _recategorized(base: list[_Unit], head: list[_Unit]) -> None:
+    """Pass 5: one op of one statement in another category at each side; the cheaper
+    side's unit is consumed, the costlier stays a delta."""
+    groups: dict[Hashable, tuple[list[_Unit], list[_Unit]]] = defaultdict(lambda: ([], []))
+    for side, units in enumerate((base, head)):
+        for unit in units:
+            if unit.left and unit.category in _COST:
+                groups[(unit.op.split(" ", 1)[0], unit.path, unit.function, unit.text)][side].append(unit)
+    for old, new in groups.values():
+        for a in old:
+            for b in new:
+                if a.category == b.category or not (a.left and b.left):
+                    continue
+                taken = min(a.left, b.left)
+                cheaper = a if _COST[a.category] > _COST[b.category] else b
+                cheaper.left -= taken
+
+
 def _pair(base: list[_Unit], head: list[_Unit]) -> None:
     """Run the pairing passes, lowering ``left`` on both sides."""
     for key, rank, least in _PASSES:
@@ -115,6 +142,7 @@ def _pair(base: list[_Unit], head: list[_Unit]) -> None:
         for old, new in groups.values():
             if old and new:
                 _pair_group(old, new, rank, least)
+    _recategorized(base, head)
 
 
 def _pair_group(old: list[_Unit], new: list[_Unit], rank: Rank, least: float | None) -> None:
@@ -225,4 +253,6 @@ def detail(delta: PerfDelta) -> str:
     text = f" — {delta.source}" if delta.source else ""
     if delta.copied_by:
         text += f" (while the copy at {copying_line(delta.copied_by).site} is in flight)"
+    if delta.cause:
+        text += f" (cause, in set-up: {delta.cause})"
     return f"{change:+d} {delta.category} at {where}{text}"

@@ -27,7 +27,7 @@ from .coverage import touched_definitions
 from .environment import RunnerSetup
 from .loading import hook_files
 from .sides import DEFAULT_MEMORY_MB, SideRun, run_side
-from .summary import select, summarize
+from .summary import select, set_up_only, summarize
 from .worktree import copy_hooks, detached_worktree
 
 Profile = Literal["ops-only", "full", "both"]
@@ -101,7 +101,8 @@ def run_perf(change: ChangeSet, *, hooks_dir: str = "perf_hooks", timeout: float
         if the_plan.files:
             copy_hooks(head_root, base_root, hooks_dir)
             head, base = _run_both(head_root, base_root, hooks_dir, extra, timeout, memory_mb, setup)
-            summary = summarize(change, head, base, select(head, touched_definitions(change)))
+            touched = touched_definitions(change)
+            summary = summarize(change, head, base, select(head, touched), set_up_only(head, touched))
         if summary is not None and profile is not None and out_dir is not None and summary.checks:  # out_dir: checked above
             from .profiles import profile_matrix
 

@@ -57,6 +57,8 @@ class Measurement:
     evidence: PerfCudaEvidence | None = None  # on cuda only
     # A test's second counted run (a test's lines are judged stable run by run); () for checks.
     repeat_counts: tuple[CountRow, ...] = ()
+    # (path, qualname) the traced set-up called (micro-checks with ``--trace``; () for tests)
+    setup_coverage: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ def _measurement(data: dict[str, Any]) -> Measurement:
         run_totals=tuple(PerfTotals(**totals) for totals in data["run_totals"]),
         evidence=_evidence(data["evidence"]),
         repeat_counts=tuple(CountRow(**row) for row in data.get("repeat_counts", ())),
+        setup_coverage=tuple((path, name) for path, name in data.get("setup_coverage", ())),
     )
 
 

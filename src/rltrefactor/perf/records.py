@@ -27,6 +27,9 @@ class PerfDelta:
     bytes_delta: int = 0  # allocations: head bytes minus base bytes
     # races: the copy raced, as the counter wrote it ("download-read at path:line: source")
     copied_by: str = ""
+    # the measured call reached no changed code, its set-up did: the changed set-up line
+    # that explains this delta ("`self.host` is no longer pinned: eng/loader.py:9")
+    cause: str = ""
 
     @property
     def added(self) -> bool:
@@ -83,6 +86,8 @@ class PerfDeviceEvidence:
 
     ops: Mapping[str, str] = field(default_factory=dict)  # delta site label -> op names
     coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # -> touched "path::qualname"
+    # -> the touched entries of ``coverage`` that only its set-up ran (the body ran none)
+    set_up: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     skipped: Mapping[str, str] = field(default_factory=dict)  # -> reason
     totals: Mapping[str, PerfCheckTotals] = field(default_factory=dict)
     cuda: Mapping[str, PerfCudaComparison] = field(default_factory=dict)

@@ -90,7 +90,12 @@ def measure(check: LoadedCheck, device: torch.device, args: argparse.Namespace, 
     from .counting import counting
     from .tracing import tracing
 
-    body = check.start(device)
+    set_up: set[tuple[str, str]] = set()
+    if args.trace:
+        with tracing(frames) as set_up:  # a set-up that reaches changed code selects the check too
+            body = check.start(device)
+    else:
+        body = check.start(device)
     if not callable(body):
         raise TypeError(f"the micro-check must return a zero-argument callable (got {type(body).__name__})")
     with tracing(frames) as called:
@@ -114,6 +119,7 @@ def measure(check: LoadedCheck, device: torch.device, args: argparse.Namespace, 
         deterministic=all(run == runs[0] for run in runs),
         run_totals=tuple(totals_of(run) for run in runs),
         evidence=evidence,
+        setup_coverage=tuple(sorted(set_up)),
     )
 
 

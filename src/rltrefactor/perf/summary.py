@@ -1,7 +1,9 @@
 """Both sides' runs -> a PerfSummary: which checks cover the change, what they add; and,
 per check, the counts added and removed (improvements) that every report shows.
 
-A check is compared when it covers the change and ran on both sides with the same counts
+A check covers the change when its body ran changed code, or when only its set-up did
+(a buffer made pageable in ``__init__``): its deltas then name the changed set-up line as
+their cause (``setup_causes``). A check is compared when it covers the change and ran on both sides with the same counts
 in every repeat. A check that fails at base while everything it covers is new in the
 change is measured at head only; a base failure of a check that covers nothing touched
 does not matter.
@@ -20,24 +22,48 @@ from .records import PerfCheckTotals, PerfCudaComparison, PerfDelta, PerfDeviceE
 from .coverage import Touched, covered_by_declaration, covered_by_trace
 from .deltas import compare
 from .protocol import Measurement
+from .setup_causes import set_up_lines, with_causes
 from .sides import SideError, SideRun
 
 Coverage = dict[str, tuple[str, ...]]  # check -> touched "path::qualname" entries it covers
 
 
 def select(head: SideRun, touched: Touched) -> Coverage:
-    """Checks covering the change -> the touched entries they cover."""
+    """Checks covering the change -> the touched entries they cover: those their body ran,
+    and those only their set-up ran (``set_up_only``)."""
     selected: Coverage = {}
+    set_up = set_up_only(head, touched)
     for name, result in head.results.items():
         info = head.loaded.get(name)
         declared = info.covers if info else ()
         hits = covered_by_declaration(declared, touched) if declared else covered_by_trace(result.coverage, touched)
+        hits = sorted({*hits, *set_up.get(name, ())})
         if hits:
             selected[name] = tuple(hits)
     return selected
 
 
-def summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverage) -> PerfSummary:
+def set_up_only(head: SideRun, touched: Touched) -> Coverage:
+    """Checks whose set-up ran changed code while their body ran none -> what the set-up ran.
+    A check that declares ``covers=`` says itself what it exercises: never one of these."""
+    found: Coverage = {}
+    for name, result in head.results.items():
+        info = head.loaded.get(name)
+        if info is not None and info.covers:
+            continue
+        if covered_by_trace(result.coverage, touched):
+            continue  # the body runs changed code: its deltas are the change's own
+        hits = covered_by_trace(result.setup_coverage, touched)
+        if hits:
+            found[name] = tuple(hits)
+    return found
+
+
+def summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverage,
+              set_up: Coverage | None = None) -> PerfSummary:
+    """``set_up``: of the covering checks, those whose set-up alone ran changed code
+    (``set_up_only``); each of their deltas names the changed set-up line as its cause."""
+    set_up = {name: hits for name, hits in (set_up or {}).items() if name in coverage}
     renames = {f.old_path: f.path for f in change.files if f.old_path and f.old_path != f.path}
     head_only = _head_only(change, head, base, coverage)
     errors = [FileError(e.path, f"head: {e.message}", e.line) for e in head.errors]
@@ -55,6 +81,8 @@ def summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverag
             errors.append(_unstable(head, name, {"base": before, "head": after}))
             continue
         found, labels = compare(name, after.device, before.counts, after.counts, renames)
+        if name in set_up:
+            found = with_causes(found, set_up_lines(change, set_up[name]), labels)
         deltas += found
         ops.update(labels)
         totals[name] = PerfCheckTotals(before.run_totals[0], after.run_totals[0])
@@ -62,7 +90,7 @@ def summarize(change: ChangeSet, head: SideRun, base: SideRun, coverage: Coverag
             cuda[name] = PerfCudaComparison(before.evidence, after.evidence)
     checks = tuple(totals)
     totals.update({n: PerfCheckTotals(None, head.results[n].run_totals[0]) for n in head_only})
-    evidence = PerfDeviceEvidence(ops=ops, coverage=coverage, skipped={**base.skipped, **head.skipped},
+    evidence = PerfDeviceEvidence(ops=ops, coverage=coverage, set_up=set_up, skipped={**base.skipped, **head.skipped},
                                   totals=totals, cuda=cuda, torch=head.torch_version)
     return PerfSummary(
         device=", ".join(sorted({head.results[n].device for n in (*checks, *head_only)})),

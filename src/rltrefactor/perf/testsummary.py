@@ -8,7 +8,10 @@ Per selected test, in order:
    are dropped before pairing and the line is listed;
 3. only ops in the functions the change touched are compared (``deltas.compare``, the
    same pairing as for micro-checks): what the test's set-up does in untouched code is
-   never reported, whether it cancels out or not;
+   never reported, whether it cancels out or not. A test that reached no changed code
+   but set-up functions (``set_up_only``: a buffer made pageable in ``__init__``) is
+   compared on every line outside its set-up, as a micro-check is, and each of its
+   deltas names the changed set-up line as its cause;
 4. a site measured by several tests is reported once, by the test that changes it least
    (the closest to one call), so one addition is one finding.
 """
@@ -25,6 +28,7 @@ from .coverage import Touched
 from .deltas import compare, site_label
 from .protocol import CountRow, Measurement
 from .records import PerfDelta, PerfDeviceEvidence, PerfSummary, PerfTestsRun, PerfUnstableLine
+from .setup_causes import set_up_lines, with_causes
 from .sides import SideRun
 from .testmap import TestMap
 
@@ -41,6 +45,7 @@ def summarize_tests(change: ChangeSet, touched: Touched, mapped: TestMap, head: 
     unstable: list[PerfUnstableLine] = []
     by_test: dict[str, list[PerfDelta]] = {}
     ops: dict[str, str] = {}
+    set_up_by_test: dict[str, tuple[str, ...]] = {}
     for test in mapped.tests:
         reasons = [f"{side}: {run.skipped[test]}" for side, run in (("base", base), ("head", head)) if test in run.skipped]
         if reasons:
@@ -51,15 +56,20 @@ def summarize_tests(change: ChangeSet, touched: Touched, mapped: TestMap, head: 
             continue  # its failure is in errors
         dropped, lines = _unstable(test, {"base": before, "head": after}, touched, renames)
         unstable += lines
-        kept_base = _in_touched(_without(before.counts, dropped, renames), touched, renames)
-        kept_head = _in_touched(_without(after.counts, dropped, {}), touched, {})
+        set_up = set_up_only(mapped.tests[test])
+        keep = _attributed if set_up else _in_touched
+        kept_base = keep(_without(before.counts, dropped, renames), touched, renames)
+        kept_head = keep(_without(after.counts, dropped, {}), touched, {})
         found, labels = compare(test, after.device, kept_base, kept_head, renames)
+        if set_up:
+            found = with_causes(found, set_up_lines(change, set_up), labels)
+            set_up_by_test[test] = set_up
         by_test[test] = found
         ops.update(labels)
     deltas = _once_per_site(by_test)
     compared = tuple(by_test)
     evidence = PerfDeviceEvidence(ops={k: v for k, v in ops.items() if k in {site_label(d) for d in deltas}},
-                                  coverage=dict(mapped.tests), torch=head.torch_version)
+                                  coverage=dict(mapped.tests), set_up=set_up_by_test, torch=head.torch_version)
     devices = sorted({head.results[t].device for t in compared})
     return PerfSummary(
         device=", ".join(devices),
@@ -75,6 +85,26 @@ def summarize_tests(change: ChangeSet, touched: Touched, mapped: TestMap, head: 
 def _touched_functions(touched: Touched) -> dict[str, set[str]]:
     """path -> the outer definitions a row names (``CountRow.function``) that were touched."""
     return {path: {outer_definition_name(name) for name in names} for path, names in touched.items()}
+
+
+def set_up_only(hits: Iterable[str]) -> tuple[str, ...]:
+    """A test's touched entries when every one it reached outside its test files is a
+    set-up function (``__init__``, ``load_*``, ``warmup``, ... or code nested in one);
+    else (): the measured part of the test runs changed code of its own."""
+    from ..config import DEFAULT_TEST_PATHS
+    from ..context.execution import is_setup_name
+    from ..library.globs import matches
+
+    engine = [hit for hit in hits if not matches(hit.partition("::")[0], DEFAULT_TEST_PATHS)]
+    set_up = [hit for hit in engine
+              if any(is_setup_name(part) for part in hit.partition("::")[2].split(".") if not part.startswith("<"))]
+    return tuple(set_up) if set_up and len(set_up) == len(engine) else ()
+
+
+def _attributed(rows: Iterable[CountRow], _touched: Touched, _renames: Mapping[str, str]) -> list[CountRow]:
+    """Every op at a repository line: a test whose set-up alone reached the change is
+    compared on all its lines, as a micro-check is (its set-up's ops are on none)."""
+    return [row for row in rows if row.path]
 
 
 def _in_touched(rows: Iterable[CountRow], touched: Touched, renames: Mapping[str, str]) -> list[CountRow]:
@@ -136,6 +166,7 @@ def merge(checks: PerfSummary | None, tests: PerfSummary) -> PerfSummary:
         checks.device_evidence,
         ops={**checks.device_evidence.ops, **tests.device_evidence.ops},
         coverage={**checks.device_evidence.coverage, **tests.device_evidence.coverage},
+        set_up={**checks.device_evidence.set_up, **tests.device_evidence.set_up},
         torch=checks.device_evidence.torch or tests.device_evidence.torch,
     )
     measured = bool(checks.checks or checks.head_only or tests.checks)

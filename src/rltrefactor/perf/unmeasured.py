@@ -31,9 +31,11 @@ SCAFFOLD_COMMAND = "rltrefactor perf scaffold"
 
 def reached_by_checks(summary: PerfSummary) -> frozenset[str]:
     """The touched ``path::qualname`` entries that a compared or head-only check ran
-    through; a check that failed or counted unsteadily measured nothing."""
-    coverage = summary.device_evidence.coverage
-    return frozenset(hit for name in (*summary.checks, *summary.head_only) for hit in coverage.get(name, ()))
+    through; a check that failed or counted unsteadily measured nothing, and code only a
+    check's set-up ran was run, not measured."""
+    coverage, set_up = summary.device_evidence.coverage, summary.device_evidence.set_up
+    return frozenset(hit for name in (*summary.checks, *summary.head_only) for hit in coverage.get(name, ())
+                     if hit not in set_up.get(name, ()))
 
 
 def classifier(config: Config, call_index: CallIndex | None = None) -> Classify:

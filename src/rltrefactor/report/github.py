@@ -38,7 +38,7 @@ def _finding_command(finding: Finding) -> str:
         "endColumn": str(end_column),
         "title": f"{finding.rule_id}: {finding.title}",
     }
-    message = f"{finding.impact} Fix: {finding.fix}"
+    message = " ".join(part for part in (finding.impact, finding.evidence, f"Fix: {finding.fix}") if part)
     return _command(COMMANDS[finding.severity], props, message)
 
 

@@ -33,7 +33,9 @@ def finding_record(finding: Finding) -> dict[str, object]:
         "end_line": finding.span.end_line,
         "end_column": finding.span.end_column,
         "definition": finding.definition,
-        "impact": finding.impact,
+        "impact": finding.impact,  # one sentence: what this code costs
+        "evidence": finding.evidence,  # at most one line: where it runs, or what was measured on its line
+        "notes": list(finding.notes),  # the caveats and context of the claim (what --explain adds)
         "fix": finding.fix,
         "fingerprint": finding.fingerprint,
         "status": finding.status,

@@ -50,6 +50,7 @@ def render_markdown(
     docs_url: str | None = None,
     show_preexisting: bool = False,
     all_manual: bool = False,
+    explain: bool = False,
 ) -> str:
     """The summary as GitHub-flavoured Markdown.
 
@@ -59,7 +60,8 @@ def render_markdown(
     rules it names, folded.
     Pre-existing findings (not introduced by the change) get their own section only
     with ``show_preexisting``. The manual checklist is the result's (the areas the change
-    touched), or every manual rule with ``all_manual``.
+    touched), or every manual rule with ``all_manual``. A finding's impact cell holds its
+    impact and evidence; ``explain`` adds its notes (the caveats of the claim).
     """
     change = result.change
     sha = head_sha or (change.head.ref if change.head.kind == "git" else None)
@@ -72,8 +74,8 @@ def render_markdown(
     checklist = _manual_rules(result, all_manual)
     blocks = [
         _header(result, links),
-        _findings("Findings", new, links, empty=NOTHING_FOUND),
-        _findings("Pre-existing findings", preexisting, links),
+        _findings("Findings", new, links, empty=NOTHING_FOUND, explain=explain),
+        _findings("Pre-existing findings", preexisting, links, explain=explain),
         _dispositions(suppressed, links),
         _perf(result.perf, links),
         _checklist(checklist, links, all_manual),
@@ -105,6 +107,8 @@ def _header(result: ReviewResult, links: _Links) -> str:
     moved = result.improvements
     if moved:
         counts += f" · {_plural(moved, 'improvement')}: code moved to run less often"
+    if result.baselined:
+        counts += f" · {_plural(result.baselined, 'finding')} held back by the baseline"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 
@@ -118,7 +122,7 @@ def _head_label(result: ReviewResult, links: _Links) -> str:
     return "staged changes (index)" if head.kind == "index" else "working tree"
 
 
-def _findings(title: str, findings: Sequence[Finding], links: _Links, *, empty: str = "") -> str:
+def _findings(title: str, findings: Sequence[Finding], links: _Links, *, empty: str = "", explain: bool = False) -> str:
     if not findings:
         return f"### {title}\n\n{empty}" if empty else ""
     rows = ["| Severity | Location | Rule | Impact | Fix |", "|---|---|---|---|---|"]
@@ -126,8 +130,11 @@ def _findings(title: str, findings: Sequence[Finding], links: _Links, *, empty: 
         confidence = f" · {f.confidence} confidence" if f.confidence else ""
         severity = f.severity + confidence + (" · confirmed by perf" if f.confirmed else "")
         where = links.location(f.path, f.span.line, f.span.end_line)
+        if f.also_at:
+            where += f" (also {'line' if len(f.also_at) == 1 else 'lines'} {', '.join(map(str, f.also_at))})"
         rule = " ".join(links.rule(rule_id) for rule_id in (f.rule_id, *f.also_rules)) + f" {_cell(f.title)}"
-        rows.append(f"| {severity} | {where} | {rule} | {_cell(f.impact)} | {_cell(f.fix)} |")
+        impact = "\n".join(part for part in (f.impact, f.evidence, *(f.notes if explain else ())) if part)
+        rows.append(f"| {severity} | {where} | {rule} | {_cell(impact)} | {_cell(f.fix)} |")
     return f"### {title} ({len(findings)})\n\n" + "\n".join(rows)
 
 
@@ -213,6 +220,8 @@ def _perf_table(deltas: Iterable[PerfDelta], links: _Links) -> str:
         if d.bytes_delta:
             delta += f" ({d.bytes_delta:+,d} B)"
         counts = [str(d.base_count), str(d.head_count), delta]
+        if d.cause:
+            site += f" (cause, in set-up: {_cell(d.cause)})"
         cells = [f"`{_cell(d.check)}`", d.category, site, *counts, _cell(d.device)]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

@@ -50,7 +50,8 @@ def render_perf_text(summary: PerfSummary) -> str:
         out = [f"perf: {what} cover the change on {summary.device or 'no device'} ({summary.wall_seconds:.1f} s)"]
     changes = {change.check: change for change in changes_by_check(summary)}
     for check in summary.checks:
-        out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}")
+        set_up = " (by its set-up only: the measured call runs no changed code)" if check in evidence.set_up else ""
+        out.append(f"  {check}  covers {', '.join(coverage.get(check, ()))}{set_up}")
         if check in totals:
             out.append(f"    per call: base {_totals(totals[check].base)} -> head {_totals(totals[check].head)}")
         if check in changes:

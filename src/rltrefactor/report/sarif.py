@@ -1,7 +1,9 @@
 """SARIF 2.1.0 for code-scanning services (GitHub code scanning, IDE viewers).
 
 Invariants: one ``reportingDescriptor`` per rule that ran, in library order, so
-``ruleIndex`` is stable for a given library; results are sorted by location; the
+``ruleIndex`` is stable for a given library; a rule's texts (``fullDescription``, ``help``)
+travel once, in the descriptor of a rule with results (a rule that found nothing is named
+by its title only), and a result carries only its own short message; results are sorted by location; the
 ``rltrefactor/v1`` partial fingerprint is the finding's fingerprint, which excludes
 line numbers, so a result keeps its identity when unrelated lines move.
 """
@@ -36,8 +38,9 @@ def render_sarif(
     ``docs_url`` only when it is given (their help text is always there)."""
     rules = _descriptor_rules(result)
     index = {rule_id: i for i, (rule_id, _) in enumerate(rules)}
+    reported = {f.rule_id for f in result.findings}
     run: dict[str, Any] = {
-        "tool": {"driver": _driver(rules, docs_url)},
+        "tool": {"driver": _driver(rules, docs_url, reported)},
         "invocations": [_invocation(result.errors)],
         "results": [_result(f, index[f.rule_id]) for f in _ordered(result.findings)],
         "columnKind": "unicodeCodePoints",
@@ -73,13 +76,14 @@ def _descriptor_rules(result: ReviewResult) -> list[tuple[str, Rule | Finding]]:
     return rules
 
 
-def _driver(rules: Sequence[tuple[str, Rule | Finding]], docs_url: str | None) -> dict[str, Any]:
+def _driver(rules: Sequence[tuple[str, Rule | Finding]], docs_url: str | None, reported: set[str]) -> dict[str, Any]:
     version = tool_version()
     driver: dict[str, Any] = {"name": TOOL_NAME, "version": version, "semanticVersion": version}
     if docs_url:
         driver["informationUri"] = docs_url
     driver["rules"] = [
-        _descriptor(r, docs_url) if isinstance(r, Rule) else _descriptor_from_finding(r, docs_url) for _, r in rules
+        _descriptor(r, docs_url, texts=rule_id in reported) if isinstance(r, Rule) else _descriptor_from_finding(r, docs_url)
+        for rule_id, r in rules
     ]
     return driver
 
@@ -88,16 +92,17 @@ def _with_help_uri(descriptor: dict[str, Any], url: str | None) -> dict[str, Any
     return {**descriptor, "helpUri": url} if url else descriptor
 
 
-def _descriptor(rule: Rule, docs_url: str | None) -> dict[str, Any]:
+def _descriptor(rule: Rule, docs_url: str | None, *, texts: bool) -> dict[str, Any]:
+    """``texts``: the rule has results here, so its problem and help travel with it."""
     tags = [rule.area] + ([] if rule.automated else ["manual"])
     if rule.status != "active":
         tags.append(rule.status)
+    described: dict[str, Any] = {"id": rule.id, "name": rule.id, "shortDescription": {"text": rule.title}}
+    if texts:
+        described["fullDescription"] = {"text": rule.problem.strip()}
+        described["help"] = {"text": _help(rule, markdown=False), "markdown": _help(rule, markdown=True)}
     return _with_help_uri({
-        "id": rule.id,
-        "name": rule.id,
-        "shortDescription": {"text": rule.title},
-        "fullDescription": {"text": rule.problem.strip()},
-        "help": {"text": _help(rule, markdown=False), "markdown": _help(rule, markdown=True)},
+        **described,
         "defaultConfiguration": {"level": LEVELS[rule.severity]},
         "properties": {
             "area": rule.area,
@@ -162,7 +167,7 @@ def _result(finding: Finding, rule_index: int) -> dict[str, Any]:
         "ruleId": finding.rule_id,
         "ruleIndex": rule_index,
         "level": LEVELS[finding.severity],
-        "message": {"text": f"{finding.impact} Fix: {finding.fix}"},
+        "message": {"text": " ".join(part for part in (finding.impact, finding.evidence, f"Fix: {finding.fix}") if part)},
         "locations": [location],
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
         "baselineState": "unchanged" if finding.status == "pre-existing" else "new",
@@ -188,7 +193,12 @@ def _artifact(path: str) -> dict[str, Any]:
 
 
 def _result_properties(finding: Finding) -> dict[str, Any]:
-    props: dict[str, Any] = {"area": finding.area, "title": finding.title, "fix": finding.fix}
+    # The rule's own texts are in its descriptor; a result carries what is its own.
+    props: dict[str, Any] = {"area": finding.area, "fix": finding.fix}
+    if finding.confidence:
+        props["confidence"] = finding.confidence
+    if finding.notes:
+        props["notes"] = list(finding.notes)
     if finding.confirmed:
         props["confirmedByPerf"] = True
     if finding.perf is not None:

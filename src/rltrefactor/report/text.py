@@ -24,7 +24,10 @@ def render_text(
     quiet: bool = False,
     statistics: bool = False,
     width: int = 100,
+    explain: bool = False,
 ) -> str:
+    """Each finding: its impact, one line of evidence and the fix; ``explain`` adds its
+    notes, the caveats and context of the claim."""
     buffer = io.StringIO()
     # markup=False: paths, evidence and messages print as written (`x[i]` is not a style tag).
     console = Console(
@@ -36,7 +39,7 @@ def render_text(
         for path, group in groupby(shown, key=lambda f: f.path):
             console.print(Text(quote_path(path), style="bold underline"))
             for finding in group:
-                _print_finding(console, finding)
+                _print_finding(console, finding, explain)
             console.print()
         for error in result.errors:
             where = f"{quote_path(error.path)}:{error.line}" if error.line else quote_path(error.path)
@@ -56,10 +59,12 @@ def _visible(finding: Finding, show_preexisting: bool) -> bool:
     return finding.status == "new" or show_preexisting
 
 
-def _print_finding(console: Console, finding: Finding) -> None:
+def _print_finding(console: Console, finding: Finding, explain: bool) -> None:
     span = finding.span
+    also_at = ", ".join(map(str, finding.also_at))
     header = Text.assemble(
         (f"  {quote_path(finding.path)}:{span.line}:{span.column}", "bold"),
+        (f" (also {'line' if len(finding.also_at) == 1 else 'lines'} {also_at})" if also_at else "", "dim"),
         "  ",
         (finding.severity, _SEVERITY_STYLE.get(finding.severity, "")),
         (f" ({finding.confidence} confidence)" if finding.confidence else "", "dim"),
@@ -81,8 +86,12 @@ def _print_finding(console: Console, finding: Finding) -> None:
         end = span.end_column if span.end_line == span.line else len(finding.snippet.rstrip()) + 1
         width = max(1, end - span.column)
         console.print(Text(" " * 6 + " │ " + " " * (span.column - 1), style="dim") + Text("^" * width, style="red"))
-    console.print(Text.assemble(("    impact: ", "bold"), finding.impact))
-    console.print(Text.assemble(("    fix:    ", "bold"), finding.fix))
+    console.print(Text.assemble(("    impact:   ", "bold"), finding.impact))
+    if finding.evidence:
+        console.print(Text.assemble(("    evidence: ", "bold"), finding.evidence))
+    console.print(Text.assemble(("    fix:      ", "bold"), finding.fix))
+    for note in finding.notes if explain else ():
+        console.print(Text.assemble(("    note:     ", "dim"), note))
 
 
 # Changed functions listed by name before the rest are only counted.
@@ -108,7 +117,7 @@ def _print_unchecked(console: Console, result: ReviewResult) -> None:
         console.print(
             "No changed code runs per step, or might: device-residency rules had nothing to check. "
             "If some of it does, name it with `hot-functions` (function-name patterns) or `hot-paths` "
-            "(file globs) under [tool.rltrefactor] in pyproject.toml; they beat what names suggest."
+            "(file globs) in the configuration ([tool.rltrefactor] or rltrefactor.toml); they beat what names suggest."
         )
     if skipped or not checked:
         console.print()
@@ -158,10 +167,21 @@ def _moves_summary(count: int) -> str:
     return f"{count} improvement{'s' if count != 1 else ''}: code moved to run less often (--format json lists where)"
 
 
+def _nothing_to_review(result: ReviewResult) -> str:
+    """Why a review had no file: an empty change, or PATHs that select none of its files."""
+    change = result.change
+    if change.unselected:
+        elsewhere = "its 1 changed file lies" if change.unselected == 1 else f"its {change.unselected} changed files lie"
+        return f"Nothing to review: the paths given select none of the change's files ({elsewhere} elsewhere)."
+    if change.full_scan:
+        return "Nothing to review: the paths given hold no Python file."
+    return "Nothing to review: the change is empty."
+
+
 def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool) -> Text:
     failing = len(result.failing)
     if not result.change.files:
-        return Text("Nothing to review: the change is empty.")
+        return Text(_nothing_to_review(result))
     suppressed = sum(f.suppressed for f in result.findings)
     preexisting = sum(f.status == "pre-existing" and not f.suppressed for f in result.findings)
     # Reviewed means fully reviewed here; a file with a recorded error is counted apart.
@@ -175,11 +195,13 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     if preexisting:
         # The hint names the flag only while the pre-existing findings are hidden.
         parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
+    if result.baselined:
+        parts.append(f"{result.baselined} held back by the baseline")
     if result.moved_to_run_less:
         parts.append(_moves_summary(result.improvements))
     unreviewable = len(result.files_unreviewable)
     if unreviewable:
-        gate = " (--fail-on-unreviewable)" if result.fail_on_unreviewable else ""
+        gate = " (fails the run)" if result.fail_on_unreviewable else ""
         parts.append(f"{unreviewable} file{'s' if unreviewable != 1 else ''} could not be fully reviewed{gate}")
     other_errors = len(result.errors) - sum(e.path in result.files_unreviewable for e in result.errors)
     if other_errors:

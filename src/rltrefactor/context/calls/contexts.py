@@ -27,13 +27,13 @@ function of the cycle can be the first to be shown cold.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .facts import FunctionFacts
 from .links import Repository
 from ..execution import COLD_KINDS, verdict_by_name, verdict_by_parameters
+from ...config.function_patterns import first_match
 from ...library.names import Names
 
 Verdict = tuple[str, str]  # (kind, evidence)
@@ -57,10 +57,6 @@ class _Own:
     soft: Verdict | None = None  # cold by a name word, unless a chain shows otherwise
 
 
-def _patterns(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    return re.compile("(?:" + "|".join(f"(?:{p})" for p in patterns) + ")") if patterns else None
-
-
 class CallContexts:
     """Contexts and host returns of the repository's functions, each worked out once, when asked."""
 
@@ -72,7 +68,7 @@ class CallContexts:
         ``offline_file``: whether a path is under ``test-paths`` or ``cold-paths``."""
         self.repository = repository
         self._names = names
-        self._hot, self._cold = _patterns(declared[0]), _patterns(declared[1])
+        self._hot, self._cold = declared  # entries: plain-name regexes or dotted names (``function_patterns``)
         self._offline_file = offline_file
         self._own: dict[str, _Own] = {}
         self._contexts: dict[str, Verdict | None] = {}
@@ -112,11 +108,11 @@ class CallContexts:
         name, names = function.name, self._names
         parent = self.repository.function(f"{path}::{function.parent}") if function.parent else None
         cached = names.regex("one-time-decorators")
-        if self._cold is not None and self._cold.fullmatch(name):
+        if first_match(self._cold, name, function.qualname):
             return _Own(hard=("one-time", f"`{name}` matches `cold-functions` in the configuration"))
         if self._offline_file(path):
             return _Own(hard=("offline", "the file is a test or under cold-paths"))
-        if self._hot is not None and self._hot.fullmatch(name):
+        if first_match(self._hot, name, function.qualname):
             return _Own("structural", f"`{name}` is named in hot-functions")
         if name.startswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
             return _Own(hard=("one-time", f"`{name}` names construction, loading, warm-up or teardown"))

@@ -384,3 +384,8 @@ def _write_bytes(entry: Path, data: bytes) -> None:
         os.replace(temp, entry)
     except OSError:
         return  # a cache that cannot be written only costs speed
+
+
+def read_blobs(root: str, blobs: Mapping[str, str]) -> dict[str, bytes]:
+    """Path -> content of each of ``blobs`` (``list_blobs``), read the cheapest way."""
+    return _contents(root, blobs, _unmodified_on_disk(root))

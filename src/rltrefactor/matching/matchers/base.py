@@ -121,6 +121,7 @@ class Match:
     # a device, "unknown" when it does not (nor on the host); "" when the rule does not ask.
     residency: str = ""
     residency_of: str = ""  # the value's source text, when ``residency`` is set
+    residency_why: str = ""  # what placed it there, or which fact is missing ("unknown")
 
 
 class FileContext:
@@ -236,6 +237,20 @@ class FileContext:
     def qualified_name(self, node: cst.CSTNode) -> str | None:
         """Dotted name an expression refers to, through the file's imports."""
         return resolve(self.imports, node)
+
+    def value_type(self, node: cst.CSTNode) -> str | None:
+        """What the type engine says a name, attribute or call is (a call: what it returns);
+        ``None``: unknown. Asked at the name that ends the expression (``x``, ``self.x``, ``f``
+        of ``f(...)``, ``m`` of ``a.m(...)``)."""
+        if self.model.type_engine is None:
+            return None
+        anchor = node.func if isinstance(node, cst.Call) else node
+        if isinstance(anchor, cst.Attribute):
+            anchor = anchor.attr
+        if not isinstance(anchor, cst.Name):
+            return None
+        span = self.span(anchor)
+        return self.model.value_type(span.line, span.column - 1)
 
     def span(self, node: cst.CSTNode) -> Span:
         """Location of ``node`` in the file (1-based lines and columns)."""

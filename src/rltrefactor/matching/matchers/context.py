@@ -72,6 +72,14 @@ def in_per_step_function(node: cst.CSTNode, ctx: FileContext) -> bool:
     return found is not None and found.kind == "per-step"
 
 
+def configured_per_step(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """The configuration makes the enclosing function per step (``hot-functions``,
+    ``hot-paths``): a rule's own list of per-step function names adds to these, and
+    never leaves one of them out."""
+    found = ctx.function_at(node)
+    return found is not None and found.configured
+
+
 def is_never_true(test: cst.BaseExpression) -> bool:
     """``if False:``, ``if 0:``, ``if cond and False:``: the body never runs as written."""
     if isinstance(test, cst.Name):

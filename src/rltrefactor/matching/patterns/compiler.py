@@ -32,9 +32,9 @@ from ..prefilter import AllOf, Prefilter, Token
 from ..regions.reach import MatcherReach
 from ..matchers.base import FileContext, Match
 from .code import Bindings, CodePattern, compile_code, is_ellipsis_suite
-from ..matchers.context import enclosing_functions, guarded_by, in_per_step_function, is_target
+from ..matchers.context import configured_per_step, enclosing_functions, guarded_by, in_per_step_function, is_target
 from ..matchers.companions import residency_companions
-from ..matchers.residency.locations import on_device
+from ..matchers.residency.locations import on_device, residency_reason
 from ..matchers.returned import returned_where_unplaced
 from ..matchers.options import MatcherSpecError
 from .constraints import RESIDENCY_FACTS, compile_regex, compile_where, line_of
@@ -42,7 +42,8 @@ from .constraints import RESIDENCY_FACTS, compile_regex, compile_where, line_of
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
-    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "target", "returned-unplaced", "any",
+    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "configured-per-step", "target",
+    "returned-unplaced", "any",
 )
 
 
@@ -89,8 +90,9 @@ class PatternMatcher:
                     if value is None:
                         yield Match(node, texts)
                     else:
-                        placed = "device" if on_device(value, ctx) else "unknown"
-                        yield Match(node, texts, placed, ctx.code(value).strip())
+                        placed = on_device(value, ctx)
+                        yield Match(node, texts, "device" if placed else "unknown", ctx.code(value).strip(),
+                                    residency_reason(value, ctx, placed))
 
 
 def compile_pattern(rule_id: str, block: Mapping[str, Any], line: int | None = None) -> PatternMatcher:
@@ -337,6 +339,7 @@ _FLAGS: Mapping[str, Context] = {
     "loop": lambda node, ctx: ctx.in_loop(node),
     "test-file": lambda node, ctx: ctx.is_test,
     "per-step": in_per_step_function,
+    "configured-per-step": configured_per_step,
     "target": is_target,
     "returned-unplaced": returned_where_unplaced,
 }

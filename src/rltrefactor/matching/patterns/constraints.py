@@ -13,7 +13,7 @@ import libcst as cst
 
 from ..matchers.base import FileContext
 from ..matchers.options import MatcherSpecError
-from ..matchers.residency.locations import is_pinned, on_host
+from ..matchers.residency.locations import is_pinned, on_host, shown_on_host
 from .code import Bindings
 
 WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
@@ -85,7 +85,9 @@ def _constraint(name: str, key: str, value: Any, line: int | None) -> Where:
     if key in RESIDENCY_FACTS:
         if not isinstance(value, bool):
             raise MatcherSpecError(f"where: ${name}: {key}: expected true or false (got {value!r}); fix it", line)
-        fact = RESIDENCY_FACTS[key]
+        # ``on-host: true`` makes a finding of a host value (an upload's source, a device
+        # argument naming the host): only what the code shows counts, never a host type.
+        fact = shown_on_host if key == "on-host" and value else RESIDENCY_FACTS[key]
         return lambda ctx, b: name not in b or fact(b[name], ctx) == value
     if key == "host-named":
         if not isinstance(value, bool):

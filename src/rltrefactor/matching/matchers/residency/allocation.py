@@ -30,10 +30,10 @@ import libcst as cst
 from ...prefilter import Prefilter
 from ...regions.reach import MatcherReach
 from ..base import FileContext, Match
-from ..context import in_per_step_function, subtree
+from ..context import configured_per_step, in_per_step_function, subtree
 from ..options import Option
 from .device import KERNEL_CALLEES
-from .locations import on_host
+from .locations import names_host, on_host
 
 _FACTORIES = frozenset({"empty", "zeros", "ones", "full", "empty_strided"})
 _LIKE = frozenset({"empty_like", "zeros_like", "ones_like", "full_like"})
@@ -70,7 +70,7 @@ def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | 
         return None
     device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
     if device is not None:
-        return None if on_host(device, ctx) else expr
+        return None if names_host(device, ctx) else expr
     if leaf in _LIKE and expr.args and expr.args[0].keyword is None:
         return None if on_host(expr.args[0].value, ctx) else expr
     return None  # a factory without a device allocates on the host
@@ -279,10 +279,11 @@ class WorkspaceAllocationPerCall:
 
 
     def _candidate(self, assign: cst.Assign, ctx: FileContext) -> bool:
-        """Proven per step by the execution stage, and not left to ``device-allocation-per-step``."""
+        """Proven per step by the execution stage, and not left to ``device-allocation-per-step``
+        (loops, its step names, functions the configuration makes per step)."""
         function = ctx.enclosing_function(assign)
         return (
-            function is not None and in_per_step_function(assign, ctx)
+            function is not None and in_per_step_function(assign, ctx) and not configured_per_step(assign, ctx)
             and not ctx.in_loop(assign) and not self.left_to_loop_rule.search(function.name.value)
         )
 

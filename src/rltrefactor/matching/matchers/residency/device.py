@@ -15,7 +15,7 @@ from ..companions import residency_companions
 from ..context import comparison_sides, in_per_step_function, subtree, truth_conditions
 from ..imports import dotted_name
 from ..options import Option
-from .locations import is_pinned, on_host
+from .locations import is_pinned, on_host, shown_on_host
 
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.
@@ -227,7 +227,7 @@ class PerStepHostStaging:
                     if (
                         isinstance(value, cst.Call)
                         and ctx.qualified_name(value.func) in _HOST_FACTORIES
-                        and on_host(value, ctx)
+                        and shown_on_host(value, ctx)
                         and not is_pinned(value, ctx)
                     ):
                         allocations[node.targets[0].target.value] = value

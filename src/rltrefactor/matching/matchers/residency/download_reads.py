@@ -31,7 +31,7 @@ from ...regions.reach import MatcherReach
 from ..base import FileContext, Match, own_nodes
 from ..imports import dotted_name
 from ..options import Option
-from .locations import on_host
+from .locations import on_host, shown_on_host
 
 _WAITS = frozenset({"synchronize", "wait_event", "wait_stream", "wait", "cpu"})
 _READ_METHODS = frozenset({"item", "tolist", "numpy"})
@@ -92,7 +92,7 @@ def _download(value: cst.BaseExpression, ctx: FileContext) -> cst.Call | None:
     """``x.to(<host>, non_blocking=True)`` of a value not known to be on the host."""
     if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "to"):
         return None
-    if not _non_blocking(value) or not on_host(value, ctx) or on_host(value.func.value, ctx):
+    if not _non_blocking(value) or not shown_on_host(value, ctx) or on_host(value.func.value, ctx):
         return None
     return value
 
@@ -102,7 +102,7 @@ def _download_into(call: cst.Call, ctx: FileContext) -> str | None:
     func = call.func
     if not (isinstance(func, cst.Attribute) and func.attr.value == "copy_" and call.args and _non_blocking(call)):
         return None
-    if not on_host(func.value, ctx) or on_host(call.args[0].value, ctx):
+    if not shown_on_host(func.value, ctx) or on_host(call.args[0].value, ctx):
         return None
     return dotted_name(func.value)
 
@@ -123,8 +123,8 @@ def _waits(call: cst.Call, pending: dict[str, _Download], ctx: FileContext) -> b
 def _blocking_download(call: cst.Call, func: cst.Attribute, ctx: FileContext) -> bool:
     """``x.to(<host>)`` or ``buf.copy_(x)`` into host memory, of a value not known on the host."""
     if func.attr.value == "to":
-        return on_host(call, ctx) and not on_host(func.value, ctx)
-    return bool(call.args) and on_host(func.value, ctx) and not on_host(call.args[0].value, ctx)
+        return shown_on_host(call, ctx) and not on_host(func.value, ctx)
+    return bool(call.args) and shown_on_host(func.value, ctx) and not on_host(call.args[0].value, ctx)
 
 
 def _returned(node: cst.CSTNode, ctx: FileContext) -> bool:

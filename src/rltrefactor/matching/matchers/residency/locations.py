@@ -22,12 +22,14 @@ allocated pinned once), or is a basic view or slice of a pinned value. Advanced 
 from __future__ import annotations
 
 import re
+from contextvars import ContextVar
 
 import libcst as cst
 
 from ..base import FileContext
 from ..context import guarded_by, subtree
 from ..imports import dotted_name
+from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
 # Methods whose result lives where their receiver lives.
 _SAME_PLACE = frozenset(
@@ -55,9 +57,71 @@ _VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze
 
 
 def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
-    """Whether ``expr`` is known to live in host memory."""
+    """Whether ``expr`` is known to live in host memory: the code shows it, or the type
+    engine says it is a host type (``ndarray``, ``list[int]``, a number: ``host-types``)."""
     if depth > _DEPTH:
         return False
+    if _on_host_in_code(expr, ctx, depth):
+        return True
+    if depth == 0 and not _READING_A_DEVICE.get():
+        return _typed_host(expr, ctx)
+    return False
+
+
+def shown_on_host(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """Whether the function's own code shows ``expr`` in host memory, the type engine left
+    out: for checks where "on the host" makes a finding (a download, an upload's source),
+    which a host type must never start."""
+    return _on_host_in_code(expr, ctx, 0)
+
+
+def _typed_host(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """The type engine gives the value asked about, or the receiver its same-place methods
+    start from (``m`` of ``m.max()``), a host type. Asked of that value only, never of the
+    parts ``on_host`` follows: a question costs a round trip to the engine, and a part
+    that is a Python number says nothing of the tensor it combines with
+    (``probs >= self.threshold``)."""
+    if _is_device_argument(expr, ctx):
+        return False  # a device is a ``str`` or an ``int`` wherever it points
+    host_types = ctx.names.entry("host-types").values
+    while isinstance(expr, (cst.Name, cst.Attribute, cst.Call)):
+        answer = ctx.value_type(expr)
+        if answer is not None:
+            return is_host_type(answer, host_types)
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE):
+            return False
+        expr = expr.func.value
+    return False
+
+
+def _is_device_argument(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """``dev`` of ``device=dev``, or the first positional argument of ``.to(dev)``/``.cuda(dev)``."""
+    argument = ctx.parent(expr)
+    if not isinstance(argument, cst.Arg):
+        return False
+    if argument.keyword is not None:
+        return argument.keyword.value == "device"
+    call = ctx.parent(argument)
+    return (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "cuda")
+            and bool(call.args) and call.args[0] is argument)
+
+
+# While a device argument is read (``device=dev``, ``.to(dev)``), a host type says nothing:
+# a device is a ``str`` or an ``int`` wherever it points. Set for the whole reading, the
+# names and calls it follows included.
+_READING_A_DEVICE: ContextVar[bool] = ContextVar("reading_a_device", default=False)
+
+
+def names_host(device: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether a device argument is known to name the host (``"cpu"``, a host value's ``.device``)."""
+    token = _READING_A_DEVICE.set(True)
+    try:
+        return on_host(device, ctx, depth)
+    finally:
+        _READING_A_DEVICE.reset(token)
+
+
+def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
     if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
         return True
     if isinstance(expr, cst.Subscript):
@@ -106,7 +170,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     if root == "torch" and leaf in _FACTORIES:
         device = _keyword(call, "device")
         if device is not None:
-            return on_host(device, ctx, depth + 1)
+            return names_host(device, ctx, depth + 1)
         if leaf in _LIKE and call.args:
             return on_host(call.args[0].value, ctx, depth + 1)
         return True  # torch factories allocate on the CPU unless told otherwise
@@ -118,7 +182,7 @@ def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     device = _keyword(call, "device")
     if device is None and call.args and call.args[0].keyword is None:
         device = call.args[0].value
-    return device is not None and on_host(device, ctx, depth + 1)
+    return device is not None and names_host(device, ctx, depth + 1)
 
 
 def _names_cpu(expr: cst.CSTNode, ctx: FileContext) -> bool:
@@ -147,7 +211,11 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
         return on_device(expr.left, ctx, depth + 1) or any(on_device(c.comparator, ctx, depth + 1) for c in expr.comparisons)
     if isinstance(expr, cst.Name):
         value = _last_value(expr, ctx)
-        return value is not None and on_device(value, ctx, depth + 1)
+        return on_device(value, ctx, depth + 1) if value is not None else _typed_as_parameter(expr, ctx)
+    if isinstance(expr, cst.Attribute):
+        if expr.attr.value in PARAMETER_TENSORS:  # a parameter's gradient or data lives where it does
+            return on_device(expr.value, ctx, depth + 1)
+        return _typed_as_parameter(expr, ctx)
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func
@@ -160,21 +228,58 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
             device = _keyword(expr, "device")
             if device is None and expr.args and expr.args[0].keyword is None:
                 device = expr.args[0].value
-            return device is not None and not _is_dtype(device, ctx) and not on_host(device, ctx, depth + 1)
+            return device is not None and not _is_dtype(device, ctx) and not names_host(device, ctx, depth + 1)
         if method in _SAME_PLACE:
             return on_device(func.value, ctx, depth + 1)
+        if method not in _HOST_METHODS and is_tensor_type(ctx.value_type(expr)):
+            return on_device(func.value, ctx, depth + 1)  # a tensor method's tensor result stays on its device
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
     if root == "torch" and leaf in _FACTORIES:
         device = _keyword(expr, "device")
         if device is not None:
-            return not on_host(device, ctx, depth + 1)
+            return not names_host(device, ctx, depth + 1)
         return leaf in _LIKE and bool(expr.args) and on_device(expr.args[0].value, ctx, depth + 1)
     if root in ("numpy", "np") or name.startswith("numpy.") or dotted_name(func) in ctx.execution.host_calls:
         return False
     # An op, or a module applied to a tensor (``self.model(x)``), runs where its tensor
     # operands live: given one the function placed on a device, its result is there too.
     return any(on_device(arg.value, ctx, depth + 1) for arg in expr.args)
+
+
+def residency_reason(expr: cst.CSTNode, ctx: FileContext, placed: bool) -> str:
+    """Why ``expr`` is on the device (``placed``), as the type engine saw it, or which fact
+    is missing for it to be known; "" where the function's own code says it."""
+    code = " ".join(ctx.code(expr).split())
+    if ctx.model.type_engine is None:
+        return "" if placed else "no type engine was asked"
+    if ctx.model.type_engine.unavailable is not None:
+        return "" if placed else "the type engine was off"
+    answer = ctx.value_type(_typed_root(expr))
+    if placed:
+        return f"`{code}` comes from a `{answer}`, a module's parameter" if answer and _typed_as_parameter(
+            _typed_root(expr), ctx) else ""
+    if answer is None:
+        return "the type engine has no type for it"
+    return f"the type engine says `{answer}`, which does not name a device"
+
+
+def _typed_root(expr: cst.CSTNode) -> cst.CSTNode:
+    """The value a method chain or a parameter's tensor starts from: ``param`` of
+    ``param.grad.norm()``; the expression itself otherwise."""
+    while True:
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value not in _HOST_METHODS:
+            expr = expr.func.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in PARAMETER_TENSORS:
+            expr = expr.value
+        else:
+            return expr
+
+
+def _typed_as_parameter(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """The type engine says ``expr`` is a module's parameter or buffer."""
+    answer = ctx.value_type(expr)
+    return answer is not None and answer.rpartition(".")[2] in PARAMETER_TYPES
 
 
 def _imported(expr: cst.BaseExpression, ctx: FileContext) -> bool:

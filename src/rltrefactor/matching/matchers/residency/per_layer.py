@@ -26,7 +26,7 @@ from ..base import FileContext, Match
 from ..context import subtree
 from ..options import Option
 from .layer_loops import per_iteration_functions
-from .locations import on_host
+from .locations import names_host
 from .threading_loops import LayerLoop
 
 _BUILDERS = frozenset({"torch.tensor", "torch.as_tensor"})
@@ -87,7 +87,7 @@ def _host_tensor_of_values(call: cst.Call, ctx: FileContext) -> bool:
     if ctx.qualified_name(call.func) not in _BUILDERS:
         return False
     device = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "device"), None)
-    if device is not None and not on_host(device, ctx):
+    if device is not None and not names_host(device, ctx):
         return False
     return not isinstance(ctx.parent(call), cst.Attribute)  # ``.to(dev)``, ``.cuda()``: the copy rules' case
 

@@ -1,0 +1,53 @@
+"""Types as the type engine prints them (``numpy.ndarray``, ``list[int]``, ``Tensor | None``),
+read for where their values live. Text in, verdict out: no syntax tree, no engine."""
+
+from __future__ import annotations
+
+
+def is_host_type(answer: str, host_types: tuple[str, ...]) -> bool:
+    """Whether every alternative of a type the engine printed lives in host memory: a
+    ``host-types`` name, or a container (``list[...]``, ``dict[...]``) of host types only."""
+    alternatives = split_top(answer, "|")
+    return bool(alternatives) and all(_host_alternative(alt.strip(), host_types) for alt in alternatives)
+
+
+def _host_alternative(text: str, host_types: tuple[str, ...]) -> bool:
+    base, _, rest = text.partition("[")
+    name = base.strip().rpartition(".")[2]
+    if name in ("Optional", "Union"):
+        return is_host_type(" | ".join(split_top(rest.removesuffix("]"), ",")), host_types)
+    if name not in host_types:
+        return False
+    if not rest or name == "Literal":
+        return True
+    arguments = [a.strip() for a in split_top(rest.removesuffix("]"), ",")]
+    if name in ("ndarray", "NDArray"):  # numpy's shape and dtype parameters are not values
+        return True
+    return all(a in ("...", "()") or is_host_type(a, host_types) for a in arguments)
+
+
+def split_top(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        depth += {"[": 1, "(": 1, "]": -1, ")": -1}.get(char, 0)
+        if char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return [part for part in parts if part.strip()]
+
+
+# A module's parameters live on its device (the model is placed before it runs); so do
+# their gradients and data. What the type engine calls them:
+PARAMETER_TYPES = frozenset({"Parameter", "UninitializedParameter", "Buffer"})
+PARAMETER_TENSORS = frozenset({"grad", "data"})
+
+
+def is_tensor_type(answer: str | None) -> bool:
+    """A type the engine printed is a tensor (``torch._tensor.Tensor``, a ``Parameter``; in a
+    union, every alternative but ``Unknown`` and ``None``)."""
+    if answer is None:
+        return False
+    known = [alt.strip() for alt in split_top(answer, "|") if alt.strip() not in ("Unknown", "None")]
+    return bool(known) and all(alt.rpartition(".")[2] in ({"Tensor"} | PARAMETER_TYPES) for alt in known)

@@ -1,0 +1,111 @@
+"""The type engine's owner: hover texts read as types, host types told from device ones,
+and an engine that cannot answer turned off with one line, never a failed review."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from rltrefactor.context import typeengine
+from rltrefactor.context.typeengine import TypeEngine, hover_type
+from rltrefactor.library.names import bundled_names
+from rltrefactor.matching.matchers.residency.type_names import is_host_type, is_tensor_type
+
+HOST_TYPES = bundled_names().entry("host-types").values
+
+
+def _hover(text: str) -> dict:
+    return {"contents": {"kind": "markdown", "value": f"```python\n{text}\n```"}}
+
+
+@pytest.mark.parametrize(("hover", "expected"), [
+    ("(variable) m: numpy.ndarray", "numpy.ndarray"),
+    ("(attribute) scale: torch._tensor.Tensor", "torch._tensor.Tensor"),
+    ("(parameter) ids: list[int]", "list[int]"),
+    ("(function) build: def build(n: Unknown) -> ndarray: ...", "ndarray"),
+    ("(method) run: def run(\n    self: Runner,\n    x: Tensor\n) -> tuple[int, float]: ...", "tuple[int, float]"),
+    ("(variable) m: Unknown", None),
+    ("(function) build: def build(n: int) -> Any: ...", None),
+    ("(class) Runner: class Runner", None),
+])
+def test_hover_text_gives_the_type(hover, expected):
+    assert hover_type(_hover(hover)) == expected
+
+
+def test_no_reply_is_unknown():
+    assert hover_type(None) is None
+    assert hover_type({"contents": []}) is None
+
+
+@pytest.mark.parametrize(("answer", "host"), [
+    ("numpy.ndarray", True),
+    ("ndarray[tuple[int, int], dtype[float64]]", True),
+    ("list[int]", True),
+    ("tuple[int, ...]", True),
+    ("int | None", True),
+    ("Optional[ndarray]", True),
+    ("dict[str, list[float]]", True),
+    ("BatchFeature", True),
+    ("torch._tensor.Tensor", False),
+    ("Tensor | None", False),
+    ("list[Tensor]", False),
+    ("dict[str, Tensor]", False),
+    ("Runner", False),
+])
+def test_host_types_are_told_from_device_ones(answer, host):
+    assert is_host_type(answer, HOST_TYPES) is host
+
+
+def test_a_missing_engine_is_off_before_any_question(tmp_path):
+    engine = TypeEngine(str(tmp_path), executable=None, python=str(tmp_path / "bin" / "python"))
+    engine.check()
+    if engine.unavailable is None:  # a pyrefly on PATH: the check found it, as it should
+        assert typeengine._find_executable(engine.python) is not None
+        return
+    assert "not installed" in engine.unavailable
+    assert engine.type_at("a.py", "x = 1\n", 1, 0) is None and engine.questions == 0
+
+
+def _silent_engine(tmp_path: Path) -> str:
+    """An executable that accepts the connection and never answers."""
+    script = tmp_path / "pyrefly"
+    script.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "pyrefly 0" && exit 0\nexec sleep 30\n')
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return str(script)
+
+
+def test_an_engine_that_gives_no_answer_is_turned_off_with_the_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(typeengine, "FIRST_ANSWER_S", 0.5)
+    engine = TypeEngine(str(tmp_path), executable=_silent_engine(tmp_path))
+    assert engine.type_at("a.py", "x = 1\n", 1, 0) is None
+    assert engine.unavailable is not None and "gave no answer to initialize" in engine.unavailable
+    assert engine.type_at("a.py", "x = 1\n", 1, 0) is None  # off for the rest of the review, asked nothing
+
+
+def test_answers_are_kept_on_disk_by_content(tmp_path):
+    (tmp_path / "a.py").write_text("import numpy as np\nm = np.zeros(3)\n")
+    first = TypeEngine(str(tmp_path), cache_dir=str(tmp_path / "cache"))
+    first.check()
+    if first.unavailable is not None:
+        pytest.fail(f"the pinned type engine must be installed with the package: {first.unavailable}")
+    text = (tmp_path / "a.py").read_text()
+    answer = first.type_at("a.py", text, 2, 0)
+    first.close()
+    second = TypeEngine(str(tmp_path), cache_dir=str(tmp_path / "cache"))
+    assert second.type_at("a.py", text, 2, 0) == answer and second.questions == 0  # read from disk, asked nothing
+    assert answer is not None and "ndarray" in answer
+
+
+@pytest.mark.parametrize(("answer", "tensor"), [
+    ("torch._tensor.Tensor", True),
+    ("Tensor | Unknown", True),
+    ("torch.nn.parameter.Parameter", True),
+    ("Tensor | None", True),
+    ("list[Tensor]", False),
+    ("Unknown", False),
+    ("Tensor | ndarray", False),
+])
+def test_tensor_types_are_told_from_the_rest(answer, tensor):
+    assert is_tensor_type(answer) is tensor
