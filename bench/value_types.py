@@ -34,6 +34,7 @@ WORK = os.path.join(HERE, "work", "value_types")
 TOOL = os.path.join(ROOT, ".venv", "bin", "rltrefactor")
 JUDGED = (os.path.join(HERE, "engines_judgements.jsonl"), os.path.join(HERE, "value_types_judgements.jsonl"))
 Key = tuple[str, int, str]
+MARKER = "<!-- written by hand below -->"
 
 
 def scan(engine_dir: str, with_types: bool, rescan: bool) -> dict[str, Any]:
@@ -113,15 +114,30 @@ def render(results: list[dict[str, Any]]) -> str:
     for r in results:
         lines.append(f"| {r['engine']} | {r['plain']} | {r['typed']} | {len(r['gone'])} | {len(r['new'])} | {r['errors']} "
                      f"| {r['plain_s']:.0f} | {r['typed_s']:.0f} |")
-    lines += ["", "Judged findings of these engines (earlier random samples, judged by hand), kept or gone with the engine:", "",
+    lines += ["", "Judged findings of these engines (the earlier samples of bench/engines_judgements.jsonl and the samples below),", "kept or gone with the engine:", "",
               "| engine | kept: true / debatable / false | gone: true / debatable / false |", "| --- | --- | --- |"]
     for r in results:
         cell = {k: " / ".join(str(r["verdicts"][k].get(v, 0)) for v in ("true", "debatable", "false")) for k in ("kept", "gone")}
         lines.append(f"| {r['engine']} | {cell['kept']} | {cell['gone']} |")
+    lines += ["", "Random samples of 30 findings of each scan with the engine (`--sample 30 --seed 7`), judged by hand",
+              "with the code read around each line (`bench/value_types_judgements.jsonl`, one reason each):", "",
+              "| engine | true | debatable | false |", "| --- | ---: | ---: | ---: |"]
+    for r in results:
+        sample = collections.Counter(row["verdict"] for row in _sampled(r["engine"]))
+        if sample:
+            lines.append(f"| {r['engine']} | {sample['true']} | {sample['debatable']} | {sample['false']} |")
     for r in results:
         if r["warnings"]:
             lines += ["", f"{r['engine']}: " + "; ".join(r["warnings"])]
     return "\n".join(lines) + "\n"
+
+
+def _sampled(engine: str) -> list[dict[str, Any]]:
+    """The judged rows of this engine's samples of the scan with the engine."""
+    if not os.path.exists(JUDGED[1]):
+        return []
+    with open(JUDGED[1], encoding="utf-8") as handle:
+        return [row for row in map(json.loads, handle) if row.get("engine") == engine]
 
 
 def print_sample(engine_dir: str, size: int, seed: int) -> None:
@@ -151,8 +167,13 @@ def main() -> int:
         return 0
     page = render([compare(engine_dir, args.rescan) for engine_dir in args.dirs])
     if args.write:
+        kept = ""
+        if os.path.exists(args.write):  # what follows the marker is written by hand: kept
+            with open(args.write, encoding="utf-8") as handle:
+                _, marker, rest = handle.read().partition(MARKER)
+            kept = marker + rest
         with open(args.write, "w", encoding="utf-8") as handle:
-            handle.write(page)
+            handle.write(page + ("\n" + kept if kept else ""))
     print(page)
     return 0
 

@@ -9,6 +9,7 @@ and hands them to every step that needs them.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -127,7 +128,7 @@ def _type_engine(root: str, config: Config, cache_dir: str | None) -> TypeEngine
     """The type engine for this review, or None where the configuration turns it off."""
     if not config.type_engine:
         return None
-    engine = TypeEngine(root, cache_dir=cache_dir)
+    engine = TypeEngine(root, python=config.type_engine_python or sys.executable, cache_dir=cache_dir)
     engine.check()
     return engine
 

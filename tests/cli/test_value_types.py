@@ -288,3 +288,16 @@ def test_a_device_typed_as_a_string_is_still_a_device(repo, cli):
     found = _lines(report, "engine/runner.py")
     assert found.get(15) == "device-allocation-per-step", report["findings"]
     assert 11 not in found, report["findings"]
+
+
+def test_the_project_interpreter_can_be_named_and_a_wrong_one_is_said_in_one_line(repo, cli):
+    repo.write("rltrefactor.toml", 'type-engine-python = ".venv/bin/python"\n')  # no such environment here
+    for path, text in {"engine/worker/logprob_utils.py": RUNNER_STYLE_HELPERS,
+                       "engine/worker/gpu_model_runner.py": RUNNER_STYLE_BASE}.items():
+        repo.write(path, text)
+    repo.commit("base")
+    repo.write("engine/worker/gpu_model_runner.py", RUNNER_STYLE_BASE.rsplit("\n    def ", 1)[0] + RUNNER_EXECUTE)
+    report_run = cli("review", "--diff", "main", "--no-cache", cwd=repo.path)
+    lines = [line for line in report_run.err.splitlines() if "type engine off" in line]
+    assert report_run.code == 1 and len(lines) == 1, report_run.err
+    assert f"{repo.path}/.venv/bin/python is not an executable file" in lines[0]

@@ -71,6 +71,86 @@ def test_a_processor_runs_per_request_and_per_step_rules_leave_it_alone():
     assert kinds["VisionProcessor.__call__"] == ("per-request", "protocol")
 
 
+def test_every_method_of_a_multimodal_processor_runs_per_request_in_two_engines_styles():
+    kinds = _kinds("""
+        import torch
+        from vllm.multimodal.processing import BaseMultiModalProcessor, BaseProcessingInfo
+        from vllm.multimodal.processing.dummy_inputs import BaseDummyInputsBuilder
+
+
+        class QwenVLProcessingInfo(BaseProcessingInfo):
+            def get_num_video_tokens(self, grid_thw):
+                return int(grid_thw.prod().item())
+
+
+        class QwenVLMultiModalProcessor(BaseMultiModalProcessor[QwenVLProcessingInfo]):
+            def _get_prompt_updates(self, mm_items, out_mm_kwargs):
+                def get_replacement(item_idx):
+                    return out_mm_kwargs["grid_thw"][item_idx].tolist()
+                return get_replacement
+
+
+        class QwenVLDummyInputsBuilder(BaseDummyInputsBuilder[QwenVLProcessingInfo]):
+            def get_dummy_mm_data(self, seq_len, mm_counts):
+                return torch.zeros(seq_len)
+
+
+        class QwenVLForConditionalGeneration(torch.nn.Module):
+            def forward(self, input_ids, grid_thw):
+                return grid_thw.tolist()
+    """)
+    assert kinds["QwenVLProcessingInfo.get_num_video_tokens"] == ("per-request", "protocol")
+    assert kinds["QwenVLMultiModalProcessor._get_prompt_updates"] == ("per-request", "protocol")
+    assert kinds["QwenVLMultiModalProcessor._get_prompt_updates.<locals>.get_replacement"][0] == "per-request"
+    assert kinds["QwenVLDummyInputsBuilder.get_dummy_mm_data"] == ("one-time", "protocol")
+    assert kinds["QwenVLForConditionalGeneration.forward"] == ("per-step", "protocol")  # the model itself runs per step
+    sglang = _kinds("""
+        from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor as SGLangBaseProcessor
+
+
+        class KimiVLImageProcessor(SGLangBaseProcessor):
+            async def process_mm_data_async(self, image_data, input_text, request_obj):
+                return self.grid_thws.tolist()
+    """)
+    assert sglang["KimiVLImageProcessor.process_mm_data_async"] == ("per-request", "protocol")
+
+
+def test_an_fx_interpreter_runs_when_a_graph_is_compiled_not_per_step():
+    kinds = _kinds("""
+        import torch
+        from torch.fx import Interpreter
+
+
+        class ProfilingInterpreter(Interpreter):
+            def run_node(self, n):
+                out = super().run_node(n)
+                torch.cuda.synchronize()
+                return out
+
+
+        class Runner(torch.nn.Module):
+            def forward(self, x):
+                torch.cuda.synchronize()
+                return x
+    """)
+    assert kinds["ProfilingInterpreter.run_node"] == ("one-time", "protocol")
+    assert kinds["Runner.forward"] == ("per-step", "protocol")
+
+
+def test_a_named_method_outranks_the_wildcard_of_its_model():
+    protocols = parse_protocols(textwrap.dedent("""
+        protocols:
+          - bases: [acme.Pipeline]
+            methods:
+              "*": per-request
+              warm_up: once
+            source: acme docs
+    """), "protocols.yaml")
+    assert protocols.method(("acme.Pipeline",), "warm_up").frequency == "once"
+    assert protocols.method(("acme.Pipeline",), "run").frequency == "per-request"
+    assert protocols.method(("acme.Other",), "run") is None
+
+
 def test_the_bundled_models_load_and_answer():
     protocols = bundled_protocols()
     assert protocols.method(("torch.autograd.function.Function",), "backward").frequency == "per-layer"

@@ -58,14 +58,18 @@ def test_host_types_are_told_from_device_ones(answer, host):
     assert is_host_type(answer, HOST_TYPES) is host
 
 
-def test_a_missing_engine_is_off_before_any_question(tmp_path):
-    engine = TypeEngine(str(tmp_path), executable=None, python=str(tmp_path / "bin" / "python"))
+def test_a_missing_engine_is_off_before_any_question(tmp_path, monkeypatch):
+    monkeypatch.setattr(typeengine, "_find_executable", lambda python: None)
+    engine = TypeEngine(str(tmp_path))
     engine.check()
-    if engine.unavailable is None:  # a pyrefly on PATH: the check found it, as it should
-        assert typeengine._find_executable(engine.python) is not None
-        return
-    assert "not installed" in engine.unavailable
+    assert engine.unavailable is not None and "not installed" in engine.unavailable
     assert engine.type_at("a.py", "x = 1\n", 1, 0) is None and engine.questions == 0
+
+
+def test_a_project_interpreter_that_is_not_there_turns_the_engine_off(tmp_path):
+    engine = TypeEngine(str(tmp_path), python=str(tmp_path / "bin" / "python"))
+    engine.check()
+    assert engine.unavailable == f"the project's python {tmp_path / 'bin' / 'python'} is not an executable file"
 
 
 def _silent_engine(tmp_path: Path) -> str:
@@ -109,3 +113,32 @@ def test_answers_are_kept_on_disk_by_content(tmp_path):
 ])
 def test_tensor_types_are_told_from_the_rest(answer, tensor):
     assert is_tensor_type(answer) is tensor
+
+
+def test_two_versions_of_one_file_are_each_answered_from_their_own_text(tmp_path):
+    head = "import numpy as np\nvalue = np.zeros(3)\n"
+    base = "import torch\nvalue = torch.zeros(3)\n"
+    (tmp_path / "a.py").write_text(head)
+    engine = TypeEngine(str(tmp_path))
+    engine.check()
+    try:
+        assert "ndarray" in (engine.type_at("a.py", head, 2, 0) or "")
+        assert "Tensor" in (engine.type_at("a.py", base, 2, 0) or "")  # the base, as pre-existing findings ask it
+    finally:
+        engine.close()
+
+
+def test_the_repository_stamp_follows_every_python_file_and_nothing_else(repo):
+    repo.write("pkg/a.py", "x = 1\n")
+    repo.write("pkg/b.py", "y = 2\n")
+    repo.commit("base")
+    root = str(repo.path)
+    first = typeengine.repository_stamp(root)
+    assert typeengine.repository_stamp(root) == first
+    repo.write("README.md", "not Python\n")
+    assert typeengine.repository_stamp(root) == first
+    repo.write("pkg/b.py", "y = 3\n")  # changed in the working tree
+    changed = typeengine.repository_stamp(root)
+    assert changed != first
+    repo.write("pkg/c.py", "z = 4\n")  # added, untracked
+    assert typeengine.repository_stamp(root) not in (first, changed)

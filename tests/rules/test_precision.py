@@ -124,6 +124,20 @@ QUIET = {
             for loop_idx in range(loop_count):
                 inputs.position_ids += 1
         """),
+    "minimum-version-requirement": ("vllm/tokenizers/fastokens.py", """
+        from packaging.version import Version
+        def get_fast_tokenizer(installed, minimum):
+            if installed is None or Version(installed) < Version(minimum):
+                raise ImportError(f"fastokens >= {minimum} is required")
+            return installed
+        """),
+    "minimum-capability-rejected": ("deepspeed/ops/transformer/inference/op_binding/base.py", """
+        import torch
+        def build_op(device):
+            major, _ = torch.cuda.get_device_capability(device)
+            if major < 8:
+                raise RuntimeError("this kernel needs compute capability 8.0 or newer")
+        """),
     "quantization-config-module": ("vllm_ascend/quantization/modelslim_config.py", """
         def apply_mapper(self, model_type):
             if model_type == "qwen3_omni_moe":

@@ -85,6 +85,9 @@ class Config:
     call_index: bool | None = None
     # Ask the type engine (``context.typeengine``) what values are; False: read them from the code only.
     type_engine: bool = True
+    # The interpreter of the project's environment, where the type engine finds numpy and
+    # torch (absolute, resolved against the repository root); None: the one running the review.
+    type_engine_python: str | None = None
     perf_hooks: str = "perf_hooks"
     perf_tests: tuple[str, ...] = ()  # pytest arguments (test paths) for ``perf --tests``; (): pytest's own
     perf_stubs: tuple[str, ...] = ()  # modules the perf hook's processes import as stubs (``flash_attn``)
@@ -117,6 +120,7 @@ _KEYS = {
     "unreviewable": "one of fail, warn",
     "call-index": "true or false",
     "type-engine": "true or false",
+    "type-engine-python": "a path to the project environment's python",
     "perf-hooks": "a directory",
     "perf-tests": "list of test paths (pytest arguments)",
     "perf-stubs": "list of module names",
@@ -204,6 +208,8 @@ def _from_table(found: ConfigFile, root: str) -> Config:
         unreviewable=unreviewable,
         call_index=get("call-index"),
         type_engine=get("type-engine") is not False,
+        type_engine_python=os.path.normpath(os.path.join(root, get("type-engine-python")))
+        if get("type-engine-python") else None,
         perf_hooks=get("perf-hooks") or "perf_hooks",
         perf_tests=tuple(get("perf-tests") or ()),
         perf_stubs=_checked_stubs(tuple(get("perf-stubs") or ()), _at_key(path, text, prefix, "perf-stubs")),

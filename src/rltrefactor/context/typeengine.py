@@ -52,12 +52,12 @@ class TypeEngine:
     root: str
     python: str = sys.executable
     cache_dir: str | None = None
-    executable: str | None = None  # found next to ``python`` or on PATH when not given
+    executable: str | None = None  # when not given: the one installed with rltrefactor (``_find_executable``)
     unavailable: str | None = None  # why the engine is off, one line; None while it runs
     questions: int = 0
     _server: "_Server | None" = field(default=None, repr=False)
     _pid: int = 0
-    _opened: set[str] = field(default_factory=set, repr=False)
+    _opened: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)  # uri -> (version, hash of its text)
     _cache: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
     _stamp: str | None = None
     _spent_s: float = 0.0
@@ -78,8 +78,11 @@ class TypeEngine:
         return answer
 
     def check(self) -> None:
-        """Turn the engine off at once where it is not installed, before any question."""
-        if (self.executable or _find_executable(self.python)) is None:
+        """Turn the engine off at once where it is not installed, or the project's
+        interpreter is not there, before any question."""
+        if not os.access(self.python, os.X_OK):
+            self.unavailable = f"the project's python {self.python} is not an executable file"
+        elif (self.executable or _find_executable(self.python)) is None:
             self.unavailable = f"{ENGINE} is not installed in the environment of {self.python}"
 
     def cache_key(self) -> str:
@@ -101,11 +104,15 @@ class TypeEngine:
         try:
             server = self._running()
             uri = _uri(os.path.join(self.root, path))
-            first = uri not in self._opened
-            if first:
+            opened = self._opened.get(uri)
+            first = opened is None or opened[1] != hash(text)
+            if opened is None:
                 server.notify("textDocument/didOpen", {"textDocument": {
                     "uri": uri, "languageId": "python", "version": 1, "text": text}})
-                self._opened.add(uri)
+            elif first:  # another version of the file (its base, for pre-existing findings)
+                server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": opened[0] + 1},
+                                                         "contentChanges": [{"text": text}]})
+            self._opened[uri] = ((opened[0] + 1) if opened else 1, hash(text))
             reply = server.request("textDocument/hover", {
                 "textDocument": {"uri": uri}, "position": {"line": line - 1, "character": _utf16(text, line, column)},
             }, FIRST_ANSWER_S if first else LATER_ANSWER_S)
@@ -122,7 +129,7 @@ class TypeEngine:
     def _running(self) -> "_Server":
         if self._server is not None and self._pid == os.getpid():
             return self._server
-        self._server, self._pid, self._opened = None, os.getpid(), set()  # a forked worker starts its own
+        self._server, self._pid, self._opened = None, os.getpid(), {}  # a forked worker starts its own
         executable = self.executable or _find_executable(self.python)
         if executable is None:
             raise _EngineError(f"{ENGINE} is not installed in the environment of {self.python}")
@@ -205,23 +212,33 @@ def _return_type(code: str) -> str | None:
 
 
 def repository_stamp(root: str) -> str:
-    """What the repository's Python files are now: their paths, sizes and modification times.
-    An answer about one file may depend on any of them."""
+    """What the repository's Python files are now: an answer about one file may depend on
+    any of them. In a git repository, the index's blob of each (``git ls-files -s``) and the
+    size and modification time of each one the working tree changes or adds (``git
+    status``): git reads its own stat cache, far faster than a stat of every file here."""
     digest = hashlib.sha256()
+    pathspec = ["--", "*.py", "*.pyi"]
     try:
-        listed = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "*.py", "*.pyi"],
-            cwd=root, capture_output=True, check=True, timeout=30,
-        ).stdout.split(b"\0")
+        staged = _git(root, "ls-files", "-s", "-z", *pathspec)
+        status = _git(root, "status", "--porcelain=v1", "-z", "--untracked-files=all", *pathspec)
     except (OSError, subprocess.SubprocessError):  # not a git repository: every Python file under the root
-        listed = _walked(root)
-    for name in sorted(n for n in listed if n):
+        staged, touched = b"", _walked(root)
+    else:
+        # ``XY path`` entries; a rename's source follows as an entry of its own, which is harmless here
+        touched = [entry[3:] for entry in status.split(b"\0") if len(entry) > 3]
+    digest.update(staged)
+    for name in sorted(set(touched)):
         try:
-            status = os.stat(os.path.join(os.fsencode(root), name))
+            found = os.stat(os.path.join(os.fsencode(root), name))
         except OSError:
+            digest.update(name + b"\0gone\0")
             continue
-        digest.update(name + f"\0{status.st_size}\0{status.st_mtime_ns}\0".encode())
+        digest.update(name + f"\0{found.st_size}\0{found.st_mtime_ns}\0".encode())
     return digest.hexdigest()
+
+
+def _git(root: str, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True, timeout=30).stdout
 
 
 def _walked(root: str) -> list[bytes]:
@@ -234,8 +251,13 @@ def _walked(root: str) -> list[bytes]:
 
 
 def _find_executable(python: str) -> str | None:
-    beside = os.path.join(os.path.dirname(python), ENGINE)
-    return beside if os.access(beside, os.X_OK) else shutil.which(ENGINE)
+    """The engine installed with rltrefactor (the pinned one), else beside the project's
+    interpreter, else on ``PATH``."""
+    for folder in dict.fromkeys((os.path.dirname(sys.executable), os.path.dirname(python))):
+        beside = os.path.join(folder, ENGINE)
+        if os.access(beside, os.X_OK):
+            return beside
+    return shutil.which(ENGINE)
 
 
 _VERSIONS: dict[str, str] = {}

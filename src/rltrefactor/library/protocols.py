@@ -53,9 +53,11 @@ class Protocols:
 
     def method(self, bases: tuple[str, ...], method: str) -> ProtocolMatch | None:
         """How often ``method`` of a class whose (qualified) ``bases`` are given runs,
-        by the first model that holds one of the bases and names the method."""
+        by the first model that holds one of the bases and names the method (``*``: every
+        method the model does not name itself)."""
         for model in self.models:
-            frequency = dict(model.methods).get(method)
+            named = dict(model.methods)
+            frequency = named.get(method, named.get("*"))
             if frequency is None:
                 continue
             for base in bases:

@@ -39,6 +39,8 @@ CLAIMED_KINDS: Mapping[str, frozenset[str]] = {
     "constant-tensor-rebuilt-per-call": frozenset({ALLOC}),
     "default-filled-per-call": frozenset({ALLOC}),
     "full-result-computed-for-a-slice": frozenset({ALLOC}),
+    "step-metadata-rebuilt-per-layer": frozenset({ALLOC}),
+    "payload-copied-twice": frozenset({ALLOC}),
     "zero-fill-before-kernel-overwrite": frozenset(),
     "pinned-slot-rewritten-while-in-flight": frozenset({RACE}),
     "non-blocking-download-read-before-sync": frozenset({RACE}),

@@ -22,8 +22,8 @@ from .lifecycle import (
 )
 from .readability import environment, names_and_numbers as readability
 from .residency import (
-    allocation, constant_tensors, device, download_reads, implicit_sync, indexing, per_layer, pinned_slots, placement,
-    scalar_writes, transfers,
+    allocation, constant_tensors, device, download_reads, implicit_sync, indexing, payload_copies, per_layer,
+    pinned_slots, placement, scalar_writes, step_metadata, transfers,
 )
 from ..patterns.compiler import compile_pattern
 from .base import Matcher
@@ -116,6 +116,8 @@ PYTHON_MATCHERS: dict[str, MatcherFactory] = {
     "tensor-rebuilt-per-layer": _factory(per_layer.TensorRebuiltPerLayer),
     "constant-tensor-per-call": _factory(constant_tensors.ConstantTensorPerCall),
     "default-filled-per-call": _factory(constant_tensors.DefaultFilledPerCall),
+    "step-metadata-per-layer": _factory(step_metadata.StepMetadataPerLayer),
+    "payload-copied-twice": _factory(payload_copies.PayloadCopiedTwice),
     "device-array-placed-again": _factory(placement.DeviceArrayPlacedAgain),
     "python-number-index-write": _factory(scalar_writes.PythonNumberIndexWrite),
     "non-blocking-download-read-before-sync": _factory(download_reads.NonBlockingDownloadReadBeforeSync),

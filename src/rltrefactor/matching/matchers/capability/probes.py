@@ -21,6 +21,15 @@ _STRING_TESTS = frozenset({"startswith", "endswith", "lower", "upper", "find", "
 
 
 
+def _only_rejects(branch: cst.If) -> bool:
+    """An ``if`` with no ``else`` whose body does nothing but raise."""
+    if branch.orelse is not None:
+        return False
+    body = branch.body.body
+    statements = [s for line in body for s in (line.body if isinstance(line, cst.SimpleStatementLine) else [line])]
+    return bool(statements) and all(isinstance(s, cst.Raise) for s in statements)
+
+
 def _enclosing_scope(node: cst.CSTNode, ctx: FileContext) -> int:
     function = ctx.enclosing_function(node)
     return id(function) if function is not None else 0
@@ -65,6 +74,8 @@ class ComparedProbe:
         kind: type[cst.If | cst.While | cst.IfExp]
         for kind in (cst.If, cst.While, cst.IfExp):
             for branch in ctx.nodes(kind):
+                if isinstance(branch, cst.If) and _only_rejects(branch):
+                    continue  # a requirement checked (``if v < MIN: raise``) selects no path
                 scope = _enclosing_scope(branch, ctx)
                 hit = self._in_condition(branch.test, ctx, derived.get(scope, frozenset()))
                 if hit is not None:
