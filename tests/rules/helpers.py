@@ -51,3 +51,24 @@ def bundled_library() -> Library:
 def lines(block, code: str, **kwargs) -> list[int]:
     matcher = compile_pattern("test-rule", block) if isinstance(block, dict) else block
     return [line for line, _ in hits(matcher, code, **kwargs)]
+
+
+def reviewed_in_diff(tmp_path, rule: str, code: str, path: str) -> list[int]:
+    """Lines ``rule`` reports when a change adds ``code`` as the new module ``path``,
+    reviewed end to end (``review --diff HEAD~1..HEAD`` in a real repository)."""
+    from gitrepo import GitRepo
+    from rltrefactor.api import ReviewRequest, review
+
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("engine/__init__.py", "")
+    repo.commit("base")
+    repo.write(path, textwrap.dedent(code))
+    repo.commit("head")
+    result = review(ReviewRequest(repo=str(repo.path), diff="HEAD~1..HEAD", use_cache=False, jobs=1,
+                                  overrides={"select": (rule,)}))
+    return sorted(f.span.line for f in result.findings if rule in (f.rule_id, *f.also_rules))
+
+
+def marked_lines(code: str) -> list[int]:
+    """Lines of ``code`` that end with ``# defect``."""
+    return [n for n, line in enumerate(textwrap.dedent(code).splitlines(), 1) if line.endswith("# defect")]

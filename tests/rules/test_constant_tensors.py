@@ -15,6 +15,10 @@ from rltrefactor.api import ReviewRequest, review
 
 from gitrepo import GitRepo
 
+from .helpers import marked_lines, reviewed_in_diff
+
+
+
 CONSTANT = "constant-tensor-rebuilt-per-call"
 DEFAULT = "default-filled-per-call"
 SLICE = "full-result-computed-for-a-slice"
@@ -212,26 +216,14 @@ LOOK_ALIKES = {
 
 
 def _reviewed(tmp_path, rule: str, code: str) -> list[int]:
-    """Lines the rule reports when a change adds ``code`` as a new module."""
-    repo = GitRepo(tmp_path / "repo")
-    repo.write("engine/__init__.py", "")
-    repo.commit("base")
-    repo.write("engine/layers.py", textwrap.dedent(code))
-    repo.commit("head")
-    result = review(ReviewRequest(repo=str(repo.path), diff="HEAD~1..HEAD", use_cache=False, jobs=1,
-                                  overrides={"select": (rule,)}))
-    return sorted(f.span.line for f in result.findings if rule in (f.rule_id, *f.also_rules))
-
-
-def _marked(code: str) -> list[int]:
-    return [n for n, line in enumerate(textwrap.dedent(code).splitlines(), 1) if line.endswith("# defect")]
+    return reviewed_in_diff(tmp_path, rule, code, "engine/layers.py")
 
 
 @pytest.mark.parametrize("name", sorted(DEFECTS))
 def test_each_defect_is_reported_on_its_line(tmp_path, name):
     rule, code = DEFECTS[name]
-    assert _marked(code), "a defect case marks its lines"
-    assert _reviewed(tmp_path, rule, code) == _marked(code)
+    assert marked_lines(code), "a defect case marks its lines"
+    assert _reviewed(tmp_path, rule, code) == marked_lines(code)
 
 
 @pytest.mark.parametrize("name", sorted(LOOK_ALIKES))
@@ -264,4 +256,4 @@ def test_a_gemm_wrapper_default_is_reported_once_configuration_says_it_runs_per_
     repo.commit("head")
     result = review(ReviewRequest(repo=str(repo.path), diff="HEAD~1..HEAD", use_cache=False, jobs=1,
                                   overrides={"select": (DEFAULT,)}))
-    assert [f.span.line for f in result.findings] == _marked(code)
+    assert [f.span.line for f in result.findings] == marked_lines(code)

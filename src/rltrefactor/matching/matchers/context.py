@@ -404,3 +404,21 @@ def bound_names(function: cst.FunctionDef) -> set[str]:
         elif isinstance(node, (cst.Global, cst.Nonlocal)):
             declared.update(n.name.value for n in node.names)
     return names - declared
+
+
+def plain_assignments(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression] | None:
+    """The values every plain assignment gives ``name`` in ``function``; None when something else binds it."""
+    values: list[cst.BaseExpression] = []
+    for node in subtree(function.body):
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    if target.target.value == name:
+                        values.append(node.value)
+                elif any(isinstance(n, cst.Name) and n.value == name for n in subtree(target.target)):
+                    return None
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr, cst.CompFor)):
+            bound = getattr(node, "target", None) or getattr(node, "asname", None)
+            if bound is not None and any(isinstance(n, cst.Name) and n.value == name for n in subtree(bound)):
+                return None
+    return values

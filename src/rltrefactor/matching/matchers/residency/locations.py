@@ -22,7 +22,6 @@ allocated pinned once), or is a basic view or slice of a pinned value. Advanced 
 from __future__ import annotations
 
 import re
-from contextvars import ContextVar
 
 import libcst as cst
 
@@ -63,7 +62,7 @@ def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
         return False
     if _on_host_in_code(expr, ctx, depth):
         return True
-    if depth == 0 and not _READING_A_DEVICE.get():
+    if depth == 0:
         return _typed_host(expr, ctx)
     return False
 
@@ -106,19 +105,11 @@ def _is_device_argument(expr: cst.CSTNode, ctx: FileContext) -> bool:
             and bool(call.args) and call.args[0] is argument)
 
 
-# While a device argument is read (``device=dev``, ``.to(dev)``), a host type says nothing:
-# a device is a ``str`` or an ``int`` wherever it points. Set for the whole reading, the
-# names and calls it follows included.
-_READING_A_DEVICE: ContextVar[bool] = ContextVar("reading_a_device", default=False)
-
-
 def names_host(device: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
-    """Whether a device argument is known to name the host (``"cpu"``, a host value's ``.device``)."""
-    token = _READING_A_DEVICE.set(True)
-    try:
-        return on_host(device, ctx, depth)
-    finally:
-        _READING_A_DEVICE.reset(token)
+    """Whether a device argument is known to name the host (``"cpu"``, a host value's
+    ``.device``): read from the code alone, as a device is a ``str`` or an ``int`` wherever
+    it points."""
+    return depth <= _DEPTH and _on_host_in_code(device, ctx, depth)
 
 
 def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:

@@ -36,7 +36,7 @@ import libcst as cst
 from ...prefilter import GuardedRegex, Prefilter
 from ...regions.reach import MatcherReach
 from ..base import FileContext, Match
-from ..context import in_cold_function, parameter_names, subtree
+from ..context import in_cold_function, parameter_names, plain_assignments, subtree
 from ..options import Option
 
 _CATS = frozenset({"torch.cat", "torch.concat", "torch.concatenate"})
@@ -270,22 +270,13 @@ def _contiguous_source(call: cst.Call, function: cst.FunctionDef, ctx: FileConte
     if not isinstance(receiver, cst.Name):
         return None
     name = receiver.value
-    values: list[cst.BaseExpression] = []
-    for node in subtree(function.body):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name) and target.target.value == name:
-                    values.append(node.value)
-                elif any(isinstance(n, cst.Name) and n.value == name for n in subtree(target.target)):
-                    return None
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.NamedExpr, cst.WithItem, cst.CompFor)):
-            bound = getattr(node, "target", None) or getattr(node, "asname", None)
-            if bound is not None and any(isinstance(n, cst.Name) and n.value == name for n in subtree(bound)):
-                return None
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            receiver_node = node.func.value
-            if node.func.attr.value in _RESTRIDING and isinstance(receiver_node, cst.Name) and receiver_node.value == name:
-                return None
+    values = plain_assignments(function, name)
+    if values is None or any(
+        isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _RESTRIDING
+        and isinstance(node.func.value, cst.Name) and node.func.value.value == name
+        for node in subtree(function.body)
+    ):
+        return None
     if len(values) != 1 or not isinstance(values[0], cst.Call):
         return None
     if name in parameter_names(function) and not _unconditional(values[0], function, ctx):

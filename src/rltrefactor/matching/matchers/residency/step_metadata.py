@@ -28,7 +28,7 @@ from ....context.execution import COLD_KINDS
 from ...prefilter import Prefilter
 from ...regions.reach import MatcherReach
 from ..base import FileContext, Match
-from ..context import parameter_names, subtree
+from ..context import parameter_names, plain_assignments, subtree
 from ..options import Option
 from .layer_loops import per_iteration_functions
 from .threading_loops import LayerLoop
@@ -177,7 +177,7 @@ class _Reads:
                 self.metadata.add(name)
                 return True
             return False
-        bindings = _bindings(self.function, name)
+        bindings = plain_assignments(self.function, name)
         if bindings is None:
             return False  # bound by a loop, a ``with``, an augmented assignment: may differ per layer
         if not bindings:
@@ -213,21 +213,3 @@ class _Reads:
         if isinstance(func, cst.Attribute) and not func.attr.value.endswith("_"):
             return arguments and self.step_level(func.value, depth)  # ``seq_lens.max()``, ``x.to(device)``
         return False
-
-
-def _bindings(function: cst.FunctionDef, name: str) -> list[cst.BaseExpression] | None:
-    """The values every plain assignment gives ``name`` in ``function``; None when something else binds it."""
-    values: list[cst.BaseExpression] = []
-    for node in subtree(function.body):
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    if target.target.value == name:
-                        values.append(node.value)
-                elif any(isinstance(n, cst.Name) and n.value == name for n in subtree(target.target)):
-                    return None
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.WithItem, cst.NamedExpr, cst.CompFor)):
-            bound = getattr(node, "target", None) or getattr(node, "asname", None)
-            if bound is not None and any(isinstance(n, cst.Name) and n.value == name for n in subtree(bound)):
-                return None
-    return values
