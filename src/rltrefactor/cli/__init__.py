@@ -322,7 +322,7 @@ def _blocked_unreviewable(result: ReviewResult) -> str:
     count = "1 staged file" if len(paths) == 1 else f"{len(paths)} staged files"
     return (f"rltrefactor: commit blocked: {count} could not be reviewed ({', '.join(paths[:3])}"
             f"{', ...' if len(paths) > 3 else ''}; the report above says why): fix {'it' if len(paths) == 1 else 'them'}, "
-            'or let such files pass with unreviewable = "warn" under [tool.rltrefactor]; '
+            'or let such files pass with unreviewable = "warn" in the configuration; '
             "to commit once without the review: git commit --no-verify")
 
 
