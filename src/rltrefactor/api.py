@@ -9,7 +9,6 @@ and hands them to every step that needs them.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .matching.cache import ResultCache
 from .change.changeset import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
-from .context.typeengine import TypeEngine
+from .context.typeengine import WARMED_FILES, engine_for, off_warning
 from .matching.engine import Engine, select_rules, skipped_experimental
 from .matching.executor import default_jobs, review_files
 from .matching.rule_options import check_rule_options
@@ -119,27 +118,9 @@ def review_change(request: ReviewRequest) -> ReviewReport:
     # An empty change reviewed nothing, so nothing was held back from it.
     skipped = skipped_experimental(loaded.library, loaded.config) if result.files_reviewed else ()
     warnings = (*loaded.config.warnings, *unmatched_function_warnings(result.change, loaded.config),
-                *_experimental_warning(skipped), *_type_engine_warning(matched.engine),
+                *_experimental_warning(skipped), *off_warning(matched.engine.type_engine),
                 *finished.warnings)
     return ReviewReport(result, finished.baseline, warnings)
-
-
-def _type_engine(root: str, config: Config, cache_dir: str | None) -> TypeEngine | None:
-    """The type engine for this review, or None where the configuration turns it off."""
-    if not config.type_engine:
-        return None
-    engine = TypeEngine(root, python=config.type_engine_python or sys.executable, cache_dir=cache_dir)
-    engine.check()
-    return engine
-
-
-def _type_engine_warning(engine: Engine) -> tuple[str, ...]:
-    """One line when the type engine could not answer: the review went on without it."""
-    types = engine.type_engine
-    if types is None or types.unavailable is None:
-        return ()
-    return (f"type engine off: {types.unavailable}; where values live was read from the code alone "
-            "(install rltrefactor's dependencies in the project's environment, or set type-engine = false)",)
 
 
 def _experimental_warning(skipped: tuple[Rule, ...]) -> tuple[str, ...]:
@@ -179,7 +160,7 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
     rules = select_rules(library, config)
     engine = Engine(rules, config, frozenset(r.id for r in library.rules), matchers=loaded.matchers)
     cache_dir = request.cache_dir or default_cache_dir()
-    engine.type_engine = _type_engine(change.repo_root or request.repo, config, cache_dir if request.use_cache else None)
+    engine.type_engine = engine_for(change.repo_root or request.repo, config, cache_dir if request.use_cache else None)
     loaded_at = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
@@ -289,6 +270,9 @@ def _review_targets(
     if not change.full_scan:
         # A change's files are read again after matching; each is parsed and classified once.
         engine.hold_models(texts)
+    if engine.type_engine is not None and not change.full_scan:
+        for path, text in [(p, t) for p, t in texts.items() if engine.may_need_execution(p, t)][:WARMED_FILES]:
+            engine.type_engine.warm(path, text)
     engine.call_index = _call_index(change, texts, engine, request)
     engine.repository_texts = RepositoryTexts(change)
     # Before matching: the models made here are those the engine (and its forked workers) match.

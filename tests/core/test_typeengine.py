@@ -142,3 +142,16 @@ def test_the_repository_stamp_follows_every_python_file_and_nothing_else(repo):
     assert changed != first
     repo.write("pkg/c.py", "z = 4\n")  # added, untracked
     assert typeengine.repository_stamp(root) not in (first, changed)
+
+
+def test_a_warmed_file_answers_the_question_asked_not_the_warm_up(tmp_path):
+    text = "import numpy as np\nvalue = np.zeros(3)\nname = 'x'\n"
+    (tmp_path / "a.py").write_text(text)
+    engine = TypeEngine(str(tmp_path))
+    engine.check()
+    try:
+        engine.warm("a.py", text)  # its reply arrives before the question's, and is read past
+        assert engine.type_at("a.py", text, 3, 0) == "Literal['x']"
+        assert "ndarray" in (engine.type_at("a.py", text, 2, 0) or "")
+    finally:
+        engine.close()

@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from ..config import Config
+
 ENGINE = "pyrefly"
 # Seconds for the first answer in a file (the engine checks it and what it imports), for
 # each later one, and for the whole process: past the budget the engine turns off.
@@ -41,6 +43,10 @@ PROCESS_BUDGET_S = 300.0
 # pyrefly's own settings for code no pyrefly configuration covers: infer the return types
 # of unannotated functions, as the review needs them.
 _SETTINGS = {"pyrefly": {"typeCheckingMode": "default", "displayTypeErrors": "force-off"}}
+# The files of a change the engine starts on before matching (``TypeEngine.warm``): enough
+# for a PR, few enough that a large change does not queue all its checking ahead of the
+# first question.
+WARMED_FILES = 8
 _HOVER_TYPE = re.compile(r"^\((?:variable|attribute|parameter|property)\) [^:]+: (?P<type>.+)$")
 _HOVER_CALLABLE = re.compile(r"^\((?:function|method)\) [^:]+: def [\w.]+\(")
 
@@ -76,6 +82,24 @@ class TypeEngine:
             answers[key] = answer
             self._save(path, text, answers)
         return answer
+
+    def warm(self, path: str, text: str) -> None:
+        """Have the engine start checking ``path`` now, while the review parses and
+        matches: a question is sent and its answer left to arrive (a later question reads
+        past it). The first answer in a file costs most of what the engine spends on it."""
+        if self.unavailable is not None:
+            return
+        try:
+            server = self._running()
+            uri = _uri(os.path.join(self.root, path))
+            if uri in self._opened:
+                return
+            server.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "python", "version": 1, "text": text}})
+            self._opened[uri] = (1, hash(text))
+            server.send_request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+        except _EngineError as exc:
+            self._turn_off(str(exc))
 
     def check(self) -> None:
         """Turn the engine off at once where it is not installed, or the project's
@@ -179,6 +203,23 @@ class TypeEngine:
             os.replace(temporary, where)
         except OSError:
             pass  # a cache that cannot be written only costs the next run its questions
+
+
+def engine_for(root: str, config: Config, cache_dir: str | None) -> TypeEngine | None:
+    """The type engine of a review of ``root``, checked; None where the configuration turns it off."""
+    if not config.type_engine:
+        return None
+    engine = TypeEngine(root, python=config.type_engine_python or sys.executable, cache_dir=cache_dir)
+    engine.check()
+    return engine
+
+
+def off_warning(engine: TypeEngine | None) -> tuple[str, ...]:
+    """One line when the engine could not answer: the review went on without it."""
+    if engine is None or engine.unavailable is None:
+        return ()
+    return (f"type engine off: {engine.unavailable}; where values live was read from the code alone "
+            "(install rltrefactor's dependencies in the project's environment, or set type-engine = false)",)
 
 
 def hover_type(reply: Any) -> str | None:
@@ -324,10 +365,14 @@ class _Server:
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+    def send_request(self, method: str, params: dict[str, Any]) -> int:
+        """Send a request without waiting: its reply is read past by a later ``request``."""
         self.next_id += 1
-        wanted = self.next_id
-        self._send({"jsonrpc": "2.0", "id": wanted, "method": method, "params": params})
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return self.next_id
+
+    def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+        wanted = self.send_request(method, params)
         deadline = time.monotonic() + timeout_s
         while True:
             message = self._receive(deadline, method, timeout_s)
