@@ -214,9 +214,11 @@ def _with_perf(
     return replace(matched, measured=measured), result
 
 
-def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, request: ReviewRequest) -> CallIndex | None:
+def _call_index(
+    change: ChangeSet, texts: Mapping[str, str], runs_matter: bool, engine: Engine, request: ReviewRequest,
+) -> CallIndex | None:
     """The repository's call index, built only when a rule that depends on where code
-    runs may hit in a reviewed file: for every review of a change unless ``call-index =
+    runs may hit in a reviewed file (``runs_matter``): for every review of a change unless ``call-index =
     false``, for a full scan only with ``call-index = true`` (a scan asks about every
     function of every file, which costs the parse of every file that calls them).
 
@@ -224,7 +226,7 @@ def _call_index(change: ChangeSet, texts: Mapping[str, str], engine: Engine, req
     against one, are analysed as those are, so that an unchanged tree leaves no entry stale."""
     as_a_change = not change.full_scan or request.baseline is not None or request.recording_baseline
     wanted = engine.config.call_index if engine.config.call_index is not None else as_a_change
-    if not wanted or not any(engine.may_need_execution(path, text) for path, text in texts.items()):
+    if not wanted or not runs_matter:
         return None
     from .context.calls.index import build_index
 
@@ -270,10 +272,13 @@ def _review_targets(
     if not change.full_scan:
         # A change's files are read again after matching; each is parsed and classified once.
         engine.hold_models(texts)
+    # The files a rule that depends on where code runs may hit in: what the call index and
+    # the type engine are started for.
+    placed = [path for path, text in texts.items() if engine.may_need_execution(path, text)]
     if engine.type_engine is not None and not change.full_scan:
-        for path, text in [(p, t) for p, t in texts.items() if engine.may_need_execution(p, t)][:WARMED_FILES]:
-            engine.type_engine.warm(path, text)
-    engine.call_index = _call_index(change, texts, engine, request)
+        for path in placed[:WARMED_FILES]:
+            engine.type_engine.warm(path, texts[path])
+    engine.call_index = _call_index(change, texts, bool(placed), engine, request)
     engine.repository_texts = RepositoryTexts(change)
     # Before matching: the models made here are those the engine (and its forked workers) match.
     changed_functions = _changed_functions(change, targets, texts, rules, engine)
