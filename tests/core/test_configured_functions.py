@@ -127,3 +127,17 @@ def test_definitions_are_read_with_their_qualified_names():
     found = list(definitions(text))
     assert found == [("f", "A.f"), ("g", "A.f.<locals>.g"), ("h", "A.B.h"), ("top", "top")]
     assert unmatched_entries(("A.B.h", "*.g", "B.f", "to+p"), found) == ("B.f",)
+
+
+@pytest.mark.parametrize(("entry", "needle"), [
+    ("Engine.backward", b"backward"),
+    ("*.step", b"step"),
+    ("Engine.*", b"Engine"),
+    ("forward_.*", b"forward_"),
+    (r"Engine\.(forward|backward)", None),
+    ("_?step", None),
+])
+def test_only_files_holding_an_entrys_last_word_are_read_for_its_functions(entry, needle):
+    from rltrefactor.context.configured_names import _needle
+
+    assert _needle(entry) == needle

@@ -41,6 +41,16 @@ def definitions(data: bytes) -> Iterator[tuple[str, str]]:
             yield name, qualname
 
 
+def _needle(entry: str) -> bytes | None:
+    """Bytes every file defining a function the entry names must hold: the last plain word
+    of a dotted name or of an identifier-like regex (``Engine.backward``, ``*.step``,
+    ``forward_.*``); None where the entry is a regex with more to it (``_?step``)."""
+    if not re.fullmatch(r"[\w.*]+", entry):
+        return None
+    words = [part for part in re.split(r"[.*]+", entry) if part]
+    return words[-1].encode() if words else None
+
+
 def unmatched_entries(entries: tuple[str, ...], functions: Iterable[tuple[str, str]]) -> tuple[str, ...]:
     """The entries that name none of ``functions`` ((name, qualified name) pairs)."""
     waiting = {pattern.entry: pattern for pattern in function_patterns(entries)}
@@ -63,6 +73,9 @@ def unmatched_function_warnings(change: ChangeSet, config: Config) -> tuple[str,
     except GitError:
         return ()
     contents = read_blobs(change.repo_root, blobs)
+    needles = [_needle(entry) for _, entries in keys for entry in entries]
+    if all(needle is not None for needle in needles):  # only the files that hold a word every match must hold
+        contents = {path: data for path, data in contents.items() if any(n in data for n in needles if n)}
     functions = [pair for data in contents.values() for pair in definitions(data)]
     text = read_text(config.source)
     warnings = []
