@@ -46,3 +46,19 @@ def run_cli(*args: str, cwd: Path, stdin: str | None = None, env: dict | None = 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+
+@pytest.fixture
+def review_new_file(repo: GitRepo):
+    """Reviews the change that fills a path, committed empty, with a text: the rule of
+    each finding, by line (the lines a finding also stands for included)."""
+
+    def review(path: str, text: str) -> dict[int, str]:
+        repo.write(path, "")
+        repo.commit("base")
+        repo.write(path, text)
+        run = run_cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+        assert run.code in (0, 1), run.err
+        return {line: f["rule"] for f in run.json()["findings"] for line in (f["line"], *f.get("also_at", []))}
+    return review

@@ -70,8 +70,6 @@ class ReviewRequest:
     perf: PerfRequest | None = None  # also run the perf hook on the change
     baseline: str | None = None  # baseline file: the findings it records do not fail
     config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
-    # Recording a baseline: analysed as a review of a change is (``_call_index``).
-    recording_baseline: bool = False
 
 
 @dataclass(frozen=True)
@@ -218,14 +216,10 @@ def _call_index(
     change: ChangeSet, texts: Mapping[str, str], runs_matter: bool, engine: Engine, request: ReviewRequest,
 ) -> CallIndex | None:
     """The repository's call index, built only when a rule that depends on where code
-    runs may hit in a reviewed file (``runs_matter``): for every review of a change unless ``call-index =
-    false``, for a full scan only with ``call-index = true`` (a scan asks about every
-    function of every file, which costs the parse of every file that calls them).
-
-    A baseline is compared with reviews of changes: recording one, and a full scan checked
-    against one, are analysed as those are, so that an unchanged tree leaves no entry stale."""
-    as_a_change = not change.full_scan or request.baseline is not None or request.recording_baseline
-    wanted = engine.config.call_index if engine.config.call_index is not None else as_a_change
+    runs may hit in a reviewed file (``runs_matter``): for every review, a change or a
+    full scan, unless ``call-index = false``. Reviews of changes, baselines and full scans
+    are analysed alike, so that an unchanged tree leaves no baseline entry stale."""
+    wanted = engine.config.call_index is not False
     if not wanted or not runs_matter:
         return None
     from .context.calls.index import build_index
@@ -423,7 +417,7 @@ class BaselineOutcome:
 
 def record_baseline(request: BaselineRequest) -> BaselineOutcome:
     """Review, then record every unsuppressed hit in ``request.output`` (or refresh it)."""
-    review_request = replace(request.review, recording_baseline=True)
+    review_request = request.review
     if not (review_request.diff or review_request.diff_file or review_request.staged or review_request.paths):
         review_request = replace(review_request, paths=(review_request.repo,))
     from .findings.baseline import update_baseline, write_baseline

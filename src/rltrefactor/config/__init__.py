@@ -80,8 +80,8 @@ class Config:
     # What a file the review could not read does: "fail" or "warn"; None (unset): it
     # fails a pre-commit review (``--staged``) only. ``fail_on_unreviewable`` beats it.
     unreviewable: str | None = None
-    # Where functions run, read across the repository (``context.calls``): None (unset) for
-    # reviews of a change and not full scans, True always, False never (per file only).
+    # Where functions run, read across the repository (``context.calls``): None (unset) or
+    # True for every review, full scans included; False never (per file only).
     call_index: bool | None = None
     # Ask the type engine (``context.typeengine``) what values are; False: read them from the code only.
     type_engine: bool = True

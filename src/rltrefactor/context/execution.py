@@ -10,6 +10,7 @@ tree and its definition walk (``syntax.walk_definitions``), both held by the fil
   in the same module, an entry of a module-level table: ``ATTENTION[impl](...)``);
 - *one-time*: construction, loading, warm-up, capture, compile, registration and
   teardown (``matchers.context.is_setup_name``), cached functions (``functools.cache``),
+  graph passes (a parameter typed ``torch.fx.GraphModule``: ``graph-parameter-types``),
   functions that take a checkpoint's ``state_dict`` (``checkpoint-parameters``) or that
   the file registers as state-dict hooks (``checkpoint-hook-registrations``), and private
   helpers that only one-time functions of the file call and nothing hands on as a value;
@@ -29,8 +30,9 @@ matchers ask, in ``matchers.context``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 from ..config import NOTHING_DECLARED, Declared
 from ..config.function_patterns import first_match
@@ -39,7 +41,7 @@ from ..source.functions import FileFunction, Mentions, collect_calls, file_funct
 from ..library.names import Names, bundled_names, name_words
 from ..library.protocols import Protocols, bundled_protocols
 from ..source.aliases import ImportTable, import_table
-from ..source.syntax import DefinitionMap, innermost, walk_definitions
+from ..source.syntax import DefinitionMap, innermost, parameter_annotations, walk_definitions
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
@@ -129,12 +131,17 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     by_key = {_key(f): f for f in functions}
     bases = class_bases(tree, definitions, imports or (lambda: import_table(tree)))
     protocols = declared.protocols or bundled_protocols()
+    qualify = _qualifier(imports or (lambda: import_table(tree)))
     for function in functions:
         declared_verdict = _declared_verdict(function.name, function.qualname, declared)
         function.declared = declared_verdict is not None
         by_protocol = None if declared_verdict else _protocol_verdict(function, bases, protocols)
-        function.kind, function.evidence = declared_verdict or by_protocol or _own_verdict(function, names, declared.hot_file)
-        function.basis = "configuration" if declared_verdict else "protocol" if by_protocol else _own_basis(function)
+        by_graph = None if declared_verdict or by_protocol or function.node is None else verdict_by_annotations(
+            parameter_annotations(function.node.child_by_field_name("parameters")), qualify, names)
+        function.kind, function.evidence = (declared_verdict or by_protocol or by_graph
+                                            or _own_verdict(function, names, declared.hot_file))
+        function.basis = ("configuration" if declared_verdict else "protocol" if by_protocol else "structure" if by_graph
+                          else _own_basis(function))
     if repository is not None:
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
@@ -178,15 +185,16 @@ def _configured_per_step(functions: list[FileFunction]) -> set[int]:
 
 def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
     """The call index's verdict, read across the repository, outranks the file's own
-    heuristics but never a verdict the configuration declares or a protocol model gives
-    (the index reads neither)."""
+    heuristics but never a verdict the configuration declares or a protocol model of the
+    file's own bases gives: the file reads both first."""
+    kinds: dict[str, ExecutionKind] = {"per-step": "per-step", "one-time": "one-time", "per-request": "per-request"}
     for function in functions:
         if function.declared or function.basis == "protocol":
             continue
         proven = repository.verdict(function.qualname)
         if proven is not None:
             kind, evidence = proven
-            function.kind = "per-step" if kind == "per-step" else "one-time" if kind == "one-time" else "offline"
+            function.kind = kinds.get(kind, "offline")
             function.basis = _index_basis(evidence)
             function.evidence = evidence
 
@@ -198,9 +206,22 @@ def _index_basis(evidence: str) -> str:
         return "call-chain"
     if "configuration" in evidence or "hot-functions" in evidence or "cold-paths" in evidence:
         return "configuration"
-    if any(word in evidence for word in ("compiled", "cached", "long-running loop", "test or under")):
+    if "protocol model" in evidence:
+        return "protocol"
+    if any(word in evidence for word in ("compiled", "cached", "long-running loop", "test or under", "graph pass")):
         return "structure"
     return "name"
+
+
+def _qualifier(imports_of: Callable[[], ImportTable]) -> Callable[[str], str]:
+    """``qualify`` of the file's import table, read the first time a name is qualified."""
+    table: list[ImportTable] = []
+
+    def qualify(dotted: str) -> str:
+        if not table:
+            table.append(imports_of())
+        return table[0].qualify(dotted)
+    return qualify
 
 
 def _declared_verdict(name: str, qualname: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
@@ -293,6 +314,26 @@ def verdict_by_parameters(parameters: tuple[str, ...], names: Names) -> tuple[Ex
     if found is None:
         return None
     return "one-time", f"takes a checkpoint's `{found}`: it converts weights when a checkpoint is saved or loaded"
+
+
+# The class an annotation names, wrappers left out: ``Optional[fx.GraphModule]`` -> ``fx.GraphModule``.
+_ANNOTATED_TYPE = re.compile(r"[A-Za-z_][\w.]*")
+_ANNOTATION_WRAPPERS = frozenset("Optional Union typing.Optional typing.Union Annotated typing.Annotated None".split())
+
+
+def verdict_by_annotations(
+    annotations: Iterable[str], qualify: Callable[[str], str], names: Names,
+) -> tuple[ExecutionKind, str] | None:
+    """A parameter typed as a compiler's graph (``graph-parameter-types``, qualified through
+    the file's imports: ``torch.fx.GraphModule``): the function is a graph pass or a graph
+    profiler, which runs when a graph is compiled, not each time the compiled code runs.
+    Code evidence: read by the per-file map and the call index alike, under ``hot-paths`` too."""
+    graphs = names.regex("graph-parameter-types")
+    for annotation in annotations:
+        written = next((t for t in _ANNOTATED_TYPE.findall(annotation) if t not in _ANNOTATION_WRAPPERS), "")
+        if written and graphs.fullmatch(qualify(written)):
+            return "one-time", f"takes a `{written}`: a graph pass, run when a graph is compiled"
+    return None
 
 
 def verdict_by_name(name: str, owner: str | None, names: Names) -> tuple[ExecutionKind, str] | None:

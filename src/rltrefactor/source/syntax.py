@@ -176,6 +176,17 @@ def parameter_names(parameters: tree_sitter.Node | None) -> tuple[str, ...]:
     return tuple(names)
 
 
+def parameter_annotations(parameters: tree_sitter.Node | None) -> tuple[str, ...]:
+    """The annotations of a ``parameters`` node's typed parameters, as written, in order."""
+    found: list[str] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        if parameter.type in ("typed_parameter", "typed_default_parameter"):
+            annotation = parameter.child_by_field_name("type")
+            if annotation is not None:
+                found.append(_text(annotation))
+    return tuple(found)
+
+
 def _text(node: tree_sitter.Node | None) -> str:
     return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 

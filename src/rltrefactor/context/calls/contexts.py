@@ -32,9 +32,10 @@ from typing import Callable, Iterable
 
 from .facts import FunctionFacts
 from .links import Repository
-from ..execution import COLD_KINDS, verdict_by_name, verdict_by_parameters
+from ..execution import COLD_KINDS, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
 from ...library.names import Names
+from ...library.protocols import Protocols
 
 Verdict = tuple[str, str]  # (kind, evidence)
 
@@ -62,12 +63,14 @@ class CallContexts:
 
     def __init__(
         self, repository: Repository, names: Names, declared: tuple[tuple[str, ...], tuple[str, ...]],
-        offline_file: Callable[[str], bool],
+        offline_file: Callable[[str], bool], protocols: Protocols | None = None,
     ) -> None:
         """``declared``: the configuration's (``hot-functions``, ``cold-functions``);
-        ``offline_file``: whether a path is under ``test-paths`` or ``cold-paths``."""
+        ``offline_file``: whether a path is under ``test-paths`` or ``cold-paths``;
+        ``protocols``: the protocol models, read through base classes across files."""
         self.repository = repository
         self._names = names
+        self._protocols = protocols
         self._hot, self._cold = declared  # entries: plain-name regexes or dotted names (``function_patterns``)
         self._offline_file = offline_file
         self._own: dict[str, _Own] = {}
@@ -100,6 +103,20 @@ class CallContexts:
             found = self._own[function_id] = self._read_own(function_id)
         return found
 
+    def _protocol(self, path: str, function: FunctionFacts) -> _Own | None:
+        """How often a method runs by the protocol model of one of its class's bases, read
+        through base classes the repository defines in other files too: per step or per
+        layer is a root, once or per request holds whatever calls it."""
+        if self._protocols is None or not function.owner or function.parent:
+            return None
+        found = self._protocols.method(self.repository.qualified_bases(path, function.owner), function.name)
+        if found is None:
+            return None
+        said = f"`{function.name}` of a `{found.base}` runs {found.frequency.replace('-', ' ')} (protocol model `{found.pattern}`)"
+        if found.frequency in ("per-layer", "per-step"):
+            return _Own("structural", said)
+        return _Own(hard=("per-request" if found.frequency == "per-request" else "one-time", said))
+
     def _read_own(self, function_id: str) -> _Own:
         function = self.repository.function(function_id)
         if function is None:
@@ -114,12 +131,25 @@ class CallContexts:
             return _Own(hard=("offline", "the file is a test or under cold-paths"))
         if first_match(self._hot, name, function.qualname):
             return _Own("structural", f"`{name}` is named in hot-functions")
+        by_protocol = self._protocol(path, function)
+        if by_protocol is not None:
+            return by_protocol
         if name.startswith("__") and name[2:-2] in names.entry("set-up-dunders").values:
             return _Own(hard=("one-time", f"`{name}` names construction, loading, warm-up or teardown"))
         if cached.search(function.decorators):
             return _Own(hard=("one-time", "a cached function runs once per argument set"))
+        graph_pass = verdict_by_annotations(
+            (annotation for _, annotation in function.params), lambda dotted: self.repository.qualify(path, dotted), names)
+        if graph_pass is not None:
+            return _Own(hard=graph_pass)
         if parent is not None and cached.search(parent.decorators) and f"name:{name}" in parent.returns:
             return _Own("structural", f"returned by the cached factory `{parent.qualname}`, runs on every call")
+        enclosing = self._own_verdict(f"{path}::{parent.qualname}") if parent is not None else None
+        cold = enclosing.hard or enclosing.soft if enclosing is not None else None
+        if parent is not None and cold is not None and cold[0] in COLD_KINDS:
+            # A closure of warm-up, tuning or loading code (``forward_fn`` handed to an
+            # autotuner) runs while that code does, whatever its own name says.
+            return _Own(hard=(cold[0], f"defined in `{parent.qualname}`: {cold[1]}"))
         by_name = verdict_by_name(name, function.owner, names)
         if by_name is not None:
             return _Own(soft=by_name)
@@ -198,8 +228,11 @@ class CallContexts:
             if kind not in COLD_KINDS:
                 return None
             kinds[caller] = kind
-        kind = "one-time" if any(kinds[c] == "one-time" for c in resolved) else "offline"
-        first = min(c for c in resolved if kinds[c] == kind)
+        kind = ("one-time" if any(kinds[c] == "one-time" for c in resolved)
+                else "per-request" if all(k == "per-request" for k in kinds.values()) else "offline")
+        # The chain shown starts at a resolved caller of that kind, where one is: the kind
+        # may come from an unresolved caller alone (per-request resolved, offline unresolved).
+        first = min((c for c in resolved if kinds[c] == kind), default=min(resolved))
         chain = self._cold_chains.get(first, (first.partition("::")[2],)) + (function.qualname,)
         self._cold_chains[function_id] = chain
         return (kind, f"{kind}, only called from code that is: {_shown(chain)}")

@@ -327,7 +327,9 @@ def _bases(node: Node) -> tuple[str, ...]:
     superclasses = node.child_by_field_name("superclasses")
     if superclasses is None:
         return ()
-    return tuple(callee_of(c) for c in superclasses.named_children if c.type in ("identifier", "attribute"))
+    # A generic base (``Processor[Info]``) is the class it parametrizes.
+    written = (c.child_by_field_name("value") if c.type == "subscript" else c for c in superclasses.named_children)
+    return tuple(callee_of(c) for c in written if c is not None and c.type in ("identifier", "attribute"))
 
 
 def _imports(node: Node) -> list[tuple[str, str, int]]:

@@ -44,14 +44,14 @@ from ...config import Config
 from ...library.globs import matches
 from ...change.git import run
 from ...errors import GitError
-from ...config import names_for
+from ...config import names_for, protocols_for
 from ...source.syntax import parse_fresh, parse_tree
 from ...types import ChangeSet
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "3"
+_FORMAT = "4"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -111,7 +111,7 @@ def build_index(
     store = _FactsCache(cache_dir) if cache_dir is not None else None
     # The same files, settings and questions give the same index: a re-run reads it whole.
     asked = {path: sorted(lines[path]) for path in told if path in lines} if lines is not None else {}
-    key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.test_paths, config.cold_paths)).encode()).hexdigest()
+    key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.protocols, config.test_paths, config.cold_paths)).encode()).hexdigest()
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
@@ -125,7 +125,8 @@ def build_index(
 
 def _told(repository: Repository, config: Config, paths: Iterable[str], lines: Mapping[str, Collection[int]] | None = None) -> CallIndex:
     offline = lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)  # noqa: E731
-    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline)
+    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline,
+                            protocols_for(config.protocols))
     files: dict[str, FileContexts] = {}
     for path in paths:
         verdicts = []

@@ -268,6 +268,28 @@ class Repository:
                     return method
         return None
 
+    def qualified_bases(self, path: str, qualname: str, depth: int = 0) -> tuple[str, ...]:
+        """The bases of the class ``qualname`` of ``path``, each as a dotted name qualified
+        through its file's imports, and the bases of those the repository defines, in order."""
+        facts = self._classes.get(path, {}).get(qualname)
+        found: list[str] = []
+        for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
+            defined = self._class_named(path, None, base)
+            if defined is not None:
+                found.append(f"{_module_of(defined[0])}.{defined[1]}")
+                found.extend(self.qualified_bases(*defined, depth + 1))
+                continue
+            found.append(self.qualify(path, base))
+        return tuple(found)
+
+    def qualify(self, path: str, dotted: str) -> str:
+        """``dotted`` as written in ``path``, its head qualified through the file's imports
+        (relative ones made absolute); as written where the file imports no such name."""
+        self.facts(path)
+        head, _, rest = dotted.partition(".")
+        target = self._imports.get(path, {}).get(head)
+        return dotted if target is None else f"{target}.{rest}" if rest else target
+
     def _class_named(self, path: str, function: FunctionFacts | None, written: str) -> tuple[str, str] | None:
         name = type_name(written[5:] if written.startswith("call:") else written)
         if not name:

@@ -19,6 +19,7 @@ _RECEIVER = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\.\s*_\w")
 SELF_PRIVATE_WRITE = re.compile(r"self\s*\.\s*(_\w*)\s*(?:=(?!=)|,|:|\)|\s+in\b)")
 # Identifiers that are not called (``f(``) nor reached through another name (``.f``).
 _VALUE_NAME = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\b(?![ \t]*\()")
+_SELF_ATTRIBUTE = re.compile(r"(?<![.\w])self\.([A-Za-z_]\w*)\b(?![ \t]*\()")
 _NOT_LOCAL = frozenset(
     "self cls torch np numpy math and or not in is if else for None True False return lambda await".split()
 )
@@ -57,8 +58,11 @@ def residency_companions(text: str) -> set[str]:
     """Names whose assignments residency inference reads: the values on a token's line
     and the lines its brackets continue on (``lengths`` in ``lengths.max().item()``,
     ``place`` in ``torch.zeros(n,\n device=place)``). Statement planning keeps the lines
-    that mention them, so the assignment that says where a value lives is parsed."""
-    return {name for name in _VALUE_NAME.findall(_bracketed_line(text)) if name not in _NOT_LOCAL}
+    that mention them, so the assignment that says where a value lives is parsed; for
+    ``self.x`` (named so), every assignment of it in the class."""
+    line = _bracketed_line(text)
+    names = {name for name in _VALUE_NAME.findall(line) if name not in _NOT_LOCAL}
+    return names | {f"self.{name}" for name in _SELF_ATTRIBUTE.findall(line)}
 
 
 _OPEN, _CLOSE = re.compile(r"[(\[{]"), re.compile(r"[)\]}]")

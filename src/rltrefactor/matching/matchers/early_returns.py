@@ -12,7 +12,7 @@ compared equal to (or at most) zero; ``not name``; ``value is None``. An ``or`` 
 degenerate when every operand is, an ``and`` when one is. The common path is not
 (``x.numel() > 0``, ``batch_size == 1``), nor a flag (``not self.enabled``, ``not
 use_cache`` of a ``bool`` parameter), nor a state of the object (``self.x is None``:
-a one-time guard's question, see ``context.is_one_time_guard``).
+a one-time guard's question, see ``once.is_one_time_guard``).
 """
 
 from __future__ import annotations

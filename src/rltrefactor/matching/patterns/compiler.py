@@ -34,7 +34,8 @@ from ..matchers.base import FileContext, Match
 from .code import Bindings, CodePattern, compile_code, is_ellipsis_suite
 from ..matchers.context import configured_per_step, enclosing_functions, guarded_by, in_per_step_function, is_target
 from ..matchers.companions import residency_companions
-from ..matchers.residency.locations import on_device, residency_reason
+from ..matchers.residency.locations import on_device
+from ..matchers.residency.reasons import residency_reason
 from ..matchers.returned import returned_where_unplaced
 from ..matchers.options import MatcherSpecError
 from .constraints import RESIDENCY_FACTS, compile_regex, compile_where, line_of

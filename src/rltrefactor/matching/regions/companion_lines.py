@@ -17,9 +17,11 @@ if TYPE_CHECKING:
 
 # Companions grow from companion lines again, this many rounds at most.
 _ROUNDS = 4
-# A line that binds a plain name: ``def x(``, ``class x``, ``x = ...``, ``x: T = ...``.
+# A line that binds a plain name or an attribute of ``self``: ``def x(``, ``class x``,
+# ``x = ...``, ``x: T = ...``, ``self.x = ...``.
 _ASSIGNMENT = re.compile(
-    r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|([A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=))", re.M
+    r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(self\.[A-Za-z_]\w*|[A-Za-z_]\w*)[ \t]*(?::[^=\n]*)?=(?!=))",
+    re.M,
 )
 
 
@@ -29,12 +31,14 @@ def companion_lines(
     hit_lines: set[int],
     companions: Companions,
     assigned: Mapping[str, list[int]] | None = None,
+    class_wide: set[int] | None = None,
 ) -> set[int]:
     """Lines holding what a rule reads besides its tokens, grown until nothing new turns up.
 
     Companions are asked about a line and, when that line goes on a statement begun
     above it (``).item()`` under ``lengths.max(``), about the statement's first line too.
-    With ``assigned`` (name -> lines assigning it), only those lines of a companion are kept."""
+    With ``assigned`` (name -> lines assigning it), only those lines of a companion are kept;
+    ``class_wide`` then collects those that assign an attribute of ``self``."""
     found: set[int] = set()
     sources: set[str] = set()
     fresh = hit_lines
@@ -48,6 +52,8 @@ def companion_lines(
             fresh = word_lines(index, new)
         else:
             fresh = {line for name in new for line in assigned.get(name, ())}
+            if class_wide is not None:  # ``self.x`` is assigned in other methods of its class
+                class_wide.update(line for name in new if name.startswith("self.") for line in assigned.get(name, ()))
         fresh -= hit_lines | found
         found |= fresh
     return found

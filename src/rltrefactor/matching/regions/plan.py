@@ -147,8 +147,10 @@ def _hit_lines(tokens: Prefilter, reach: MatcherReach, facts: _FileFacts, is_col
     root = facts.tree.root_node
     if hit_lines and reach.companions is not None and reach.companion_lines == "assignments":
         assigned, functions = facts.assignments()
-        found = companion_lines(facts.code, root, hit_lines, reach.companions, assigned)
-        hit_lines |= in_same_function(found, hit_lines, functions)  # a value is assigned in its function
+        attributes: set[int] = set()
+        found = companion_lines(facts.code, root, hit_lines, reach.companions, assigned, attributes)
+        # A name is assigned in its function; ``self.x`` anywhere in its class.
+        hit_lines |= in_same_function(found - attributes, hit_lines, functions) | attributes
     elif hit_lines and reach.companions is not None:
         hit_lines |= companion_lines(facts.code, root, hit_lines, reach.companions)
     return hit_lines

@@ -1,16 +1,21 @@
 """Where a tensor lives, as far as one function shows it: on the host, or unknown.
 
 A value is known to be on the host when it is, or is a view of, or was assigned from:
-``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) of
-host values, a ``torch`` factory called without a device or with a host device (or
-``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy
-call, ``.to(<host device>)``, a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations of host values, or a value
-guarded by ``if x.is_cpu:``. A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device`` of
-a host value, or a name last assigned one of those. The last assignment of a name before
+``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) or a
+``torch`` reduction or reshape (``torch.any(mask)``) of host values, a ``torch`` factory
+called without a device or with a host device (or ``pin_memory=True``),
+``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy call, ``.to(<host device>)``,
+a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations
+of host values, a ``tuple``/``list`` of host values, or a value guarded by ``if x.is_cpu:``;
+``self.x`` where every value its class assigns it is on the host (``attributes``; a factory
+given no device does not count there); a field the file declares host-side, read by its
+name (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device``
+of a host value, or a name last assigned one of those. The last assignment of a name before
 its use decides; anything else is unknown. A call to a function the call index shows
-returns host tensors only (``execution.host_calls``) is a host value, and so is a parameter, not
-reassigned before its use, that every caller passes a host tensor (``execution.host_params``). Every device-residency rule asks these
-questions (``on_host``, ``is_pinned``) and never reports known-host values.
+returns host tensors only (``execution.host_calls``) is a host value, and so is a
+parameter, not reassigned before its use, that every caller passes a host tensor
+(``execution.host_params``). Every device-residency rule asks these questions (``on_host``,
+``is_pinned``) and never reports known-host values.
 
 A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
 overlap) when it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so
@@ -28,6 +33,8 @@ import libcst as cst
 from ..base import FileContext
 from ..context import guarded_by, subtree
 from ..imports import dotted_name
+from .attributes import attribute_values
+from .host_fields import declared_host_fields, reads_host_field
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
 # Methods whose result lives where their receiver lives.
@@ -36,7 +43,12 @@ _SAME_PLACE = frozenset(
     "permute transpose t expand narrow select split chunk to_dense type_as "
     "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round".split()
 )
-_HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
+HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
+# ``torch`` functions whose result lives where their first tensor argument does.
+_SAME_PLACE_FUNCTIONS = frozenset(
+    "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round diff flatten reshape squeeze "
+    "unsqueeze transpose permute".split()
+)
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm "
     "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
@@ -113,6 +125,8 @@ def names_host(device: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
 
 
 def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
+    if reads_host_field(expr, ctx):
+        return True
     if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
         return True
     if isinstance(expr, cst.Subscript):
@@ -126,25 +140,32 @@ def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
         return on_host(expr.expression, ctx, depth + 1)
     if isinstance(expr, cst.Attribute) and expr.attr.value == "device":  # the device of a host value
         return on_host(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and (values := attribute_values(expr, ctx)):
+        # Every value the class gives ``self.x`` says the host; a factory with no device
+        # does not, as a model is often built under a default device (``with device:``).
+        return all(on_host(v.value, ctx, depth + 1) and not _bare_factory(v.value, ctx) for v in values)
     if _names_cpu(expr, ctx):
         return True
-    if isinstance(expr, cst.ListComp):
+    if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
         return on_host(expr.elt, ctx, depth + 1)
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in ("tuple", "list")
+            and len(expr.args) == 1):  # ``tuple(torch.zeros(n, device="cpu") for n in sizes)``
+        return on_host(expr.args[0].value, ctx, depth + 1)
     if isinstance(expr, (cst.List, cst.Tuple)):
         return any(isinstance(e, cst.Element) and on_host(e.value, ctx, depth + 1) for e in expr.elements)
     if isinstance(expr, cst.Call):
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
         return (_guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
-                or _annotated_host(expr, ctx))
+                or _annotated_host(expr, ctx) or _host_field_parameter(expr, ctx))
     return False
 
 
 def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     func = call.func
-    if isinstance(func, cst.Attribute):
+    if isinstance(func, cst.Attribute) and not _imported(func.value, ctx):  # a method, not ``torch.any(x)``
         method = func.attr.value
-        if method in _HOST_METHODS:
+        if method in HOST_METHODS:
             return True
         if method == "to":
             return _targets_host(call, ctx, depth)
@@ -158,6 +179,8 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
         return True
     if root == "torch" and leaf in _JOINS and call.args:
         return on_host(call.args[0].value, ctx, depth + 1)
+    if root == "torch" and leaf in _SAME_PLACE_FUNCTIONS and call.args:  # ``torch.any(mask)`` runs where ``mask`` is
+        return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch" and leaf in _FACTORIES:
         device = _keyword(call, "device")
         if device is not None:
@@ -166,6 +189,24 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return on_host(call.args[0].value, ctx, depth + 1)
         return True  # torch factories allocate on the CPU unless told otherwise
     return False
+
+
+def _bare_factory(value: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A ``torch`` factory given neither a device nor ``pin_memory``: where it allocates
+    depends on the default device of the code that runs it. Looked for through
+    ``tuple(...)``/``list(...)`` of a comprehension, too."""
+    while True:
+        if isinstance(value, (cst.GeneratorExp, cst.ListComp)):
+            value = value.elt
+        elif (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ("tuple", "list")
+              and len(value.args) == 1):
+            value = value.args[0].value
+        else:
+            break
+    if not isinstance(value, cst.Call) or _keyword(value, "device") is not None or _keyword(value, "pin_memory") is not None:
+        return False
+    root, _, leaf = (ctx.qualified_name(value.func) or dotted_name(value.func) or "").rpartition(".")
+    return root == "torch" and leaf in _FACTORIES and leaf not in _LIKE and leaf not in ("from_numpy", "frombuffer")
 
 
 def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
@@ -202,11 +243,14 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
         return on_device(expr.left, ctx, depth + 1) or any(on_device(c.comparator, ctx, depth + 1) for c in expr.comparisons)
     if isinstance(expr, cst.Name):
         value = _last_value(expr, ctx)
-        return on_device(value, ctx, depth + 1) if value is not None else _typed_as_parameter(expr, ctx)
+        return on_device(value, ctx, depth + 1) if value is not None else typed_as_parameter(expr, ctx)
     if isinstance(expr, cst.Attribute):
         if expr.attr.value in PARAMETER_TENSORS:  # a parameter's gradient or data lives where it does
             return on_device(expr.value, ctx, depth + 1)
-        return _typed_as_parameter(expr, ctx)
+        values = attribute_values(expr, ctx)
+        if values and all(on_device(v.value, ctx, depth + 1) for v in values):
+            return True
+        return typed_as_parameter(expr, ctx)
     if not isinstance(expr, cst.Call):
         return False
     func = expr.func
@@ -222,7 +266,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
             return device is not None and not _is_dtype(device, ctx) and not names_host(device, ctx, depth + 1)
         if method in _SAME_PLACE:
             return on_device(func.value, ctx, depth + 1)
-        if method not in _HOST_METHODS and is_tensor_type(ctx.value_type(expr)):
+        if method not in HOST_METHODS and is_tensor_type(ctx.value_type(expr)):
             return on_device(func.value, ctx, depth + 1)  # a tensor method's tensor result stays on its device
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
@@ -238,36 +282,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     return any(on_device(arg.value, ctx, depth + 1) for arg in expr.args)
 
 
-def residency_reason(expr: cst.CSTNode, ctx: FileContext, placed: bool) -> str:
-    """Why ``expr`` is on the device (``placed``), as the type engine saw it, or which fact
-    is missing for it to be known; "" where the function's own code says it."""
-    code = " ".join(ctx.code(expr).split())
-    if ctx.model.type_engine is None:
-        return "" if placed else "no type engine was asked"
-    if ctx.model.type_engine.unavailable is not None:
-        return "" if placed else "the type engine was off"
-    answer = ctx.value_type(_typed_root(expr))
-    if placed:
-        return f"`{code}` comes from a `{answer}`, a module's parameter" if answer and _typed_as_parameter(
-            _typed_root(expr), ctx) else ""
-    if answer is None:
-        return "the type engine has no type for it"
-    return f"the type engine says `{answer}`, which does not name a device"
-
-
-def _typed_root(expr: cst.CSTNode) -> cst.CSTNode:
-    """The value a method chain or a parameter's tensor starts from: ``param`` of
-    ``param.grad.norm()``; the expression itself otherwise."""
-    while True:
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value not in _HOST_METHODS:
-            expr = expr.func.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value in PARAMETER_TENSORS:
-            expr = expr.value
-        else:
-            return expr
-
-
-def _typed_as_parameter(expr: cst.CSTNode, ctx: FileContext) -> bool:
+def typed_as_parameter(expr: cst.CSTNode, ctx: FileContext) -> bool:
     """The type engine says ``expr`` is a module's parameter or buffer."""
     answer = ctx.value_type(expr)
     return answer is not None and answer.rpartition(".")[2] in PARAMETER_TYPES
@@ -365,33 +380,41 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     return value is not None and on_host(value, ctx, depth + 1)
 
 
-def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
-    """A parameter, not assigned before this use, annotated as a numpy array
-    (``np.ndarray``, ``numpy.typing.NDArray[...]``): host memory by its declared type."""
+def _parameter(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.Param] | None:
+    """The enclosing function's parameter ``name`` reads, where nothing assigns it before
+    this use: its value is what the caller passed."""
     function = ctx.enclosing_function(name)
     if function is None or _last_value(name, ctx) is not None:
-        return False
+        return None
     params = function.params
-    for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-        if param.name.value == name.value and param.annotation is not None:
-            annotation = param.annotation.annotation
-            written = ctx.qualified_name(annotation.value if isinstance(annotation, cst.Subscript) else annotation) or ""
-            return written in _HOST_ARRAY_TYPES or written.rpartition(".")[2] in ("ndarray", "NDArray") and written.startswith(("numpy", "np"))
-    return False
+    found = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name.value), None)
+    return (function, found) if found is not None else None
+
+
+def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter annotated as a numpy array (``np.ndarray``, ``numpy.typing.NDArray[...]``):
+    host memory by its declared type."""
+    found = _parameter(name, ctx)
+    if found is None or found[1].annotation is None:
+        return False
+    annotation = found[1].annotation.annotation
+    written = ctx.qualified_name(annotation.value if isinstance(annotation, cst.Subscript) else annotation) or ""
+    return written in _HOST_ARRAY_TYPES or written.rpartition(".")[2] in ("ndarray", "NDArray") and written.startswith(("numpy", "np"))
+
+
+def _host_field_parameter(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter named as a field the file declares host-side (``host_fields``): the
+    framework hands the field on under its name."""
+    return name.value in declared_host_fields(ctx) and _parameter(name, ctx) is not None
 
 
 def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
-    """A parameter, not assigned before this use, that every caller the call index sees
-    passes a host tensor (``execution.host_params``)."""
-    if not ctx.execution.host_params:
+    """A parameter that every caller the call index sees passes a host tensor
+    (``execution.host_params``)."""
+    found = _parameter(name, ctx) if ctx.execution.host_params else None
+    if found is None:
         return False
-    function = ctx.enclosing_function(name)
-    if function is None or _last_value(name, ctx) is not None:
-        return False
-    params = function.params
-    if name.value not in {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}:
-        return False
-    where = ctx.execution.at(ctx.span(function.name).line)
+    where = ctx.execution.at(ctx.span(found[0].name).line)
     return where is not None and (where.qualname, name.value) in ctx.execution.host_params
 
 

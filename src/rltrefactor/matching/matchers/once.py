@@ -1,0 +1,223 @@
+"""Code that runs once, or once per key: behind a guard its own body closes, in the
+branch that builds a cached value, or after a return on a cache hit of a cache the
+function fills. ``context.runs_cold`` asks these; a finding of a per-step rule there is
+dropped."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from ...library.names import Names
+from .base import FileContext
+from .guard_bodies import guard_body
+from .walk import bound_before, subtree
+
+
+def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
+    """The body runs once, then never again, because it keeps what it builds
+    (``guard_bodies``): ``if self._buf is None: self._buf = ...``, ``if not
+    self._initialized:`` or ``if not hasattr(self, "_buf"):`` with a body that writes
+    state, ``if key not in self._cache: self._cache[key] = ...`` (once per key), ``if
+    _MASK is None: _MASK = ...`` of a declared global. A cache rebuilt only when missing
+    or stale (``if self._buf is None or self._buf.shape[0] < n: self._buf = ...``) counts
+    too: every other operand of the ``or`` reads the cached attribute, so the body runs
+    again only when what it caches changes. So does ``if cond and not self._checked:``
+    whose body sets ``self._checked``, and ``if x is None:`` after ``x = cache.get(key)``
+    whose body stores into ``cache`` (once per key). A guard whose body fills a local or a
+    parameter's default (``if alpha is None: alpha = ...``) runs on every call that needs it."""
+    test = branch.test
+    if not _may_guard_once(test, ctx.names):
+        return False
+    body = guard_body(branch, ctx)
+    if body is None:
+        return False
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        # ``if cond and not self._checked: ...; self._checked = True``: the flag the body
+        # sets closes the guard for good, whatever the other operands say.
+        return any(flag in body.attributes for flag in _unset_flags(test))
+    if isinstance(test, cst.BooleanOperation):
+        operands = list(_or_operands(test))
+        for index, operand in enumerate(operands):
+            cached = _missing_attribute(operand)
+            if cached is None or cached not in body.attributes:
+                continue
+            others = operands[:index] + operands[index + 1:]
+            if all(_reads_attribute(other, cached) for other in others):
+                return True
+        return False
+    if isinstance(test, cst.UnaryOperation):  # ``not self.<flag>``, ``not hasattr(...)``
+        return body.keeps_state
+    comparison = test.comparisons[0] if isinstance(test, cst.Comparison) else None
+    if comparison is not None and isinstance(comparison.operator, cst.NotIn):
+        return ctx.code(comparison.comparator).strip() in body.containers
+    if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name):
+        return test.left.value in body.globals or _memo_lookup(test.left, ctx) in body.containers
+    return _missing_attribute(test) in body.attributes
+
+
+def _unset_flags(test: cst.BooleanOperation) -> Iterator[str]:
+    """``x`` of each ``not self.x`` operand of an ``and``."""
+    for operand in (test.left, test.right):
+        if isinstance(operand, cst.BooleanOperation) and isinstance(operand.operator, cst.And):
+            yield from _unset_flags(operand)
+        elif (isinstance(operand, cst.UnaryOperation) and isinstance(operand.operator, cst.Not)
+              and isinstance(operand.expression, cst.Attribute) and isinstance(operand.expression.value, cst.Name)
+              and operand.expression.value.value == "self"):
+            yield operand.expression.attr.value
+
+
+def _memo_lookup(name: cst.Name, ctx: FileContext) -> str | None:
+    """``cache`` (as written) where ``name = cache.get(key)`` just before: ``if name is None:``
+    then builds the value once per key, when its body stores it back into ``cache``."""
+    value = bound_before(name, ctx)
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "get"
+            and value.args):
+        return ctx.code(value.func.value).strip()
+    return None
+
+
+def _may_guard_once(test: cst.BaseExpression, names: Names) -> bool:
+    """``test`` has the shape of a one-time guard's (what its body must then keep aside)."""
+    if isinstance(test, cst.BooleanOperation):
+        return isinstance(test.operator, cst.Or) or any(True for _ in _unset_flags(test))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if isinstance(inner, cst.Attribute):
+            return names.regex("one-time-flags").search(inner.attr.value) is not None
+        return isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "hasattr"
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    operator, comparator = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, cst.NotIn):  # ``key not in cache``: a memoised value
+        return True
+    missing = isinstance(operator, cst.Is) and isinstance(comparator, cst.Name) and comparator.value == "None"
+    return missing and isinstance(test.left, (cst.Attribute, cst.Name))
+
+
+def in_cached_value(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``self.x = build() if self.x is None else self.x`` (or the ``is not None`` form with
+    the branches swapped): ``node`` lies in the branch that builds the cached attribute, which
+    runs only while the cache is missing, or stale when every other ``or`` operand of the
+    test reads it, as for ``is_one_time_guard``."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, cst.IfExp):
+            builds = ancestor.body if child is ancestor.body else ancestor.orelse if child is ancestor.orelse else None
+            cached = _cached_attribute(ancestor.test, missing=builds is ancestor.body)
+            if builds is not None and cached is not None and cached in _assigned_by_value(ancestor, ctx):
+                return True
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        child = ancestor
+    return False
+
+
+def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` follows, in its function's body, a return on a cache hit (``if key in
+    CACHE: return CACHE[key]``, ``if (v := CACHE.get(key)) is not None: return v``) of a
+    cache the function fills (``CACHE[key] = ...``): it runs once per key."""
+    function = ctx.enclosing_function(node)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    statements = function.body.body
+    top = next((a for a in (node, *ctx.ancestors(node)) if ctx.parent(a) is function.body), None)
+    if top is None or top not in statements:
+        return False
+    filled = _filled_containers(function, ctx)
+    for statement in statements[: statements.index(top)]:
+        if isinstance(statement, cst.If) and statement.orelse is None:
+            cache = _cache_hit(statement.test, ctx)
+            body = guard_body(statement, ctx)
+            if cache is not None and cache in filled and body is not None and body.exits:
+                return True
+    return False
+
+
+def _cache_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The cache (as written) a test finds a value in: ``key in CACHE``, ``CACHE.get(k) is
+    not None``, ``(v := CACHE.get(k)) is not None``, or ``v is not None`` after ``v = CACHE.get(k)``."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if isinstance(operator, cst.In):
+        return ctx.code(right).strip()
+    if not (isinstance(operator, cst.IsNot) and isinstance(right, cst.Name) and right.value == "None"):
+        return None
+    left = test.left.value if isinstance(test.left, cst.NamedExpr) else test.left
+    if isinstance(left, cst.Name):
+        return _memo_lookup(left, ctx)
+    if isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute) and left.func.attr.value == "get":
+        return ctx.code(left.func.value).strip()
+    return None
+
+
+def _filled_containers(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
+    """Containers (as written) whose items the function assigns: ``CACHE`` of ``CACHE[k] = v``;
+    read once per function and file context."""
+    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_filled_containers", {})
+    found = cache.get(id(function))
+    if found is None:
+        found = cache[id(function)] = _assigned_items(function, ctx)
+    return found
+
+
+def _assigned_items(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
+    return frozenset(
+        ctx.code(target.target.value).strip()
+        for node in subtree(function.body) if isinstance(node, cst.Assign)
+        for target in node.targets if isinstance(target.target, cst.Subscript)
+    )
+
+
+def _cached_attribute(test: cst.BaseExpression, *, missing: bool) -> str | None:
+    """The attribute ``test`` finds missing (``missing``) or present, where the test reads
+    nothing but that attribute in its other ``or`` operands."""
+    if not missing:
+        comparison = test if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else None
+        if comparison is None or not isinstance(comparison.comparisons[0].operator, cst.IsNot):
+            return None
+        comparator = comparison.comparisons[0].comparator
+        if isinstance(comparator, cst.Name) and comparator.value == "None" and isinstance(comparison.left, cst.Attribute):
+            return comparison.left.attr.value
+        return None
+    operands = list(_or_operands(test))
+    for index, operand in enumerate(operands):
+        cached = _missing_attribute(operand)
+        if cached is not None and all(_reads_attribute(o, cached) for o in operands[:index] + operands[index + 1:]):
+            return cached
+    return None
+
+
+def _assigned_by_value(value: cst.BaseExpression, ctx: FileContext) -> set[str]:
+    """The attributes an assignment whose whole value is ``value`` writes (``self.x = value``)."""
+    parent = ctx.parent(value)
+    if isinstance(parent, (cst.Assign, cst.AnnAssign)) and parent.value is value:
+        targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+        return {t.attr.value for t in targets if isinstance(t, cst.Attribute)}
+    return set()
+
+
+def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        yield from _or_operands(test.left)
+        yield from _or_operands(test.right)
+    else:
+        yield test
+
+
+def _missing_attribute(test: cst.BaseExpression) -> str | None:
+    """``self.x is None``: the attribute found missing."""
+    if (
+        isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Is)
+        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
+        and isinstance(test.left, cst.Attribute)
+    ):
+        return test.left.attr.value
+    return None
+
+
+def _reads_attribute(test: cst.BaseExpression, name: str) -> bool:
+    return any(isinstance(node, cst.Attribute) and node.attr.value == name for node in subtree(test))

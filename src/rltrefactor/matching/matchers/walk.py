@@ -1,0 +1,74 @@
+"""Walking LibCST trees: a subtree's nodes without LibCST's visitor machinery, and the
+value a name was last bound to before a use."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Iterator
+
+import libcst as cst
+
+from .base import TRIVIA_FIELDS, FileContext
+
+
+def subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node`` and its descendants, for small subtrees (a condition, a handler body);
+    whole files are read through ``FileContext.nodes``, never walked again.
+
+    Reads the node fields directly: LibCST's ``children`` runs a visitor per call.
+    Formatting-only fields (whitespace, commas, parentheses) are skipped."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for name in _child_fields(type(current)):
+            value = getattr(current, name)
+            kind = type(value)
+            if kind is tuple or kind is list:
+                stack.extend(reversed([item for item in value if _is_cst(type(item))]))
+            elif _is_cst(kind):
+                stack.append(value)
+
+
+@functools.lru_cache(maxsize=None)
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """Fields that may hold code, last first (the stack pops the first field first)."""
+    return tuple(reversed([f.name for f in dataclasses.fields(kind) if not f.name.startswith(TRIVIA_FIELDS)]))
+
+
+_IS_CST: dict[type, bool] = {}
+
+
+def _is_cst(kind: type) -> bool:
+    # A dict lookup: CSTNode is an ABC, and isinstance() against an ABC is slow.
+    flag = _IS_CST.get(kind)
+    if flag is None:
+        flag = _IS_CST[kind] = issubclass(kind, cst.CSTNode)
+    return flag
+
+
+def bound_before(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last plain assignment to ``name`` before this use, in source order
+    (``None`` when there is none, or when a loop or unpacking binds it too)."""
+    function = ctx.enclosing_function(name)
+    if function is None:
+        return None
+    value: cst.BaseExpression | None = None
+    for node in subtree(function.body):  # pre-order: source order
+        if node is name:
+            return value
+        if isinstance(node, cst.Assign) and any(_binds(t.target, name.value) for t in node.targets):
+            plain = all(isinstance(t.target, cst.Name) for t in node.targets)
+            value = node.value if plain and not any(n is name for n in subtree(node)) else None
+        elif isinstance(node, (cst.For, cst.CompFor, cst.AugAssign)) and _binds(node.target, name.value):
+            value = None
+    return None
+
+
+def _binds(target: cst.BaseExpression, name: str) -> bool:
+    if isinstance(target, cst.Name):
+        return target.value == name
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return any(_binds(e.value, name) for e in target.elements)
+    return False

@@ -1,0 +1,190 @@
+"""How often a method runs is read from the protocol model of its class's bases through
+base classes defined in other files, and reaches the private helpers only such methods
+call: a processor subclassing an engine's processor subclass runs per request, and so
+does its helper; a model layer deriving the same way stays per step. Reviewed end to end
+with no configuration, in two engines' styles."""
+
+from __future__ import annotations
+
+import pytest
+
+VLLM_FILES = {
+    "vllm/multimodal/processing.py": '''class BaseMultiModalProcessor:
+    def apply(self, prompt, mm_data):
+        return prompt
+''',
+    "vllm/model_executor/models/qwen_vl.py": '''import torch
+from vllm.multimodal.processing import BaseMultiModalProcessor
+
+
+class QwenVLProcessingInfo:
+    pass
+
+
+class QwenVLMultiModalProcessor(BaseMultiModalProcessor[QwenVLProcessingInfo]):
+    def _get_prompt_updates(self, mm_items):
+        return mm_items
+
+
+class QwenVLVisionBlock(torch.nn.Module):
+    def forward(self, x):
+        return x
+''',
+    "vllm/model_executor/models/utils_vl.py": '''import torch
+
+__all__ = ["_merged_grid_sizes"]
+
+
+def _merged_grid_sizes(grid_thw, merge_size):
+    return (grid_thw.prod(-1) // merge_size**2).tolist()
+''',
+}
+
+VLLM_HEAD = ("vllm/model_executor/models/qwen_vl_ext.py", '''import torch
+from vllm.model_executor.models.qwen_vl import QwenVLMultiModalProcessor, QwenVLVisionBlock
+from vllm.model_executor.models.utils_vl import _merged_grid_sizes
+
+
+class QwenVLExtMultiModalProcessor(QwenVLMultiModalProcessor):
+    def _get_prompt_updates(self, mm_items):
+        grid_thw = mm_items["image_grid_thw"]
+        sizes = _merged_grid_sizes(grid_thw, 2)
+        longest = grid_thw.max().item()
+        return sizes, longest
+
+
+class QwenVLExtVisionBlock(QwenVLVisionBlock):
+    def forward(self, x):
+        return x.max().item()
+''')
+
+SGLANG_FILES = {
+    "sglang/srt/multimodal/processors/base_processor.py": '''class BaseMultimodalProcessor:
+    async def process_mm_data_async(self, image_data, input_text, request_obj):
+        return None
+''',
+    "sglang/srt/multimodal/processors/qwen_vl.py": '''import torch
+from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor
+
+
+class QwenVLImageProcessor(BaseMultimodalProcessor):
+    async def process_mm_data_async(self, image_data, input_text, request_obj):
+        return None
+''',
+}
+
+SGLANG_HEAD = ("sglang/srt/multimodal/processors/qwen_vl_video.py", '''import torch
+from sglang.srt.multimodal.processors.qwen_vl import QwenVLImageProcessor
+
+
+class QwenVLVideoProcessor(QwenVLImageProcessor):
+    async def process_mm_data_async(self, image_data, input_text, request_obj):
+        frames = request_obj.frame_lengths
+        total = frames.sum().item()
+        return total
+''')
+
+
+def _review(repo, cli, files: dict[str, str], head: tuple[str, str], added: dict[str, str] | None = None,
+            config: str = "") -> dict[tuple[str, int], str]:
+    for path, text in files.items():
+        repo.write(path, text)
+    if config:
+        repo.write("rltrefactor.toml", config)
+    repo.write(head[0], "")
+    repo.commit("base")
+    for path, text in {head[0]: head[1], **(added or {})}.items():
+        repo.write(path, text)
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    return {(f["path"], line): f["rule"] for f in run.json()["findings"] for line in (f["line"], *f.get("also_at", []))}
+
+
+@pytest.mark.parametrize(("files", "head", "lines"), [
+    (VLLM_FILES, VLLM_HEAD, [10]),
+    (SGLANG_FILES, SGLANG_HEAD, [8]),
+], ids=["vllm", "sglang"])
+def test_a_processor_two_bases_away_from_the_model_runs_per_request(repo, cli, files, head, lines):
+    found = _review(repo, cli, files, head)
+    assert not [line for line in lines if (head[0], line) in found], found
+
+
+def test_a_private_helper_only_processors_call_runs_per_request(repo, cli):
+    files = dict(VLLM_FILES)
+    path = "vllm/model_executor/models/utils_vl.py"
+    helper = files.pop(path)
+    found = _review(repo, cli, files, VLLM_HEAD, added={path: helper})
+    assert (path, 7) not in found, found  # only the processor calls it
+    without_index = _review_again(repo, cli, path, helper)
+    assert without_index.get((path, 7)) == "host-sync-in-hot-path", without_index
+
+
+def _review_again(repo, cli, path: str, text: str) -> dict[tuple[str, int], str]:
+    """The same change reviewed with the call index off."""
+    repo.write("rltrefactor.toml", "call-index = false\n")
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    return {(f["path"], line): f["rule"] for f in run.json()["findings"] for line in (f["line"], *f.get("also_at", []))}
+
+
+@pytest.mark.parametrize(("files", "head", "line"), [
+    (VLLM_FILES, VLLM_HEAD, 10),
+    (SGLANG_FILES, SGLANG_HEAD, 8),
+], ids=["vllm", "sglang"])
+def test_per_file_reading_alone_cannot_see_the_base_two_files_away(repo, cli, files, head, line):
+    # The same change with the call index off: only the file's own bases are read, and a
+    # processor's subclass in another file looks like any other class.
+    found = _review(repo, cli, files, head, config="call-index = false\n")
+    assert found.get((head[0], line)) == "host-sync-in-hot-path", found
+
+
+def test_a_layer_deriving_from_a_layer_in_another_file_stays_per_step(repo, cli):
+    found = _review(repo, cli, VLLM_FILES, VLLM_HEAD)
+    assert found.get((VLLM_HEAD[0], 16)) == "host-sync-in-hot-path", found
+
+
+def test_a_helper_called_per_request_and_from_offline_code_is_offline_and_the_scan_finishes(repo, cli):
+    # Resolved: the processor's per-request call. Unresolved (a receiver of no known class):
+    # the benchmark's. Together they make the helper offline, whose chain starts at the one
+    # resolved caller.
+    files = dict(VLLM_FILES)
+    files["benchmarks/benchmark_grid.py"] = '''def benchmark_grid(loader, grid_thw):
+    return loader._merged_grid_sizes(grid_thw, 2)
+'''
+    for path, text in {**files, VLLM_HEAD[0]: VLLM_HEAD[1]}.items():
+        repo.write(path, text)
+    repo.commit("all")
+    run = cli("review", ".", "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    helper = [f for f in run.json()["findings"] if f["path"] == "vllm/model_executor/models/utils_vl.py"]
+    assert helper == [], helper
+
+
+RUNNER_FILES = {
+    "srt/model_executor/runner/base_runner.py": '''import torch
+
+
+class BaseRunner:
+    def _dummy_run(self, batch_size):
+        ids = torch.tensor(list(range(batch_size)), device="cuda")
+        return ids
+
+    def {outer}(self):
+        def forward_fn(batch_size):
+            return self._dummy_run(batch_size)
+        return tune(forward_fn)
+''',
+}
+
+
+@pytest.mark.parametrize(("outer", "reported"), [
+    ("_flashinfer_autotune", False),  # a closure of tuning code runs while the tuning does
+    ("_install_step_hook", True),  # a closure nothing marks cold: its name makes it a per-step root
+], ids=["tuning-closure", "plain-closure"])
+def test_a_closure_of_cold_code_is_no_per_step_root(repo, cli, outer, reported):
+    path = "srt/model_executor/runner/base_runner.py"
+    repo.write("srt/__init__.py", "")
+    repo.commit("base")
+    repo.write(path, RUNNER_FILES[path].replace("{outer}", outer))
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    lines = {f["line"] for f in run.json()["findings"] if f["path"] == path}
+    assert (6 in lines) is reported, run.json()["findings"]
