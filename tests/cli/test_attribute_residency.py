@@ -173,3 +173,44 @@ def test_the_same_field_name_without_a_declaration_in_the_file_is_reported(repo,
     base = RESAMPLER_BASE.replace("keep_on_cpu=True", "keep_on_cpu=False")
     found = _by_line(_review(repo, cli, "model_executor/models/minicpm_resampler.py", base, RESAMPLER_STEP))
     assert found[14]["rule"] == "host-sync-in-hot-path", found
+
+
+FIELD_FACTORY = '''from vllm.multimodal.inputs import MultiModalFieldConfig
+
+
+def _create_qwen2vl_field_factory(spatial_merge_size):
+    def _field_config(hf_inputs):
+        return dict(
+            pixel_values=MultiModalFieldConfig.flat_from_sizes("image", hf_inputs["sizes"]),
+            image_grid_thw=MultiModalFieldConfig.batched("image", keep_on_cpu=True),
+        )
+    return _field_config
+'''
+
+READER_BASE = '''import torch
+
+
+class Qwen2_5_VLForConditionalGeneration(torch.nn.Module):
+    def forward(self, image_input):
+        return image_input
+'''
+
+READER_STEP = '''
+    def forward(self, image_input):
+        grid_thw = image_input["image_grid_thw"]
+        sizes = grid_thw.prod(-1).tolist()
+        return sizes
+'''
+
+
+def test_a_field_another_file_declares_kept_on_the_cpu_is_a_host_value(repo, cli):
+    repo.write("vllm/model_executor/models/qwen2_vl.py", FIELD_FACTORY)
+    found = _by_line(_review(repo, cli, "vllm/model_executor/models/qwen2_5_vl.py", READER_BASE, READER_STEP))
+    assert 7 not in found, found
+
+
+def test_a_field_another_file_declares_on_the_device_is_not_known_to_be_on_the_host(repo, cli):
+    repo.write("vllm/model_executor/models/qwen2_vl.py", FIELD_FACTORY)
+    repo.write("vllm/model_executor/models/other_vl.py", FIELD_FACTORY.replace(', keep_on_cpu=True', ''))
+    found = _by_line(_review(repo, cli, "vllm/model_executor/models/qwen2_5_vl.py", READER_BASE, READER_STEP))
+    assert found[7]["rule"] == "host-sync-in-hot-path", found

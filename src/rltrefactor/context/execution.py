@@ -84,6 +84,7 @@ class ExecutionMap:
     functions: tuple[FunctionExecution, ...]  # sorted by start line, outer before inner
     host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
+    host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -102,6 +103,9 @@ class RepositoryContexts(Protocol):
 
     @property
     def host_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) every caller passes a host tensor
+
+    @property
+    def host_fields(self) -> frozenset[str]: ...  # input fields the repository declares host-side
 
     def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
 
@@ -162,7 +166,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
                           id(f) in configured)
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
     ), repository.host_calls if repository is not None else frozenset(),
-        repository.host_params if repository is not None else frozenset())
+        repository.host_params if repository is not None else frozenset(),
+        repository.host_fields if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"

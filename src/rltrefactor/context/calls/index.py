@@ -51,7 +51,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "4"
+_FORMAT = "5"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -64,6 +64,7 @@ class FileContexts:
     functions: tuple[tuple[str, str, str], ...]  # (qualname, kind, evidence); functions with a verdict only
     host_calls: frozenset[str]  # callees as written in the functions told that return host tensors only
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor
+    host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side, every file alike
 
     @cached_property
     def _by_name(self) -> dict[str, tuple[str, str]]:
@@ -76,7 +77,8 @@ class FileContexts:
     @cached_property
     def digest(self) -> str:
         """Changes whenever what the file is told does (a result-cache key part)."""
-        return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params))).encode()).hexdigest()[:16]
+        return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params),
+                                    sorted(self.host_fields))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,7 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
     contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline,
                             protocols_for(config.protocols))
     files: dict[str, FileContexts] = {}
+    fields = repository.host_fields(names_for(config.names).entry("host-field-declarations").values) if paths else frozenset()
     for path in paths:
         verdicts = []
         asked = sorted(_asked(repository, path, (lines or {}).get(path)))
@@ -136,7 +139,7 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
             if verdict is not None:
                 verdicts.append((function_id.partition("::")[2], *verdict))
         host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
-        files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params))
+        files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields)
     return CallIndex(files, indexed=len(repository.paths))
 
 
@@ -360,15 +363,16 @@ class _FactsCache:
                 data = json.load(handle)
             files = {
                 path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)),
-                                   frozenset((str(q), str(p)) for q, p in params))
-                for path, (functions, calls, params) in data["files"].items()
+                                   frozenset((str(q), str(p)) for q, p in params), frozenset(map(str, fields)))
+                for path, (functions, calls, params, fields) in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
     def put_index(self, key: str, index: CallIndex) -> None:
-        files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params)] for path, told in index.files.items()}
+        files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params), sorted(told.host_fields)]
+                 for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
 
 

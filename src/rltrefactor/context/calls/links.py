@@ -268,6 +268,10 @@ class Repository:
                     return method
         return None
 
+    def host_fields(self, markers: tuple[str, ...]) -> frozenset[str]:
+        """Input fields the repository's files declare host-side (``RevisionTexts.host_fields``)."""
+        return self._texts.host_fields(markers)
+
     def qualified_bases(self, path: str, qualname: str, depth: int = 0) -> tuple[str, ...]:
         """The bases of the class ``qualname`` of ``path``, each as a dotted name qualified
         through its file's imports, and the bases of those the repository defines, in order."""

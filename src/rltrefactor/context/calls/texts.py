@@ -13,6 +13,8 @@ import re
 from collections import defaultdict
 from typing import Iterable, Mapping
 
+from ...source.field_declarations import field_declarations, host_fields
+
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _CALL = re.compile(rb"(\w+)\s*\(")
 # Names searched one at a time before one pass indexes every called name of every file.
@@ -90,6 +92,26 @@ class RevisionTexts:
             for name in set(_CALL.findall(self._contents[path] or b"")):
                 called[name.decode("ascii", "replace")].add(path)
         return dict(called)
+
+    def host_fields(self, markers: tuple[str, ...]) -> frozenset[str]:
+        """Fields some file declares host-side and none declares otherwise with the same
+        callee (``source.field_declarations``): the files that write a marker's keyword
+        are read first, then those that call one of the callees they mark."""
+        keywords = [marker.partition("=")[0].strip().encode() for marker in markers]
+        if not keywords:
+            return frozenset()
+        marked = frozenset(
+            d.callee for path in self.paths if any(k in (self._contents[path] or b"") for k in keywords)
+            for d in field_declarations(self._text(path), markers) if d.on_host
+        )
+        needles = [f"{callee}(".encode() for callee in marked]
+        return host_fields(
+            d for path in self.paths if any(n in (self._contents[path] or b"") for n in needles)
+            for d in field_declarations(self._text(path), markers, marked)
+        )
+
+    def _text(self, path: str) -> str:
+        return (self._contents[path] or b"").decode("utf-8", "replace")
 
     @classmethod
     def of(cls, contents: Iterable[tuple[str, bytes | None]]) -> RevisionTexts:

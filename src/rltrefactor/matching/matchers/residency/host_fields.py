@@ -9,42 +9,33 @@ the field by the keyword or dict key it is given under::
 
 and the file's model code reads the field by that name: ``kwargs["image_grid_thw"]``,
 ``.get("image_grid_thw")``, ``.pop(...)``, or a parameter of the same name it is handed
-on as. Declarations are read from the whole file's text, so a region that leaves the
-configuring method out still knows them; fields declared in another file are unknown.
+on as. Declarations are read from the whole file's text (``source.field_declarations``),
+so a region that leaves the configuring method out still knows them, and, through the
+call index, from every file of the repository: a field some file declares host-side and
+none declares otherwise is a host value wherever it is read by its name.
 """
 
 from __future__ import annotations
 
-import re
-
 import libcst as cst
 
+from ....source.field_declarations import field_declarations, host_fields
 from ..base import FileContext
 
 _ACCESSORS = frozenset({"get", "pop", "setdefault"})
 
 
 def declared_host_fields(ctx: FileContext) -> frozenset[str]:
-    """The field names the file declares host-side; read once per file."""
+    """The field names the file declares host-side, and those the repository declares so
+    and nowhere otherwise (``execution.host_fields``, read by the call index); read once
+    per file."""
     cache: dict[str, frozenset[str]] = ctx.model.__dict__.setdefault("_declared_host_fields", {})
     found = cache.get("fields")
     if found is None:
         markers = ctx.names.entry("host-field-declarations").values
-        found = frozenset(_declared(ctx.model.text, markers)) if markers else frozenset()
-        cache["fields"] = found
+        own = host_fields(field_declarations(ctx.model.text, markers)) if markers else frozenset()
+        found = cache["fields"] = own | ctx.execution.host_fields
     return found
-
-
-def _declared(text: str, markers: tuple[str, ...] | list[str]) -> set[str]:
-    if not any(marker.split("=")[0] in text for marker in markers):
-        return set()
-    keyword = "|".join(
-        rf"\b{re.escape(name.strip())}\s*=\s*{re.escape(value.strip())}\b"
-        for name, _, value in (marker.partition("=") for marker in markers)
-    )
-    # ``field=Config.make(<no nested call>..., keep_on_cpu=True`` or ``"field": Config.make(...``
-    declaration = re.compile(rf"""(?:\b(\w+)\s*=|["'](\w+)["']\s*:)\s*[\w.]+\((?:[^()]|\([^()]*\))*?(?:{keyword})""")
-    return {match.group(1) or match.group(2) for match in declaration.finditer(text)}
 
 
 def reads_host_field(expr: cst.CSTNode, ctx: FileContext) -> bool:
