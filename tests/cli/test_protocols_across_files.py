@@ -188,3 +188,38 @@ def test_a_closure_of_cold_code_is_no_per_step_root(repo, cli, outer, reported):
     run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
     lines = {f["line"] for f in run.json()["findings"] if f["path"] == path}
     assert (6 in lines) is reported, run.json()["findings"]
+
+
+DRAFT_MODEL = '''import torch
+
+from srt.layers.linear import LinearBase
+
+
+class Glm4MoeForCausalLM(torch.nn.Module):
+    def {method}(self, embed, head):
+        del self.model.embed_tokens.weight
+        self.model.embed_tokens.weight = embed
+        torch.cuda.empty_cache()
+        torch.cuda.synchronize()
+
+
+class ColumnParallelLinear(LinearBase):
+    def {loader}(self, param, loaded_weight):
+        scale = loaded_weight.abs().max().item()
+        param.data.copy_(loaded_weight / scale)
+'''
+
+
+@pytest.mark.parametrize(("method", "loader", "reported"), [
+    ("set_embed_and_head", "weight_loader", set()),
+    ("share_embed_and_head_each_step", "rescale_rows", {11, 16}),
+], ids=["load-time-conventions", "same-bodies-other-names"])
+def test_weight_loaders_and_draft_embedding_sharing_run_once(repo, cli, method, loader, reported):
+    path = "srt/models/glm4_moe.py"
+    repo.write("srt/layers/linear.py", "import torch\n\n\nclass LinearBase(torch.nn.Module):\n    pass\n")
+    repo.write(path, "")
+    repo.commit("base")
+    repo.write(path, DRAFT_MODEL.replace("{method}", method).replace("{loader}", loader))
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    lines = {line for f in run.json()["findings"] if f["path"] == path for line in (f["line"], *f.get("also_at", []))}
+    assert lines & {11, 16} == reported, run.json()["findings"]
