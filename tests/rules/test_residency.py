@@ -6,7 +6,8 @@ import libcst as cst
 import pytest
 
 from rltrefactor.matching.matchers.companions import residency_companions
-from rltrefactor.matching.matchers.residency.locations import is_pinned, on_host
+from rltrefactor.matching.matchers.residency.locations import on_host
+from rltrefactor.matching.matchers.residency.pinned import is_pinned
 
 from .helpers import context
 

@@ -13,7 +13,8 @@ import libcst as cst
 
 from ..matchers.base import FileContext
 from ..matchers.options import MatcherSpecError
-from ..matchers.residency.locations import is_pinned, on_host, shown_on_host
+from ..matchers.residency.locations import on_host, shown_on_host
+from ..matchers.residency.pinned import is_pinned
 from .code import Bindings
 
 WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")

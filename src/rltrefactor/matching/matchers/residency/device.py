@@ -15,7 +15,8 @@ from ..companions import residency_companions
 from ..context import comparison_sides, in_per_step_function, subtree, truth_conditions
 from ..imports import dotted_name
 from ..options import Option
-from .locations import is_pinned, on_host, shown_on_host
+from .locations import on_host, shown_on_host
+from .pinned import is_pinned
 
 # Receivers whose names say they already live on the host (vLLM/SGLang conventions:
 # ``x_cpu``, ``buf.np``, ``host_...``); reducing them never waits for the device.

@@ -14,14 +14,8 @@ of a host value, or a name last assigned one of those. The last assignment of a 
 its use decides; anything else is unknown. A call to a function the call index shows
 returns host tensors only (``execution.host_calls``) is a host value, and so is a
 parameter, not reassigned before its use, that every caller passes a host tensor
-(``execution.host_params``). Every device-residency rule asks these questions (``on_host``,
-``is_pinned``) and never reports known-host values.
-
-A host value is known to be pinned (page-locked, so ``non_blocking=True`` copies from it
-overlap) when it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so
-(``pinned``), is a persistent buffer (an attribute of ``self``: staging buffers are
-allocated pinned once), or is a basic view or slice of a pinned value. Advanced indexing
-(``buf[idx]``) makes a new, pageable tensor.
+(``execution.host_params``). Every device-residency rule asks these questions (``on_host``;
+whether a host value is also pinned: ``pinned.is_pinned``) and never reports known-host values.
 """
 
 from __future__ import annotations
@@ -61,16 +55,13 @@ _DTYPES = frozenset(
     "float8_e4m3fn float8_e5m2 complex64 complex128".split()
 )
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
-_DEPTH = 6  # assignments and views followed; device names add two steps
-_PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
-# Methods whose result shares its receiver's memory.
-_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze detach permute transpose t expand".split())
+DEPTH = 6  # assignments and views followed; device names add two steps
 
 
 def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     """Whether ``expr`` is known to live in host memory: the code shows it, or the type
     engine says it is a host type (``ndarray``, ``list[int]``, a number: ``host-types``)."""
-    if depth > _DEPTH:
+    if depth > DEPTH:
         return False
     if _on_host_in_code(expr, ctx, depth):
         return True
@@ -121,7 +112,7 @@ def names_host(device: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     """Whether a device argument is known to name the host (``"cpu"``, a host value's
     ``.device``): read from the code alone, as a device is a ``str`` or an ``int`` wherever
     it points."""
-    return depth <= _DEPTH and _on_host_in_code(device, ctx, depth)
+    return depth <= DEPTH and _on_host_in_code(device, ctx, depth)
 
 
 def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
@@ -182,7 +173,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     if root == "torch" and leaf in _SAME_PLACE_FUNCTIONS and call.args:  # ``torch.any(mask)`` runs where ``mask`` is
         return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch" and leaf in _FACTORIES:
-        device = _keyword(call, "device")
+        device = keyword(call, "device")
         if device is not None:
             return names_host(device, ctx, depth + 1)
         if leaf in _LIKE and call.args:
@@ -203,7 +194,7 @@ def _bare_factory(value: cst.BaseExpression, ctx: FileContext) -> bool:
             value = value.args[0].value
         else:
             break
-    if not isinstance(value, cst.Call) or _keyword(value, "device") is not None or _keyword(value, "pin_memory") is not None:
+    if not isinstance(value, cst.Call) or keyword(value, "device") is not None or keyword(value, "pin_memory") is not None:
         return False
     root, _, leaf = (ctx.qualified_name(value.func) or dotted_name(value.func) or "").rpartition(".")
     return root == "torch" and leaf in _FACTORIES and leaf not in _LIKE and leaf not in ("from_numpy", "frombuffer")
@@ -211,7 +202,7 @@ def _bare_factory(value: cst.BaseExpression, ctx: FileContext) -> bool:
 
 def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     """``.to("cpu")``, ``.to(device=host_dev)`` or ``.to(x_cpu)`` (the device of a host tensor)."""
-    device = _keyword(call, "device")
+    device = keyword(call, "device")
     if device is None and call.args and call.args[0].keyword is None:
         device = call.args[0].value
     return device is not None and names_host(device, ctx, depth + 1)
@@ -231,7 +222,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     applied to such a value, a same-place method of one, or a name last assigned one of
     those. Anything else (a parameter, an attribute, what a module returns from values
     the function did not place) is unknown, never presumed to be on the device."""
-    if depth > _DEPTH:
+    if depth > DEPTH:
         return False
     if isinstance(expr, cst.Subscript):
         return on_device(expr.value, ctx, depth + 1)
@@ -242,7 +233,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     if isinstance(expr, cst.Comparison):
         return on_device(expr.left, ctx, depth + 1) or any(on_device(c.comparator, ctx, depth + 1) for c in expr.comparisons)
     if isinstance(expr, cst.Name):
-        value = _last_value(expr, ctx)
+        value = last_value(expr, ctx)
         return on_device(value, ctx, depth + 1) if value is not None else typed_as_parameter(expr, ctx)
     if isinstance(expr, cst.Attribute):
         if expr.attr.value in PARAMETER_TENSORS:  # a parameter's gradient or data lives where it does
@@ -260,7 +251,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
         if method == "cuda":
             return True
         if method == "to":
-            device = _keyword(expr, "device")
+            device = keyword(expr, "device")
             if device is None and expr.args and expr.args[0].keyword is None:
                 device = expr.args[0].value
             return device is not None and not _is_dtype(device, ctx) and not names_host(device, ctx, depth + 1)
@@ -271,7 +262,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
     if root == "torch" and leaf in _FACTORIES:
-        device = _keyword(expr, "device")
+        device = keyword(expr, "device")
         if device is not None:
             return not names_host(device, ctx, depth + 1)
         return leaf in _LIKE and bool(expr.args) and on_device(expr.args[0].value, ctx, depth + 1)
@@ -299,40 +290,7 @@ def _is_dtype(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     return name.startswith("torch.") and name.rpartition(".")[2] in _DTYPES
 
 
-def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
-    """Whether ``expr`` is known (or, for a persistent buffer, presumed) to be pinned host memory."""
-    if depth > _DEPTH:
-        return False
-    if isinstance(expr, cst.Attribute) and (dotted_name(expr) or "").startswith("self."):
-        return True
-    if isinstance(expr, (cst.Name, cst.Attribute)) and _PINNED_NAMES.search(ctx.code(expr)):
-        return True
-    if isinstance(expr, cst.Subscript):
-        return _basic_index(expr) and is_pinned(expr.value, ctx, depth + 1)
-    if isinstance(expr, cst.Call):
-        func = expr.func
-        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory":
-            return True
-        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
-            return is_pinned(func.value, ctx, depth + 1)
-        pin = _keyword(expr, "pin_memory")
-        return pin is not None and ctx.code(pin).strip() == "True"
-    if isinstance(expr, cst.Name):
-        value = _last_value(expr, ctx)
-        return value is not None and is_pinned(value, ctx, depth + 1)
-    return False
-
-
-def _basic_index(subscript: cst.Subscript) -> bool:
-    """Indexed by slices and integer literals only: a view, not a gathered copy."""
-    return all(
-        isinstance(element.slice, cst.Slice)
-        or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Integer))
-        for element in subscript.slice
-    )
-
-
-def _keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     for arg in call.args:
         if arg.keyword is not None and arg.keyword.value == name:
             return arg.value
@@ -376,7 +334,7 @@ def _host_type(expr: cst.BaseExpression, ctx: FileContext) -> bool:
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     """The last assignment of ``name`` before this use, in source order, puts it on the host."""
-    value = _last_value(name, ctx)
+    value = last_value(name, ctx)
     return value is not None and on_host(value, ctx, depth + 1)
 
 
@@ -384,7 +342,7 @@ def _parameter(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.P
     """The enclosing function's parameter ``name`` reads, where nothing assigns it before
     this use: its value is what the caller passed."""
     function = ctx.enclosing_function(name)
-    if function is None or _last_value(name, ctx) is not None:
+    if function is None or last_value(name, ctx) is not None:
         return None
     params = function.params
     found = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name.value), None)
@@ -418,7 +376,7 @@ def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
     return where is not None and (where.qualname, name.value) in ctx.execution.host_params
 
 
-def _last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
+def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
     """The value of the last assignment of ``name`` before this use, in source order."""
     function = ctx.enclosing_function(name)
     if function is None:

@@ -1,0 +1,52 @@
+"""Whether a host value is pinned (page-locked), so that a ``non_blocking=True`` copy from it
+overlaps: it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so (``pinned``),
+is a persistent buffer (an attribute of ``self``: staging buffers are allocated pinned
+once), or is a basic view or slice of a pinned value. Advanced indexing (``buf[idx]``)
+makes a new, pageable tensor."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from ..base import FileContext
+from ..imports import dotted_name
+from .locations import DEPTH, keyword, last_value
+
+_PINNED_NAMES = re.compile(r"(?i)(?<![a-z])pinned(?![a-z])")
+# Methods whose result shares its receiver's memory.
+_VIEWS = frozenset("view view_as reshape flatten narrow select squeeze unsqueeze detach permute transpose t expand".split())
+
+
+def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
+    """Whether ``expr`` is known (or, for a persistent buffer, presumed) to be pinned host memory."""
+    if depth > DEPTH:
+        return False
+    if isinstance(expr, cst.Attribute) and (dotted_name(expr) or "").startswith("self."):
+        return True
+    if isinstance(expr, (cst.Name, cst.Attribute)) and _PINNED_NAMES.search(ctx.code(expr)):
+        return True
+    if isinstance(expr, cst.Subscript):
+        return _basic_index(expr) and is_pinned(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "pin_memory":
+            return True
+        if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
+            return is_pinned(func.value, ctx, depth + 1)
+        pin = keyword(expr, "pin_memory")
+        return pin is not None and ctx.code(pin).strip() == "True"
+    if isinstance(expr, cst.Name):
+        value = last_value(expr, ctx)
+        return value is not None and is_pinned(value, ctx, depth + 1)
+    return False
+
+
+def _basic_index(subscript: cst.Subscript) -> bool:
+    """Indexed by slices and integer literals only: a view, not a gathered copy."""
+    return all(
+        isinstance(element.slice, cst.Slice)
+        or (isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Integer))
+        for element in subscript.slice
+    )
