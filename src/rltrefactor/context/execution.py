@@ -133,9 +133,10 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
     by_key = {_key(f): f for f in functions}
-    bases = class_bases(tree, definitions, imports or (lambda: import_table(tree)))
+    imports_of = _once(imports or (lambda: import_table(tree)))
+    bases = class_bases(tree, definitions, imports_of)
     protocols = declared.protocols or bundled_protocols()
-    qualify = _qualifier(imports or (lambda: import_table(tree)))
+    qualify = lambda dotted: imports_of().qualify(dotted)  # noqa: E731
     for function in functions:
         declared_verdict = _declared_verdict(function.name, function.qualname, declared)
         function.declared = declared_verdict is not None
@@ -218,15 +219,16 @@ def _index_basis(evidence: str) -> str:
     return "name"
 
 
-def _qualifier(imports_of: Callable[[], ImportTable]) -> Callable[[str], str]:
-    """``qualify`` of the file's import table, read the first time a name is qualified."""
+def _once(imports_of: Callable[[], ImportTable]) -> Callable[[], ImportTable]:
+    """``imports_of``, asked at most once: the file's import table is read only if a class
+    names a base or an annotation needs qualifying, and then once."""
     table: list[ImportTable] = []
 
-    def qualify(dotted: str) -> str:
+    def read() -> ImportTable:
         if not table:
             table.append(imports_of())
-        return table[0].qualify(dotted)
-    return qualify
+        return table[0]
+    return read
 
 
 def _declared_verdict(name: str, qualname: str, declared: Declared) -> tuple[ExecutionKind, str] | None:
