@@ -223,3 +223,54 @@ def test_weight_loaders_and_draft_embedding_sharing_run_once(repo, cli, method, 
     run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
     lines = {line for f in run.json()["findings"] if f["path"] == path for line in (f["line"], *f.get("also_at", []))}
     assert lines & {11, 16} == reported, run.json()["findings"]
+
+
+STAGE_BASE = ("sglang/multimodal_gen/runtime/pipelines_core/stages/base.py", '''from abc import ABC, abstractmethod
+
+
+class PipelineStage(ABC):
+    def __call__(self, batch, server_args):
+        return self.forward(batch, server_args)
+
+    @abstractmethod
+    def forward(self, batch, server_args):
+        raise NotImplementedError
+''')
+
+STAGE = ("sglang/multimodal_gen/runtime/pipelines_core/stages/flow_denoising.py", '''import torch
+
+from sglang.multimodal_gen.runtime.pipelines_core.stages.base import PipelineStage
+
+
+class FlowDenoisingStage(PipelineStage):
+    def __init__(self, transformer, scheduler):
+        super().__init__()
+        self.transformer = transformer
+        self.scheduler = scheduler
+
+    def forward(self, batch, server_args):
+        latents = batch.latents
+        for t in batch.timesteps:
+            latents = self._run_denoising_step(latents, t, batch)
+        return latents
+
+    def _run_denoising_step(self, latents, t, batch):
+        noise = self.transformer(latents, t, batch.prompt_embeds)
+        return self.scheduler.step(noise, t, latents)
+''')
+
+
+@pytest.mark.parametrize(("old", "new", "line", "reported"), [
+    ('''        latents = batch.latents
+''', '''        latents = batch.latents
+        steps = int(batch.timesteps.numel().item() if torch.is_tensor(batch.timesteps) else len(batch.timesteps))
+''', 14, False),  # once per request: the stage's forward
+    ('''        noise = self.transformer(latents, t, batch.prompt_embeds)
+''', '''        noise = self.transformer(latents, t, batch.prompt_embeds)
+        if noise.isnan().any().item():
+            raise ValueError("the transformer gave NaN")
+''', 20, True),  # once per denoising step: the stage's step method
+], ids=["stage-forward", "denoising-step"])
+def test_a_diffusion_stage_runs_per_request_and_its_denoising_step_per_step(repo, cli, old, new, line, reported):
+    found = _review(repo, cli, dict([STAGE_BASE]), (STAGE[0], STAGE[1].replace(old, new)))
+    assert ((STAGE[0], line) in found) is reported, found

@@ -468,3 +468,57 @@ def test_a_protocol_model_outranks_a_chain_the_index_reads_from_a_name(tmp_path:
     found = execution_map(parse_fresh(processor), Declared(), told)
     kinds = {f.qualname: (f.kind, f.basis) for f in found.functions}
     assert kinds["ImageProcessor.__call__"] == ("per-request", "protocol")
+
+
+def test_how_a_method_reads_a_self_attribute_decides_whether_its_instance_escapes() -> None:
+    from rltrefactor.context.calls.facts import read_facts
+    from rltrefactor.source.treesitter import parse
+
+    facts = read_facts(parse(textwrap.dedent('''\
+        class Model:
+            def embed(self, x):
+                if self.visual is None or isinstance(self.tower, Stub):
+                    return x
+                y = self.visual(x) + self.visual.dtype.itemsize
+                run_sharded(self.encoder, x)
+                for block in self.blocks:
+                    y = block(y)
+                return self.heads[0](y)
+
+            def keep(self):
+                self.runner = Runner(self.visual)
+                self.towers = [self.tower]
+                return self.encoder
+
+            def choose(self, x):
+                if self.audio or self.video is not None:
+                    tower = self.audio if x.is_audio else self.video
+                    return tower(x)
+        ''')))
+    uses = {f.qualname: f.instance_uses for f in facts.functions}
+    # calls, member reads and tests run nothing new; an argument, a loop, a subscript hand
+    # the instance on within the call; a class built with it, a container, a return keep it
+    assert sorted(uses["Model.embed"]) == ["blocks", "encoder", "heads"]
+    assert sorted(uses["Model.keep"]) == ["encoder!", "tower!", "visual!"]
+    # a test of the value is no use; the value a conditional expression gives is
+    assert sorted(uses["Model.choose"]) == ["audio!", "video!"]
+
+
+@pytest.mark.parametrize(("before", "after", "inert"), [
+    (b"    def f(self, x: ", b") -> None:", True),
+    (b"    y: Optional[", b"] = None", True),
+    (b'    x: "', b'" = None', True),  # a forward reference
+    (b"        if isinstance(m, ", b"):", True),
+    (b"from .tower import Block, ", b"", True),
+    (b"class Derived(", b"):", True),  # placed by its bases
+    (b'REGISTRY = {"tower": ', b"}", False),  # a dict's value, not an annotation
+    (b"EntryClass = [", b"]", False),  # a list, not a subscript
+    (b'    names = ["', b'"]', False),  # a name a registry may load with getattr
+    (b"    return ", b"", False),
+    (b"    tower = ", b".from_config(config)", False),  # a class method may build one
+], ids=["parameter", "subscript", "forward-reference", "isinstance", "import", "derived", "dict-value",
+        "list", "string", "returned", "class-method"])
+def test_which_mentions_of_a_class_name_make_or_hand_on_no_instance(before: bytes, after: bytes, inert: bool) -> None:
+    from rltrefactor.context.calls.links import _inert_mention
+
+    assert _inert_mention(before, after, imported=True) is inert

@@ -191,18 +191,26 @@ def _configured_per_step(functions: list[FileFunction]) -> set[int]:
 
 def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContexts) -> None:
     """The call index's verdict, read across the repository, outranks the file's own
-    heuristics but never a verdict the configuration declares or a protocol model of the
-    file's own bases gives: the file reads both first."""
+    heuristics but never a verdict the configuration declares, nor a protocol model of the
+    file's own bases unless the calls of every instance of the class prove the method
+    colder: the file reads both first."""
     kinds: dict[str, ExecutionKind] = {"per-step": "per-step", "one-time": "one-time", "per-request": "per-request"}
     for function in functions:
-        if function.declared or function.basis == "protocol":
+        if function.declared:
             continue
         proven = repository.verdict(function.qualname)
+        if function.basis == "protocol" and (proven is None or INSTANCES_PROOF not in proven[1]):
+            continue  # the model holds unless the calls of every instance of the class prove it colder
         if proven is not None:
             kind, evidence = proven
             function.kind = kinds.get(kind, "offline")
             function.basis = _index_basis(evidence)
             function.evidence = evidence
+
+
+# Words of the call index's evidence where a class's ``forward`` is proven to run less often
+# than its protocol model says, by the calls of every instance of the class.
+INSTANCES_PROOF = "every instance is"
 
 
 def _index_basis(evidence: str) -> str:

@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
-MatchKind = Literal["words", "names", "substrings", "patterns"]
-MATCH_KINDS: tuple[MatchKind, ...] = ("words", "names", "substrings", "patterns")
+MatchKind = Literal["words", "names", "substrings", "patterns", "paths"]
+MATCH_KINDS: tuple[MatchKind, ...] = ("words", "names", "substrings", "patterns", "paths")
 EVIDENCE = ("per-step", "one-time", "offline", "host memory", "kernel module")
 _ENTRY_KEYS = ("evidence", "match", "description", "ignore-case", "values")
 

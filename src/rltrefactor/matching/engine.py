@@ -174,9 +174,15 @@ class Engine:
         """Whether a rule that depends on where code runs may hit in the file."""
         return any(rule.applicability.per_step and may_match(matcher.prefilter, text) for rule, matcher in self.applicable(path))
 
+    @functools.cached_property
+    def _host_backends(self) -> tuple[str, ...]:
+        return names_for(self.config.names).entry("host-backend-paths").values
+
     def applicable(self, path: str) -> list[tuple[Rule, Matcher]]:
         is_offline = matches(path, self.config.cold_paths)
         is_test = matches(path, self.config.test_paths)
+        # An engine's CPU backend computes on the host: there is no device to wait for.
+        on_host = matches(path, self._host_backends)
         ignored = {
             name
             for glob, names in self.config.per_path_ignores.items()
@@ -188,7 +194,7 @@ class Engine:
             scope = rule.applicability
             if rule.id in ignored or rule.area in ignored:
                 continue
-            if (scope.per_step and is_offline) or (is_test and not scope.tests):
+            if (scope.per_step and is_offline) or (is_test and not scope.tests) or (on_host and rule.area == "device-residency"):
                 continue
             if not matches(path, scope.paths) or (scope.exclude and matches(path, scope.exclude)):
                 continue

@@ -9,6 +9,13 @@ and never resolves every call of the repository. Verdicts, strongest first:
 - the configuration (``cold-functions``, a file under ``test-paths``/``cold-paths``),
   construction dunders and cached functions: one-time or offline, and no chain passes
   through them;
+- *per-request*/*one-time*/*offline* for a class's ``forward``/``__call__`` when every
+  instance of the class is kept in a ``self`` attribute that only such code calls or hands
+  on (``Repository.instance_holders``, ``instance_uses``): a root no more;
+- a function named by a per-step verb that only one-time or offline code calls (every
+  call seen, as for a private function below) is that: its name says what its author
+  hoped, its callers what it does (per-request callers may loop over steps: a diffusion
+  stage's ``_run_denoising_step``);
 - *per-step* when a per-step root reaches it through functions without such a verdict,
   with the shortest chain as evidence: from a structural root (``forward``/``__call__``
   of a class, ``hot-functions``, a compiled function, the body of a
@@ -19,7 +26,8 @@ and never resolves every call of the repository. Verdicts, strongest first:
 - *one-time*/*offline* for a private function when at least one call resolves to it and
   every call that may reach it (resolved to it, or unresolved with its name) comes from
   code that is; a public function may be called from outside the repository, so its
-  callers never prove it cold.
+  callers never prove it cold, unless it is a method of a class whose every instance the
+  repository shows.
 
 Functions on a cycle of such calls are never proven cold (the least fixed point): no
 function of the cycle can be the first to be shown cold.
@@ -32,7 +40,7 @@ from typing import Callable, Iterable
 
 from .facts import FunctionFacts
 from .links import Repository
-from ..execution import COLD_KINDS, verdict_by_annotations, verdict_by_name, verdict_by_parameters
+from ..execution import COLD_KINDS, INSTANCES_PROOF, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
 from ...library.names import Names
 from ...library.protocols import Protocols
@@ -40,6 +48,8 @@ from ...library.protocols import Protocols
 Verdict = tuple[str, str]  # (kind, evidence)
 
 _CHAIN_SHOWN = 6
+# Methods that calling an instance runs (``module(x)`` runs ``forward``).
+_RUN_BY_CALLING = ("forward", "__call__")
 # Calls followed from one function to its callers' callers when proving it cold; deeper
 # chains leave the function without a verdict (the per-file map decides) rather than
 # exhaust the interpreter's stack.
@@ -54,6 +64,9 @@ class _Own:
     root: str = ""  # "structural" or "named" for a per-step root, "" otherwise
     evidence: str = ""  # why it is a root
     loop: bool = False  # a long-running loop: it reaches only what its loop calls
+    # A root only as a class's ``forward``/``__call__``: the calls of its instances, where
+    # every one is seen, may prove it runs less often (``CallContexts._by_instances``).
+    instances: bool = False
     hard: Verdict | None = None  # cold whatever calls it
     soft: Verdict | None = None  # cold by a name word, unless a chain shows otherwise
 
@@ -78,6 +91,7 @@ class CallContexts:
         self._cold_chains: dict[str, tuple[str, ...]] = {}
         self._pending: set[str] = set()
         self._host: dict[str, bool] = {}
+        self._instances: dict[str, Verdict | None] = {}
 
     # -- contexts ---------------------------------------------------------------------------
 
@@ -91,7 +105,9 @@ class CallContexts:
         self._pending.add(function_id)
         try:
             own = self._own_verdict(function_id)
-            verdict = own.hard or self._per_step(function_id, own) or own.soft or self._cold_by_callers(function_id)
+            verdict = own.hard or (self._by_instances(function_id) if own.instances else None) \
+                or (self._once_by_callers(function_id) if own.root == "named" else None) \
+                or self._per_step(function_id, own) or own.soft or self._cold_by_callers(function_id)
         finally:
             self._pending.discard(function_id)
         self._contexts[function_id] = verdict
@@ -114,7 +130,7 @@ class CallContexts:
             return None
         said = f"`{function.name}` of a `{found.base}` runs {found.frequency.replace('-', ' ')} (protocol model `{found.pattern}`)"
         if found.frequency in ("per-layer", "per-step"):
-            return _Own("structural", said)
+            return _Own("structural", said, instances=function.name in _RUN_BY_CALLING)
         return _Own(hard=("per-request" if found.frequency == "per-request" else "one-time", said))
 
     def _read_own(self, function_id: str) -> _Own:
@@ -153,8 +169,8 @@ class CallContexts:
         by_name = verdict_by_name(name, function.owner, names)
         if by_name is not None:
             return _Own(soft=by_name)
-        if name in ("forward", "__call__") and function.owner:
-            return _Own("structural", f"{name} of {function.owner} runs per step")
+        if name in _RUN_BY_CALLING and function.owner:
+            return _Own("structural", f"{name} of {function.owner} runs per step", instances=True)
         if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
             return _Own("named", f"`{name}` runs per step")
         if names.regex("per-step-decorators").search(function.decorators):
@@ -185,6 +201,8 @@ class CallContexts:
                     around = self._own_verdict(caller)
                     if around.hard is not None or (around.loop and not call.in_loop):
                         continue
+                    if around.instances and self._by_instances(caller) is not None:
+                        continue  # a module only code that runs less often calls
                     toward[caller] = node
                     if around.root == "structural":
                         structural.append(caller)
@@ -203,6 +221,59 @@ class CallContexts:
             return ("per-step", "per step: " + _shown(self._chain(named_root, toward)))
         return None
 
+    def _by_instances(self, function_id: str) -> Verdict | None:
+        """A class's ``forward``/``__call__`` runs per request, once or offline when every
+        instance of its class is kept in a ``self`` attribute (``Repository.instance_holders``)
+        that only code of such a kind calls or hands on (``Repository.instance_uses``): a
+        vision tower ``self.visual`` called only while one request's images are embedded."""
+        if function_id in self._instances:
+            return self._instances[function_id]
+        self._instances[function_id] = None  # a cycle of instances proves nothing
+        function = self.repository.function(function_id)
+        path = function_id.partition("::")[0]
+        holders = self.repository.instance_holders(path, function.owner) if function is not None else None
+        if function is None or holders is None:
+            return None
+        kinds: dict[str, str] = {}
+        for holder in holders:
+            uses = self.repository.instance_uses(holder, function.name)
+            if not uses:
+                return None
+            for use in uses:
+                kind = (self.context(use) or ("", ""))[0]
+                if kind not in COLD_KINDS:
+                    return None
+                kinds[use] = kind
+        if not kinds:
+            return None
+        # The instances run as often as the most frequent code that runs them.
+        kind = next(k for k in ("per-request", "offline", "one-time") if k in kinds.values())
+        first = min(use for use, k in kinds.items() if k == kind)
+        _, owner, attribute = holders[0]
+        chain = self._cold_chains.get(first, (first.partition("::")[2],)) + (function.qualname,)
+        self._cold_chains[function_id] = chain
+        verdict = (kind, f"{kind}, {INSTANCES_PROOF} `self.{attribute.removesuffix('[]')}` of `{owner}`, "
+                         f"only called from code that is: {_shown(chain)}")
+        self._instances[function_id] = verdict
+        return verdict
+
+    def _once_by_callers(self, function_id: str) -> Verdict | None:
+        cold = self._cold_by_callers(function_id)
+        return cold if cold is not None and cold[0] != "per-request" else None
+
+    def _is_root(self, function_id: str) -> bool:
+        own = self._own_verdict(function_id)
+        return bool(own.root) and not (own.instances and self._by_instances(function_id) is not None)
+
+    def _closed(self, function_id: str) -> bool:
+        """The function is a method of a class whose every instance, and every use of one,
+        the repository shows (``Repository.instance_holders``, ``instance_uses``)."""
+        function = self.repository.function(function_id)
+        if function is None or not function.owner or function.parent:
+            return False
+        holders = self.repository.instance_holders(function_id.partition("::")[0], function.owner)
+        return holders is not None and all(self.repository.instance_uses(h, function.name) is not None for h in holders)
+
     def _chain(self, root: str, toward: dict[str, str]) -> tuple[str, ...]:
         chain = [root]
         while toward[chain[-1]]:
@@ -214,13 +285,16 @@ class CallContexts:
         # Only a private function can be proven cold by its callers: a public one (a
         # dunder included) may be called from code the repository does not hold (a
         # package's users, a framework, ``getattr``), and what cannot be seen proves nothing.
-        if function is None or not function.name.startswith("_") or function.name.startswith("__"):
+        if function is None or function.name.startswith("__"):
             return None
         calls = self.repository.callers(function.name)
         resolved = sorted({c.caller for c in calls if c.target == function_id})
         # Unresolved calls by its name may reach it: each must come from cold code too.
         unresolved = sorted({c.caller for c in calls if c.target is None and not _pseudo(c.caller)})
-        if not resolved or any(self._own_verdict(c).root for c in resolved + unresolved if not _pseudo(c)):
+        if not resolved or any(self._is_root(c) for c in resolved + unresolved if not _pseudo(c)):
+            return None
+        # A method of a class whose every instance is seen is called only where it is seen.
+        if not function.name.startswith("_") and not self._closed(function_id):
             return None
         kinds: dict[str, str] = {}
         for caller in resolved + unresolved:

@@ -50,6 +50,11 @@ class FunctionFacts:
     # of them at least; arguments in order: "h" (host) or "-" positional, "name=h"/"name=-"
     # keyword, "*" for an unpacking (what follows it cannot be placed).
     call_args: tuple[tuple[str, str], ...] = ()
+    # ``self`` attributes the function reads as a whole value, other than to call it or
+    # read its members: "A" where the value is passed to a call, iterated or indexed (what
+    # runs it then runs in this function's call), "A!" where it escapes (assigned, returned,
+    # stored, anything else).
+    instance_uses: tuple[str, ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -78,7 +83,7 @@ EMPTY_FACTS = FileFacts((), (), (), (), ())
 def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
-                       f.params, f.locals, f.returns, f.parameters, f.call_args] for f in facts.functions],
+                       f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses] for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
     }
@@ -88,8 +93,8 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     """The inverse of ``facts_to_json``; raises KeyError, TypeError or ValueError on a bad document."""
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
-                      tuple(map(str, ps)), _pairs(ca))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca in data["functions"]
+                      tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -109,7 +114,17 @@ _QUERY = """
 (assignment) @assign
 (return_statement) @return
 (while_statement condition: [(true) (integer) (not_operator)] body: (block) @loop)
+((attribute object: (identifier) @self_object) @self_attribute (#eq? @self_object "self"))
 """
+
+# Where a ``self.A`` read sits (its parent's type), when the read hands the instance on
+# without letting it escape: a call's argument, the iterable of a loop, a subscript.
+_HANDED_ON = frozenset({"argument_list", "keyword_argument", "for_statement", "for_in_clause", "subscript"})
+# Builtins that read what a value is without running it.
+_TESTING_BUILTINS = frozenset({"isinstance", "issubclass", "hasattr", "getattr", "type", "id", "callable", "len", "repr", "str"})
+# Reads that only test the value (``if self.visual is None``).
+_TESTED = frozenset({"comparison_operator", "not_operator", "if_statement", "elif_clause", "while_statement",
+                     "assert_statement", "conditional_expression"})
 
 
 
@@ -147,6 +162,7 @@ class _Builder:
         self.host_names: set[str] = set()
         self.loops: list[tuple[int, int]] = []
         self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
+        self.instance_uses: list[str] = []
 
 
 def read_facts(tree: tree_sitter.Tree) -> FileFacts:
@@ -158,6 +174,7 @@ def read_facts(tree: tree_sitter.Tree) -> FileFacts:
     events += [(n.start_byte, "call", n) for n in captures.get("callee", [])]
     events += [(n.start_byte, "assign", n) for n in captures.get("assign", [])]
     events += [(n.start_byte, "return", n) for n in captures.get("return", [])]
+    events += [(n.start_byte, "self", n) for n in captures.get("self_attribute", [])]
     events.sort(key=lambda event: event[0])
     module = _Builder(tree.root_node, "<module>", "", "")
     main = _Builder(tree.root_node, "<main>", "", "")
@@ -213,6 +230,11 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int) -> None:
             owner.call_sites.append((callee, _arguments(arguments, owner) if arguments is not None else ""))
     elif kind == "assign":
         _record_assignment(owner, node)
+    elif kind == "self":
+        if owner.node.type == "function_definition":
+            use = _instance_use(node)
+            if use and use not in owner.instance_uses:
+                owner.instance_uses.append(use)
     elif owner.node.type == "function_definition":
         owner.returns.append(_return_kind(owner, node))
 
@@ -265,9 +287,63 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
             owner.host_names.add(name)
         if value:
             (owner.locals if in_function else owner.attributes).append((name, value))
-    elif left.type == "attribute" and value and in_function and _text(left.child_by_field_name("object")) == "self":
-        # ``self.x = C()`` types ``x`` for the whole class; the index gathers these per class.
-        owner.locals.append(("self." + _text(left.child_by_field_name("attribute")), value))
+    elif left.type == "attribute" and in_function and _text(left.child_by_field_name("object")) == "self":
+        attribute = "self." + _text(left.child_by_field_name("attribute"))
+        if value:
+            # ``self.x = C()`` types ``x`` for the whole class; the index gathers these per class.
+            owner.locals.append((attribute, value))
+        # ``self.blocks = nn.ModuleList([Block() for _ in range(n)])``: the elements' class.
+        owner.locals.extend((attribute + "[]", "call:" + callee) for callee in (_container_elements(right) if right is not None else ()))
+
+
+def _instance_use(node: Node) -> str:
+    """How ``self.A`` (``node``) is read: "" for a call of it, a read of its members, a
+    write to it or a test of it; else see ``FunctionFacts.instance_uses``."""
+    attribute = _text(node.child_by_field_name("attribute"))
+    parent = node.parent
+    # ``self.A or default`` and ``self.A if c else B`` are ``self.A`` where they sit.
+    while parent is not None and (parent.type in ("boolean_operator", "parenthesized_expression") or (
+            parent.type == "conditional_expression" and parent.named_children[1:2] != [node])):  # not its condition
+        node, parent = parent, parent.parent
+    if parent is None:
+        return ""
+    if parent.type == "call" and parent.child_by_field_name("function") == node:
+        return ""
+    if parent.type == "attribute" and parent.child_by_field_name("object") == node:
+        return ""
+    if parent.type in ("assignment", "augmented_assignment") and parent.child_by_field_name("left") == node:
+        return ""
+    if parent.type in _TESTED:
+        return ""
+    if parent.type in ("keyword_argument", "argument_list"):
+        arguments = parent.parent if parent.type == "keyword_argument" else parent
+        call = arguments.parent if arguments is not None else None
+        function = call.child_by_field_name("function") if call is not None and call.type == "call" else None
+        called = callee_of(function).rpartition(".")[2] if function is not None else ""
+        if called in _TESTING_BUILTINS:
+            return ""
+        # A class built with the instance may keep it and run it later, at any frequency.
+        return attribute + "!" if not called or called[:1].isupper() else attribute
+    if parent.type in _HANDED_ON and parent.child_by_field_name("body") != node:
+        return attribute
+    return attribute + "!"
+
+
+def _container_elements(value: Node) -> list[str]:
+    """Callees of the calls a container expression holds as its elements: ``[C() for _ in
+    range(n)]``, ``nn.ModuleList([C(), D()])``, ``(C(), D())``."""
+    if value.type == "call":
+        arguments = value.child_by_field_name("arguments")
+        items = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
+        return _container_elements(items[0]) if len(items) == 1 else []
+    if value.type in ("list", "tuple"):
+        return [callee_of(f) for e in value.named_children if e.type == "call"
+                for f in [e.child_by_field_name("function")] if f is not None and callee_of(f)]
+    if value.type in ("list_comprehension", "generator_expression"):
+        body = value.child_by_field_name("body")
+        function = body.child_by_field_name("function") if body is not None and body.type == "call" else None
+        return [callee_of(function)] if function is not None and callee_of(function) else []
+    return []
 
 
 def _is_host(value: Node, owner: _Builder) -> bool:
@@ -320,6 +396,7 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
+        tuple(builder.instance_uses),
     )
 
 

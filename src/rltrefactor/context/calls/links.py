@@ -93,6 +93,8 @@ class Repository:
         self._callers: dict[str, tuple[Caller, ...]] = {}
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
+        self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
+        self._uses: dict[tuple[tuple[str, str, str], str], tuple[str, ...] | None] = {}
 
     def _summary(self, path: str) -> FileSummary:
         found = self._summaries.get(path)
@@ -200,7 +202,9 @@ class Repository:
             return self._method(cls, rest[-1]) if cls is not None and rest else None
         typed = self._local_class(path, function, head) if rest else None
         if typed is not None:
-            return self._method(typed, rest[0]) if len(rest) == 1 else None
+            for attribute in rest[:-1]:  # ``runner.model.forward`` through typed attributes
+                typed = self._attribute_class(typed, attribute) if typed is not None else None
+            return self._method(typed, rest[-1]) if typed is not None else None
         target = self._name(path, function, head)
         return self._member(target, rest) if target is not None else None
 
@@ -268,6 +272,127 @@ class Repository:
                     return method
         return None
 
+    # -- instances ---------------------------------------------------------------------------
+
+    def instance_holders(self, path: str, qualname: str, depth: int = 0) -> tuple[tuple[str, str, str], ...] | None:
+        """Where every instance of the class ``qualname`` of ``path``, or of a class derived
+        from it, is kept: (holder's path, holder class, attribute), the attribute ending in
+        ``[]`` for a container of instances (``self.blocks = nn.ModuleList([Block() ...])``).
+        None unless each is seen: every mention of the class's name (or an alias it is
+        imported as) in the repository is an import, an annotation, a type test, a class
+        definition or a construction, and every construction is the value (or a container
+        element) of a ``self.A = ...`` in a method."""
+        if (path, qualname) not in self._holders:
+            self._holders[(path, qualname)] = None  # a class derived from itself through a cycle
+            self._holders[(path, qualname)] = self._instance_holders(path, qualname, depth)
+        return self._holders[(path, qualname)]
+
+    def _instance_holders(self, path: str, qualname: str, depth: int) -> tuple[tuple[str, str, str], ...] | None:
+        if "." in qualname or qualname not in self._classes.get(path, {}) or depth > MAX_BASE_CLASSES:
+            return None
+        holders: set[tuple[str, str, str]] = set()
+        names = {qualname}
+        for mentioning in self._texts.mentioning(qualname):
+            facts = self.facts(mentioning)
+            for derived in facts.classes:
+                if any(self._class_named(mentioning, None, base) == (path, qualname) for base in derived.bases):
+                    found = self.instance_holders(mentioning, derived.qualname, depth + 1)
+                    if found is None:
+                        return None
+                    holders.update(found)
+            aliases = {m.group(1).decode() for _, after in self._texts.mentions(mentioning, qualname)
+                       if (m := _ALIAS.match(after)) is not None}
+            names.update(aliases)
+            imported = any(local in aliases | {qualname} for local, _, _ in facts.imports)
+            for name in {qualname} | aliases:
+                if not all(_inert_mention(before, after, imported) or self._static_call(path, qualname, after)
+                           for before, after in self._texts.mentions(mentioning, name)):
+                    return None
+        for call in (call for name in sorted(names) for call in self.callers(name)):
+            caller_path, _, caller_qualname = call.caller.partition("::")
+            function = self.function(call.caller)
+            made = self._class_named(caller_path, function, call.callee) if function is not None else None
+            if function is None or made is None:
+                return None  # at import time, or a name no rule resolves: it may be this class
+            if made != (path, qualname):
+                continue
+            kept = [name for name, value in function.locals if name.startswith("self.") and value == f"call:{call.callee}"]
+            if not function.owner or not kept or function.calls.count(call.callee) != len(kept):
+                return None
+            holders.update((caller_path, function.owner, name[5:]) for name in kept)
+        return tuple(sorted(holders)) or None
+
+    def _static_call(self, path: str, qualname: str, after: bytes) -> bool:
+        """``C.m(`` where ``m`` is a static method of the class: no instance is made."""
+        called = _MEMBER_CALL.match(after)
+        method = self.function(f"{path}::{qualname}.{called.group(1).decode()}") if called is not None else None
+        return method is not None and "staticmethod" in method.decorators
+
+    def instance_uses(self, holder: tuple[str, str, str], name: str) -> tuple[str, ...] | None:
+        """The functions that may run the instances one holder keeps (``instance_holders``)
+        by their method ``name``: each that calls ``self.A(...)`` or ``self.A.name(...)``, or
+        hands ``self.A`` to a call, a loop or a subscript, in the holder class, its bases
+        and the classes derived from it. None where such a use lets the instance escape, or
+        a call of an ``A`` not on ``self`` may reach it."""
+        if (holder, name) not in self._uses:
+            self._uses[(holder, name)] = self._instance_uses(holder, name)
+        return self._uses[(holder, name)]
+
+    def _instance_uses(self, holder: tuple[str, str, str], name: str) -> tuple[str, ...] | None:
+        path, owner, attribute = holder
+        attribute = attribute.removesuffix("[]")
+        written = f"self.{attribute}"
+        classes = self._lineage(path, owner) + self._derived(path, owner)
+        for call in self.callers(attribute):
+            if call.callee != written and call.target is None:
+                caller_path = call.caller.partition("::")[0]
+                receiver = self._receiver_class(caller_path, self.function(call.caller), call.callee.split(".")[:-1])
+                if receiver is None or receiver in classes:
+                    return None  # ``other.A(...)``: it may be one of these instances
+        uses: set[str] = set()
+        for class_path, class_name in classes:
+            for function in self.facts(class_path).functions:
+                if not function.qualname.startswith(class_name + "."):
+                    continue
+                if f"{attribute}!" in function.instance_uses:
+                    return None
+                if attribute in function.instance_uses or written in function.calls or f"{written}.{name}" in function.calls:
+                    uses.add(f"{class_path}::{function.qualname}")
+        return tuple(sorted(uses))
+
+    def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
+        """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
+        where ``self``'s class or a typed local and the attributes' types place it."""
+        if not parts or function is None:
+            return None
+        if parts[0] in ("self", "cls"):
+            cls = (path, function.owner) if function.owner else None
+        else:
+            cls = self._local_class(path, function, parts[0])
+        for attribute in parts[1:]:
+            cls = self._attribute_class(cls, attribute) if cls is not None else None
+        return cls
+
+    def _lineage(self, path: str, qualname: str, depth: int = 0) -> list[tuple[str, str]]:
+        """The class and the bases of it the repository defines, nearest first."""
+        found = [(path, qualname)]
+        facts = self._classes.get(path, {}).get(qualname)
+        for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
+            defined = self._class_named(path, None, base)
+            if defined is not None:
+                found.extend(self._lineage(*defined, depth + 1))
+        return found
+
+    def _derived(self, path: str, qualname: str) -> list[tuple[str, str]]:
+        """The repository's classes derived from a class, through any number of levels."""
+        dotted = f"{_module_of(path)}.{qualname}"
+        return [
+            (mentioning, c.qualname)
+            for mentioning in self._texts.mentioning(qualname.rpartition(".")[2])
+            for c in self.facts(mentioning).classes
+            if (mentioning, c.qualname) != (path, qualname) and dotted in self.qualified_bases(mentioning, c.qualname)
+        ]
+
     def host_fields(self, markers: tuple[str, ...]) -> frozenset[str]:
         """Input fields the repository's files declare host-side (``RevisionTexts.host_fields``)."""
         return self._texts.host_fields(markers)
@@ -315,6 +440,31 @@ class Repository:
         if len(set(written)) != 1:  # assigned two ways: no one class
             return None
         return self._class_named(path, function, written[0])
+
+
+_MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
+_ALIAS = re.compile(rb"^\s+as\s+(\w+)")
+_DEFINED_OR_ALIASED = re.compile(rb"(\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
+_IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
+# What precedes a name in a type position: a variable's or parameter's annotation
+# (``x: C``, ``(self, x: C``), a return annotation, a subscript of a name (``Optional[C]``),
+# a union, a type test or cast; optionally opening a forward reference (``x: "C"``).
+_TYPE_POSITION = re.compile(
+    rb"((^|[(,])\s*\*{0,2}[\w.]+\s*:|->|\w\[|\||\bisinstance\(.*,|\bissubclass\(.*,|\bcast\()\s*\(?\s*[\"']?$")
+
+
+def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:
+    """A mention of a class's name (the text before and after it on its line) that makes
+    or hands on no instance, other than a construction (``C(``), which the facts place:
+    an import, an annotation, a type test, a class definition, a comment. A string that is
+    no annotation (a registry's ``"C"``) may name a class loaded by ``getattr``: not inert."""
+    if after.lstrip().startswith(b"(") or b"#" in before:
+        return True
+    if _IMPORT_LINE.match(before) or (imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")):
+        return True
+    if _ALIAS.match(after) or _DEFINED_OR_ALIASED.search(before):
+        return True  # imported under another name, which is searched too; a derived class, placed by its bases
+    return bool(_TYPE_POSITION.search(before)) or after.lstrip().startswith(b"|")
 
 
 def _calls_by_name(facts: FileFacts) -> dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]:

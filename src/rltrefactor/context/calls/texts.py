@@ -17,6 +17,7 @@ from ...source.field_declarations import field_declarations, host_fields
 
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
 _CALL = re.compile(rb"(\w+)\s*\(")
+_WORD = re.compile(rb"\w+")
 # Names searched one at a time before one pass indexes every called name of every file.
 _SEARCHED_NAMES = 64
 
@@ -39,6 +40,9 @@ class RevisionTexts:
         self._indented: dict[str, frozenset[str]] | None = None
         self._calling: dict[str, tuple[str, ...]] = {}
         self._called: dict[str, set[str]] | None = None  # every called name -> files, once read
+        self._mentioning: dict[str, tuple[str, ...]] = {}
+        self._mentions: dict[tuple[str, str], list[tuple[bytes, bytes]]] = {}
+        self._words: dict[str, set[str]] | None = None  # every word -> files, once read
 
     def _read_defs(self) -> None:
         defined: dict[str, set[str]] = defaultdict(set)
@@ -84,6 +88,41 @@ class RevisionTexts:
             pattern = re.compile(re.escape(needle) + rb"\s*\(")
             found = tuple(path for path in self.paths if _calls(self._contents[path] or b"", needle, pattern))
         self._calling[name] = found
+        return found
+
+    def mentioning(self, name: str) -> tuple[str, ...]:
+        """Files where ``name`` is written as a whole word, in code, strings or comments;
+        searched one name at a time, as ``calling``, then from one index of every word."""
+        found = self._mentioning.get(name)
+        if found is not None:
+            return found
+        if self._words is None and len(self._mentioning) >= _SEARCHED_NAMES:
+            self._words = defaultdict(set)
+            for path in self.paths:
+                for word in set(_WORD.findall(self._contents[path] or b"")):
+                    self._words[word.decode("ascii", "replace")].add(path)
+        if self._words is not None:
+            found = tuple(sorted(self._words.get(name, ())))
+        else:
+            needle = name.encode()
+            pattern = re.compile(rb"(?<!\w)" + re.escape(needle) + rb"(?!\w)")
+            found = tuple(path for path in self.paths if needle in (self._contents[path] or b"")
+                          and pattern.search(self._contents[path] or b""))
+        self._mentioning[name] = found
+        return found
+
+    def mentions(self, path: str, name: str) -> list[tuple[bytes, bytes]]:
+        """(text before, text after) on the line of each whole-word ``name`` in ``path``."""
+        cached = self._mentions.get((path, name))
+        if cached is not None:
+            return cached
+        data = self._contents.get(path) or b""
+        pattern = re.compile(rb"(?<!\w)" + re.escape(name.encode()) + rb"(?!\w)")
+        found = self._mentions[(path, name)] = []
+        for match in pattern.finditer(data):
+            start = data.rfind(b"\n", 0, match.start()) + 1
+            end = data.find(b"\n", match.end())
+            found.append((data[start:match.start()], data[match.end():end if end >= 0 else len(data)]))
         return found
 
     def _read_calls(self) -> dict[str, set[str]]:

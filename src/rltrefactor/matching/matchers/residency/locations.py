@@ -2,11 +2,13 @@
 
 A value is known to be on the host when it is, or is a view of, or was assigned from:
 ``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) or a
-``torch`` reduction or reshape (``torch.any(mask)``) of host values, a ``torch`` factory
-called without a device or with a host device (or ``pin_memory=True``),
-``torch.from_numpy(...)``/``torch.frombuffer(...)``, a numpy call, ``.to(<host device>)``,
-a name that says so (``x_cpu``, ``host_x``, ``x_np``), arithmetic, comparisons or negations
-of host values, a ``tuple``/``list`` of host values, or a value guarded by ``if x.is_cpu:``;
+``torch`` reduction or reshape (``torch.any(mask)``) or ``torch.nn.functional`` op
+(``F.pad(index, ...)``) of host values, a ``torch`` factory called without a device or with
+a host device (or ``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``,
+a numpy call, ``.to(<host device>)``, a cast of a host value that names no device
+(``.to(dtype=torch.int64)``), a name that says so (``x_cpu``, ``host_x``, ``x_np``),
+arithmetic, comparisons or negations of host values, a ``tuple``/``list`` of host values, a
+value guarded by ``if x.is_cpu:`` or read after ``assert x.device.type == "cpu"``;
 ``self.x`` where every value its class assigns it is on the host (``attributes``; a factory
 given no device does not count there); a field the file declares host-side, read by its
 name (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device``
@@ -147,7 +149,8 @@ def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
     if isinstance(expr, cst.Call):
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
-        return (_guarded_as_host(expr, ctx) or _assigned_on_host(expr, ctx, depth) or _passed_on_host(expr, ctx)
+        return (_guarded_as_host(expr, ctx) or _asserted_host(expr, ctx) or _assigned_on_host(expr, ctx, depth)
+                or _passed_on_host(expr, ctx)
                 or _annotated_host(expr, ctx) or _host_field_parameter(expr, ctx))
     return False
 
@@ -159,7 +162,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
         if method in HOST_METHODS:
             return True
         if method == "to":
-            return _targets_host(call, ctx, depth)
+            return _targets_host(call, ctx, depth) or (_keeps_place(call, ctx) and on_host(func.value, ctx, depth + 1))
         if method in _SAME_PLACE:
             return on_host(func.value, ctx, depth + 1)
     if dotted_name(func) in ctx.execution.host_calls:
@@ -171,6 +174,8 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     if root == "torch" and leaf in _JOINS and call.args:
         return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch" and leaf in _SAME_PLACE_FUNCTIONS and call.args:  # ``torch.any(mask)`` runs where ``mask`` is
+        return on_host(call.args[0].value, ctx, depth + 1)
+    if root == "torch.nn.functional" and call.args:  # ``F.pad(index, ...)`` runs where its input is
         return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch" and leaf in _FACTORIES:
         device = keyword(call, "device")
@@ -206,6 +211,15 @@ def _targets_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     if device is None and call.args and call.args[0].keyword is None:
         device = call.args[0].value
     return device is not None and names_host(device, ctx, depth + 1)
+
+
+def _keeps_place(call: cst.Call, ctx: FileContext) -> bool:
+    """``.to(dtype=torch.int64)``, ``.to(torch.float32)``: a cast that names no device."""
+    if keyword(call, "device") is not None:
+        return False
+    positional = [a.value for a in call.args if a.keyword is None]
+    return all(isinstance(a, cst.Attribute) and (ctx.qualified_name(a) or dotted_name(a) or "").startswith("torch.")
+               for a in positional)
 
 
 def _names_cpu(expr: cst.CSTNode, ctx: FileContext) -> bool:
@@ -297,6 +311,18 @@ def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
+_CPU_TEST = re.compile(r"\b([A-Za-z_]\w*)\.(?:is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])")
+
+
+def _asserted_on_host(test: cst.BaseExpression, ctx: FileContext) -> list[str]:
+    """The names an assertion's test holds on the host: ``x.is_cpu`` or
+    ``x.device.type == "cpu"``, alone or as operands of ``and`` (never under ``not``/``or``)."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _asserted_on_host(test.left, ctx) + _asserted_on_host(test.right, ctx)
+    found = _CPU_TEST.fullmatch(ctx.code(test).strip())
+    return [found.group(1)] if found is not None else []
+
+
 def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
     """Inside ``if name.is_cpu:``, ``if name.device.type == "cpu":`` or a test that
     ``name`` is a numpy or Python value (``if isinstance(name, np.generic):``)."""
@@ -330,6 +356,21 @@ def _tested_as_host_type(test: cst.BaseExpression, name: str, ctx: FileContext) 
 def _host_type(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     name = ctx.qualified_name(expr) or dotted_name(expr) or ""
     return name in _HOST_BUILTINS or name.partition(".")[0] in ("numpy", "np")
+
+
+def _asserted_host(name: cst.Name, ctx: FileContext) -> bool:
+    """After ``assert name.is_cpu`` or ``assert name.device.type == "cpu"`` in the function,
+    with no assignment of ``name`` between the assertion and this use."""
+    function = ctx.enclosing_function(name)
+    asserted = False
+    for node in _events(function, ctx).get(name.value, ()) if function is not None else ():
+        if node is name:
+            break
+        if isinstance(node, cst.Assert):
+            asserted = True
+        elif isinstance(node, cst.Assign) and not _holds(node, name, ctx):
+            asserted = False
+    return asserted
 
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
@@ -404,6 +445,9 @@ def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.C
                         found.setdefault(target.target.value, []).append(node)
             elif isinstance(node, cst.Name):
                 found.setdefault(node.value, []).append(node)
+            elif isinstance(node, cst.Assert):  # ``assert x.is_cpu``: an event for ``x``
+                for asserted in _asserted_on_host(node.test, ctx):
+                    found.setdefault(asserted, []).append(node)
         cache[id(function)] = found
     return found
 

@@ -1,0 +1,229 @@
+"""A module's ``forward`` runs as often as the code that calls its instances, where every
+instance is seen: a vision tower kept in ``self.visual`` and called only while a request's
+images are embedded runs per request, and so do the blocks it keeps in a ``ModuleList``;
+the same tower called from the model's per-step ``forward``, or handed to a class that
+keeps it, stays per step. Reviewed end to end with no configuration, in two engines' styles."""
+
+from __future__ import annotations
+
+import pytest
+
+VLLM_INTERFACES = ("vllm/model_executor/models/interfaces.py", '''from typing import Protocol
+
+
+class SupportsMultiModal(Protocol):
+    def embed_multimodal(self, **kwargs):
+        ...
+''')
+
+VLLM_TOWER = ("vllm/model_executor/models/vision_tower.py", '''import torch
+from torch import nn
+
+
+class VisionBlock(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x, cu_seqlens):
+        return self.proj(x)
+
+
+class VisionTower(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([VisionBlock(dim) for _ in range(depth)])
+
+    def forward(self, x, grid_thw):
+        cu_seqlens = grid_thw.prod(-1).cumsum(0)
+        for block in self.blocks:
+            x = block(x, cu_seqlens)
+        return x
+''')
+
+VLLM_MODEL = ("vllm/model_executor/models/tower_vl.py", '''import torch
+from torch import nn
+
+from .interfaces import SupportsMultiModal
+from .vision_tower import VisionTower
+
+
+class TowerVLForConditionalGeneration(nn.Module, SupportsMultiModal):
+    def __init__(self, config):
+        super().__init__()
+        self.visual = VisionTower(config.dim, config.depth)
+        self.lm_head = nn.Linear(config.dim, config.vocab)
+
+    def _process_image_input(self, image_input):
+        grid_thw = image_input["image_grid_thw"]
+        return self.visual(image_input["pixel_values"], grid_thw=grid_thw)
+
+    def embed_multimodal(self, **kwargs):
+        return self._process_image_input(kwargs)
+
+    def forward(self, input_ids, positions, hidden_states):
+        return self.lm_head(hidden_states)
+''')
+
+TOWER_READS = {  # line of the added read -> the text replacing the line before it
+    "tower": ('''        cu_seqlens = grid_thw.prod(-1).cumsum(0)
+''', '''        cu_seqlens = grid_thw.prod(-1).cumsum(0)
+        max_seqlen = int(cu_seqlens.max().item())
+'''),
+    "block": ('''        return self.proj(x)
+''', '''        longest = (cu_seqlens[1:] - cu_seqlens[:-1]).max().item()
+        return self.proj(x[:longest])
+'''),
+}
+
+
+def _review(repo, cli, files: dict[str, str], reviewed: str, old: str, new: str) -> dict[tuple[str, int], str]:
+    for path, text in files.items():
+        repo.write(path, text)
+    repo.commit("base")
+    repo.write(reviewed, files[reviewed].replace(old, new))
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    return {(f["path"], line): f["rule"] for f in run.json()["findings"] for line in (f["line"], *f.get("also_at", []))}
+
+
+def _vllm(model: str = VLLM_MODEL[1]) -> dict[str, str]:
+    return dict([VLLM_INTERFACES, VLLM_TOWER, (VLLM_MODEL[0], model)])
+
+
+@pytest.mark.parametrize(("where", "line"), [("tower", 21), ("block", 11)])
+def test_a_tower_only_the_media_embedding_calls_runs_per_request(repo, cli, where, line):
+    found = _review(repo, cli, _vllm(), VLLM_TOWER[0], *TOWER_READS[where])
+    assert (VLLM_TOWER[0], line) not in found, found
+
+
+@pytest.mark.parametrize(("where", "line"), [("tower", 21), ("block", 11)])
+def test_the_same_tower_called_from_the_models_forward_stays_per_step(repo, cli, where, line):
+    per_step = VLLM_MODEL[1].replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)''')
+    found = _review(repo, cli, _vllm(per_step), VLLM_TOWER[0], *TOWER_READS[where])
+    assert found.get((VLLM_TOWER[0], line)) == "host-sync-in-hot-path", found
+
+
+@pytest.mark.parametrize("kept", [
+    '''        self.runner = TowerRunner(self.visual)''',  # a class that keeps the tower may run it at any time
+    '''        self.towers = [self.visual]''',  # stored where no call of it is seen
+], ids=["handed-to-a-class", "stored"])
+def test_a_tower_that_escapes_its_holder_stays_per_step(repo, cli, kept):
+    escaping = VLLM_MODEL[1].replace('''        self.lm_head = nn.Linear(config.dim, config.vocab)''', f'''        self.lm_head = nn.Linear(config.dim, config.vocab)
+{kept}''')
+    found = _review(repo, cli, _vllm(escaping), VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
+
+
+def test_a_tower_some_class_derives_from_without_a_seen_instance_stays_per_step(repo, cli):
+    files = _vllm()
+    files["vllm/model_executor/models/other_vl.py"] = '''from .vision_tower import VisionTower
+
+
+class OtherVisionTower(VisionTower):
+    pass
+
+
+TOWERS = {"other": OtherVisionTower}
+'''
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
+
+
+SGLANG_FRONTEND = ("sglang/srt/multimodal/mel_frontend.py", '''import torch
+from torch import nn
+
+
+class MelFrontend(nn.Module):
+    def __init__(self, hop):
+        super().__init__()
+        self.hop = hop
+
+    def forward(self, waveform, lengths):
+        frames = lengths // self.hop
+        return waveform[..., : frames.max()]
+''')
+
+SGLANG_PROCESSOR = ("sglang/srt/multimodal/processors/audio.py", '''import torch
+
+from sglang.srt.multimodal.processors.base_processor import BaseMultimodalProcessor
+from sglang.srt.multimodal.mel_frontend import MelFrontend
+
+
+class AudioProcessor(BaseMultimodalProcessor):
+    def __init__(self, hf_config, server_args):
+        super().__init__(hf_config, server_args)
+        self.frontend = MelFrontend(hf_config.hop_length)
+
+    async def process_mm_data_async(self, audio_data, input_text, request_obj):
+        waveform = torch.as_tensor(audio_data, device="cuda")
+        lengths = torch.as_tensor(request_obj.audio_lengths, device="cuda")
+        return self.frontend(waveform, lengths)
+''')
+
+SGLANG_BASE = ("sglang/srt/multimodal/processors/base_processor.py", '''class BaseMultimodalProcessor:
+    def __init__(self, hf_config, server_args):
+        self.hf_config = hf_config
+
+    async def process_mm_data_async(self, audio_data, input_text, request_obj):
+        return None
+''')
+
+SGLANG_MODEL = ("sglang/srt/models/audio_lm.py", '''import torch
+from torch import nn
+
+from sglang.srt.multimodal.mel_frontend import MelFrontend
+
+
+class AudioLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.frontend = MelFrontend(config.hop_length)
+
+    def forward(self, input_ids, positions, forward_batch):
+        return self.frontend(forward_batch.audio, forward_batch.audio_lengths)
+''')
+
+FRONTEND_READ = ('''        return waveform[..., : frames.max()]
+''', '''        longest = int(frames.max().item())
+        return waveform[..., :longest]
+''')
+
+
+def test_a_module_only_a_request_processor_keeps_runs_per_request(repo, cli):
+    files = dict([SGLANG_FRONTEND, SGLANG_PROCESSOR, SGLANG_BASE])
+    found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
+    assert (SGLANG_FRONTEND[0], 12) not in found, found
+
+
+def test_the_same_module_kept_by_a_model_layer_too_stays_per_step(repo, cli):
+    files = dict([SGLANG_FRONTEND, SGLANG_PROCESSOR, SGLANG_BASE, SGLANG_MODEL])
+    found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
+    assert found.get((SGLANG_FRONTEND[0], 12)) == "host-sync-in-hot-path", found
+
+
+HELPER_TOWER = VLLM_TOWER[1].replace('''    def forward(self, x, grid_thw):
+        cu_seqlens = grid_thw.prod(-1).cumsum(0)''', '''    def window_index(self, grid_thw):
+        return grid_thw.prod(-1).cumsum(0)
+
+    def forward(self, x, grid_thw):
+        cu_seqlens = self.window_index(grid_thw)''')
+HELPER_READ = ('''        return grid_thw.prod(-1).cumsum(0)
+''', '''        sizes = grid_thw.prod(-1).tolist()
+        return torch.tensor(sizes).cumsum(0)
+''')
+
+
+@pytest.mark.parametrize(("model", "reported"), [
+    (VLLM_MODEL[1], False),
+    (VLLM_MODEL[1].replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)'''), True),
+], ids=["per-request-tower", "per-step-tower"])
+def test_a_public_helper_of_a_tower_whose_every_instance_is_seen_runs_as_the_tower(repo, cli, model, reported):
+    # No code outside the repository can hold an instance of the tower, so the helper's
+    # callers, all seen, decide: the tower's own forward, as often as the tower runs.
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], HELPER_TOWER), (VLLM_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *HELPER_READ)
+    assert ((VLLM_TOWER[0], 20) in found) is reported, found
+
