@@ -97,8 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 run, the small torch corpus")
     parser.add_argument("--runs", type=int, help="runs per command (default 5, --quick 1)")
-    parser.add_argument("--output", default=os.path.join(HERE, "RESULTS.md"))
+    parser.add_argument("--output", help="the page to write (default RESULTS.md, --quick RESULTS-quick.md)")
     args = parser.parse_args(argv)
+    # A quick run never overwrites the full run's page unless told to.
+    args.output = args.output or os.path.join(HERE, "RESULTS-quick.md" if args.quick else "RESULTS.md")
     runs = args.runs or (1 if args.quick else 5)
     started = time.time()
     notes = tools.install_anchors(log)

@@ -164,11 +164,26 @@ def test_a_serving_loop_body_is_per_step_and_what_runs_before_it_is_not(tmp_path
             async def drain(queue):
                 while not done:
                     queue.flush_all()
+            def collect(queue):
+                results = []
+                while not queue.empty():
+                    results.append(merge(queue.get()))
+                return results
+            def consume(queue):
+                while not stopping:
+                    handle_one(queue.get())
+            def merge(item):
+                return item
+            def handle_one(item):
+                return item
             """,
     })
     assert _context(index, "server.py", "Server.handle") == ("per-step", "per step: `Server.serve` → `Server.handle`")
     assert _context(index, "server.py", "Server.open_sockets") is None
     assert _context(index, "server.py", "drain") is None  # a loop that never waits is not a serving loop
+    # a loop that drains a queue ends when it is empty; one that waits until told to stop serves
+    assert _context(index, "server.py", "merge") is None
+    assert _context(index, "server.py", "handle_one") == ("per-step", "per step: `consume` → `handle_one`")
 
 
 def test_a_closure_built_by_a_cached_factory_runs_per_call(tmp_path: Path) -> None:

@@ -263,9 +263,15 @@ def _names_any(text: bytes, names: set[str]) -> bool:
 
 
 def _waits(body: Node) -> bool:
-    """A loop that waits for work: it awaits, or reads a queue."""
+    """A loop that waits for work: it awaits, or reads a queue, and does not stop once
+    the queue is drained (``while not queue.empty():``)."""
     text = body.text or b""
-    return b"await " in text or b".get(" in text or b".get_nowait(" in text or b".recv" in text
+    if not (b"await " in text or b".get(" in text or b".get_nowait(" in text or b".recv" in text):
+        return False
+    condition = body.parent.child_by_field_name("condition") if body.parent is not None else None
+    tested = condition.child_by_field_name("argument") if condition is not None and condition.type == "not_operator" else None
+    function = tested.child_by_field_name("function") if tested is not None and tested.type == "call" else None
+    return function is None or not callee_of(function).endswith((".empty", "?.empty"))
 
 
 def _record_assignment(owner: _Builder, node: Node) -> None:
