@@ -105,6 +105,20 @@ def test_the_same_tower_called_from_the_models_forward_stays_per_step(repo, cli,
     assert found.get((VLLM_TOWER[0], line)) == "host-sync-in-hot-path", found
 
 
+def test_a_tower_whose_method_the_models_forward_calls_stays_per_step(repo, cli):
+    # ``self.visual.encode(...)`` runs the tower's forward through ``self(x)``: a method
+    # call on the instance is a use of it as much as a call of it.
+    tower = VLLM_TOWER[1] + '''
+    def encode(self, x, grid_thw):
+        return self(x, grid_thw)
+'''
+    per_step = VLLM_MODEL[1].replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual.encode(hidden_states, positions)
+        return self.lm_head(hidden_states)''')
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], tower), (VLLM_MODEL[0], per_step)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
+
+
 @pytest.mark.parametrize("kept", [
     '''        self.runner = TowerRunner(self.visual)''',  # a class that keeps the tower may run it at any time
     '''        self.towers = [self.visual]''',  # stored where no call of it is seen

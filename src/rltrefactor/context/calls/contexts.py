@@ -236,7 +236,7 @@ class CallContexts:
             return None
         kinds: dict[str, str] = {}
         for holder in holders:
-            uses = self.repository.instance_uses(holder, function.name)
+            uses = self.repository.instance_uses(holder)
             if not uses:
                 return None
             for use in uses:
@@ -272,7 +272,7 @@ class CallContexts:
         if function is None or not function.owner or function.parent:
             return False
         holders = self.repository.instance_holders(function_id.partition("::")[0], function.owner)
-        return holders is not None and all(self.repository.instance_uses(h, function.name) is not None for h in holders)
+        return holders is not None and all(self.repository.instance_uses(h) is not None for h in holders)
 
     def _chain(self, root: str, toward: dict[str, str]) -> tuple[str, ...]:
         chain = [root]

@@ -94,7 +94,7 @@ class Repository:
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
         self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
-        self._uses: dict[tuple[tuple[str, str, str], str], tuple[str, ...] | None] = {}
+        self._uses: dict[tuple[str, str, str], tuple[str, ...] | None] = {}
 
     def _summary(self, path: str) -> FileSummary:
         found = self._summaries.get(path)
@@ -328,17 +328,17 @@ class Repository:
         method = self.function(f"{path}::{qualname}.{called.group(1).decode()}") if called is not None else None
         return method is not None and "staticmethod" in method.decorators
 
-    def instance_uses(self, holder: tuple[str, str, str], name: str) -> tuple[str, ...] | None:
-        """The functions that may run the instances one holder keeps (``instance_holders``)
-        by their method ``name``: each that calls ``self.A(...)`` or ``self.A.name(...)``, or
-        hands ``self.A`` to a call, a loop or a subscript, in the holder class, its bases
-        and the classes derived from it. None where such a use lets the instance escape, or
-        a call of an ``A`` not on ``self`` may reach it."""
-        if (holder, name) not in self._uses:
-            self._uses[(holder, name)] = self._instance_uses(holder, name)
-        return self._uses[(holder, name)]
+    def instance_uses(self, holder: tuple[str, str, str]) -> tuple[str, ...] | None:
+        """The functions that may run the instances one holder keeps (``instance_holders``):
+        each that calls ``self.A(...)`` or any method of it (``self.A.encode(...)`` may call
+        its ``forward``), or hands ``self.A`` to a call, a loop or a subscript, in the holder
+        class, its bases and the classes derived from it. None where such a use lets the
+        instance escape, or a call of an ``A`` not on ``self`` may reach it."""
+        if holder not in self._uses:
+            self._uses[holder] = self._instance_uses(holder)
+        return self._uses[holder]
 
-    def _instance_uses(self, holder: tuple[str, str, str], name: str) -> tuple[str, ...] | None:
+    def _instance_uses(self, holder: tuple[str, str, str]) -> tuple[str, ...] | None:
         path, owner, attribute = holder
         attribute = attribute.removesuffix("[]")
         written = f"self.{attribute}"
@@ -356,7 +356,7 @@ class Repository:
                     continue
                 if f"{attribute}!" in function.instance_uses:
                     return None
-                if attribute in function.instance_uses or written in function.calls or f"{written}.{name}" in function.calls:
+                if attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls):
                     uses.add(f"{class_path}::{function.qualname}")
         return tuple(sorted(uses))
 
