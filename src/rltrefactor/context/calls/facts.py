@@ -118,8 +118,9 @@ _QUERY = """
 """
 
 # Where a ``self.A`` read sits (its parent's type), when the read hands the instance on
-# without letting it escape: a call's argument, the iterable of a loop, a subscript.
-_HANDED_ON = frozenset({"argument_list", "keyword_argument", "for_statement", "for_in_clause", "subscript"})
+# without letting it escape: the iterable of a loop, a subscript (a call's argument is
+# told apart by the call, in ``_instance_use``).
+_HANDED_ON = frozenset({"for_statement", "for_in_clause", "subscript"})
 # Builtins that read what a value is without running it.
 _TESTING_BUILTINS = frozenset({"isinstance", "issubclass", "hasattr", "getattr", "type", "id", "callable", "len", "repr", "str"})
 # Reads that only test the value (``if self.visual is None``).

@@ -291,15 +291,14 @@ class Repository:
         if "." in qualname or qualname not in self._classes.get(path, {}) or depth > MAX_BASE_CLASSES:
             return None
         holders: set[tuple[str, str, str]] = set()
+        for derived_path, derived in self._derived(path, qualname):  # their instances run this class's methods too
+            found = self.instance_holders(derived_path, derived, depth + 1)
+            if found is None:
+                return None
+            holders.update(found)
         names = {qualname}
         for mentioning in self._texts.mentioning(qualname):
             facts = self.facts(mentioning)
-            for derived in facts.classes:
-                if any(self._class_named(mentioning, None, base) == (path, qualname) for base in derived.bases):
-                    found = self.instance_holders(mentioning, derived.qualname, depth + 1)
-                    if found is None:
-                        return None
-                    holders.update(found)
             aliases = {m.group(1).decode() for _, after in self._texts.mentions(mentioning, qualname)
                        if (m := _ALIAS.match(after)) is not None}
             names.update(aliases)

@@ -328,7 +328,7 @@ def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
     ``name`` is a numpy or Python value (``if isinstance(name, np.generic):``)."""
     for branch in guarded_by(name, ctx):
         text = ctx.code(branch.test)
-        if re.search(rf"\b{re.escape(name.value)}\.(is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])", text):
+        if name.value in _CPU_TEST.findall(text):
             return True
         if _tested_as_host_type(branch.test, name.value, ctx):
             return True
