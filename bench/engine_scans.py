@@ -58,6 +58,13 @@ def key(finding: dict[str, Any]) -> Key:
     return (finding["path"], finding["line"], finding["rule"])
 
 
+def held_back(path: str) -> int:
+    """Findings the full scan held back because how often their code runs is unknown."""
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    return int(data.get("report", data)["summary"].get("unknown_frequency", 0))
+
+
 def walls() -> dict[str, float]:
     path = os.path.join(WORK, "walls.txt")
     if not os.path.exists(path):
@@ -82,16 +89,19 @@ def page(names: list[str], label: str, against: tuple[str, str], seed: int) -> l
         f"`.venv/bin/python bench/engine_scans.py {' '.join(names)} --label {label} --against {old_label}={pattern}"
         f" --write bench/WHOLE_ENGINES.md`: each engine scanned with the default configuration (type engine"
         f" and call index on), `--jobs 2`, no cache, on the shared 2-core machine.", "",
-        f"| engine | findings {old_label} | findings {label} | gone | new | errors | wall s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| engine | findings {old_label} | findings {label} | held back, frequency unknown | gone | new | errors"
+        " | wall s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     kept_rows, sample_rows = [], []
     for name in names:
-        new = findings(os.path.join(WORK, f"{name}-{label}.json"))
+        scan = os.path.join(WORK, f"{name}-{label}.json")
+        new = findings(scan)
         old = findings(pattern.format(name=name))
         new_keys, old_keys = set(map(key, new)), set(map(key, old))
         errors = sum(1 for f in new if f["severity"] == "error")
-        lines.append(f"| {name} | {len(old)} | {len(new)} | {len(old_keys - new_keys)} | {len(new_keys - old_keys)}"
+        lines.append(f"| {name} | {len(old)} | {len(new)} | {held_back(scan)} | {len(old_keys - new_keys)}"
+                     f" | {len(new_keys - old_keys)}"
                      f" | {errors} | {took.get(name, float('nan')):.0f} |")
         verdicts = collections.Counter()
         for k in old_keys:

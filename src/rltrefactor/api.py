@@ -70,6 +70,8 @@ class ReviewRequest:
     perf: PerfRequest | None = None  # also run the perf hook on the change
     baseline: str | None = None  # baseline file: the findings it records do not fail
     config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
+    # Full scans: also report per-step findings in code nothing is seen running (held back by default).
+    show_unknown_frequency: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ def review_change(request: ReviewRequest) -> ReviewReport:
         if request.perf is not None:
             matched, result = _with_perf(matched, result, request.perf, loaded)
         started = time.perf_counter()
-        finished = finish(matched, baseline)  # pre-existing findings ask the type engine too
+        # Pre-existing findings ask the type engine too.
+        finished = finish(matched, baseline, show_unknown_frequency=request.show_unknown_frequency)
     finally:
         if matched.engine.type_engine is not None:
             matched.engine.type_engine.close()

@@ -212,8 +212,10 @@ class Drop:
 
     finding: Finding
     # "confirms-finding": a measured addition recorded on the static finding of the same problem;
-    # "merged-into-finding": a finding of another rule reported, with its id, on the same problem
-    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding", "merged-into-finding"]
+    # "merged-into-finding": a finding of another rule reported, with its id, on the same problem;
+    # "unknown-frequency": a full scan's per-step finding in code nothing is seen running per step
+    reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding", "merged-into-finding",
+                    "unknown-frequency"]
 
 
 @dataclass(frozen=True)

@@ -239,12 +239,12 @@ def test_output_to_a_pipe_or_through_a_link_writes_there_and_replaces_neither(re
     received: list[bytes] = []
     reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()), daemon=True)
     reader.start()
-    result = cli("review", "model_executor", "--format", "json", "-o", str(pipe), cwd=repo.path)
+    result = cli("review", "model_executor", "--format", "json", "--show-unknown-frequency", "-o", str(pipe), cwd=repo.path)
     reader.join(timeout=60)
     assert result.code == 1 and stat.S_ISFIFO(pipe.lstat().st_mode)
     assert b'"host-sync-in-hot-path"' in received[0]
     target, link = tmp_path / "report.json", tmp_path / "latest.json"
     target.write_text("old")
     link.symlink_to(target)
-    assert cli("review", "model_executor", "--format", "json", "-o", str(link), cwd=repo.path).code == 1
+    assert cli("review", "model_executor", "--format", "json", "--show-unknown-frequency", "-o", str(link), cwd=repo.path).code == 1
     assert link.is_symlink() and "host-sync-in-hot-path" in target.read_text()

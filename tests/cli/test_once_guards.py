@@ -147,3 +147,30 @@ class MambaMetadataBuilder:
 def test_a_torch_reduction_of_a_host_value_is_a_host_value(review_new_file, mask, reported):
     found = review_new_file("attention/backends/mamba_attn.py", MAMBA_METADATA.replace("{mask}", mask))
     assert (found.get(8) == "host-sync-in-hot-path") is reported, found
+
+
+# An optimizer's per-parameter state, filled on its first step: DeepSpeed's style
+# (``setdefault``) and torch.optim's (``self.state[p]``, a defaultdict).
+ADAM_STATE = '''import torch
+
+
+class ZenFlowAdam(torch.optim.Optimizer):
+    def step(self):
+        for group in self.param_groups:
+            for param in group["params"]:
+                state = {state}
+                if {test}:
+                    state["step"] = torch.zeros((), dtype=torch.float32, device=param.device)
+                param.add_(state["step"])
+'''
+
+
+@pytest.mark.parametrize(("state", "test", "once"), [
+    ("self.state.setdefault(param, {})", "len(state) == 0", True),
+    ("self.state[param]", "not state", True),
+    ("{}", "len(state) == 0", False),  # a fresh dict each time: filled every step
+    ("self.state[param]", "len(state) == 1", False),  # not a test of emptiness
+], ids=["setdefault-len", "subscript-not", "fresh-local", "other-length"])
+def test_optimizer_state_filled_on_the_first_step_runs_once_per_parameter(review_new_file, state, test, once):
+    text = ADAM_STATE.replace("{state}", state).replace("{test}", test)
+    assert (review_new_file("runtime/zenflow/zenflow_adam.py", text).get(10) is None) is once

@@ -138,7 +138,7 @@ def test_staged_review(repo, cli):
 def test_full_scan_of_paths(repo, cli):
     repo.write(HOT, SYNCING)
     repo.commit("base")
-    result = cli("review", "model_executor", "--format", "json", cwd=repo.path)
+    result = cli("review", "model_executor", "--format", "json", "--show-unknown-frequency", cwd=repo.path)
     assert result.code == 1 and result.json()["reviewed"]["files"] == [HOT]
 
 
@@ -220,11 +220,11 @@ def test_baseline_ratchet(repo, cli, tmp_path):
     repo.commit("base")
     baseline = tmp_path / "baseline.json"
     assert cli("baseline", "--output", str(baseline), cwd=repo.path).code == 0
-    assert cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path).code == 0
+    assert cli("review", "model_executor", "--show-unknown-frequency", "--baseline", str(baseline), cwd=repo.path).code == 0
     repo.write(HOT, SYNCING + "\n\ndef second(x):\n    return x.max().item()\n")
-    assert cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path).code == 1
+    assert cli("review", "model_executor", "--show-unknown-frequency", "--baseline", str(baseline), cwd=repo.path).code == 1
     repo.write(HOT, "def forward(x):\n    return x\n")
-    stale = cli("review", "model_executor", "--baseline", str(baseline), cwd=repo.path)
+    stale = cli("review", "model_executor", "--show-unknown-frequency", "--baseline", str(baseline), cwd=repo.path)
     assert stale.code == 0 and "stale baseline entry" in stale.err
 
 

@@ -78,7 +78,7 @@ def test_module_aliases_and_imported_modules_resolve(tmp_path: Path) -> None:
             from eng import ops
             from . import ops as relative
             class Model:
-                def __call__(self, x):
+                def forward(self, x):
                     return O.scale(ops.shift(relative.other(x)))
             """,
     })

@@ -23,12 +23,25 @@ def engine():
     return Engine(select_rules(library, config), config, frozenset(r.id for r in library.rules))
 
 
-def _finish(engine, text: str, measured=()):
-    """A full scan of one file, through the final pass."""
+def _finish(engine, text: str, measured=(), show_unknown_frequency=True):
+    """A full scan of one file, through the final pass (its module-level functions run at
+    an unknown frequency: shown unless asked otherwise)."""
     change = ChangeSet(None, Revision("worktree"), (ChangedFile(HOT, "added", added_lines=frozenset()),), full_scan=True)
     outcome = engine.review_file(HOT, text)
     return finish(Matched(change, {HOT: change.files[0]}, (outcome,), {HOT: text}, "lines", engine, engine.rules,
-                          measured=tuple(measured)))
+                          measured=tuple(measured)), show_unknown_frequency=show_unknown_frequency)
+
+
+def test_a_full_scan_holds_back_unknown_frequency_but_keeps_suppressed_and_measured(engine):
+    text = ("def helper(x):\n    return x.item()\n"
+            "def other(x):\n    return x.item()  # rltrefactor: ignore[host-sync-in-hot-path] once per request\n"
+            "def third(x):\n    n = x.nonzero()\n")
+    summary, measured = _measured_sync(6, "n = x.nonzero()")
+    finished = _finish(engine, text, measured, show_unknown_frequency=False)
+    assert [(f.span.line, f.rule_id, f.suppressed) for f in finished.findings] == [
+        (4, "host-sync-in-hot-path", True), (6, "perf-added-sync", False)]
+    assert [(d.finding.span.line, d.reason) for d in finished.drops if d.reason == "unknown-frequency"] == [
+        (2, "unknown-frequency")]
 
 
 def test_suppression_marks_the_finding_and_keeps_the_reason(engine):

@@ -67,7 +67,7 @@ def test_a_partial_clone_without_its_remote_reviews_what_it_holds(repo, cli, tmp
     assert sorted(e["path"] for e in document["errors"]) == sorted([HOT, OTHER])
     assert all("absent from the object store" in e["message"] for e in document["errors"])
     # Reviewed as a whole at the head, which the clone holds, the file is read all the same.
-    head_only = cli("review", HOT, "--format", "json", cwd=clone).json()
+    head_only = cli("review", HOT, "--format", "json", "--show-unknown-frequency", cwd=clone).json()
     assert [(f["rule"], f["line"]) for f in head_only["findings"]] == [("host-sync-in-hot-path", 6)]
 
 

@@ -109,9 +109,11 @@ def _record(repo, tmp_path, *, update=False):
 
 
 def _review(repo, baseline, **request):
+    """The fixtures' module-level functions run at an unknown frequency: their findings are shown."""
     from rltrefactor.api import ReviewRequest, review_change
 
-    return review_change(ReviewRequest(repo=str(repo.path), use_cache=False, baseline=baseline, **request))
+    return review_change(ReviewRequest(repo=str(repo.path), use_cache=False, baseline=baseline,
+                                       show_unknown_frequency=True, **request))
 
 
 def _syncs(report):
@@ -207,13 +209,13 @@ def test_an_old_baseline_is_one_line_naming_the_update_and_the_update_refreshes_
     repo.commit("base")
     path = tmp_path / "baseline.json"
     path.write_text('{"version": 1, "entries": []}')
-    old = cli("review", "model_executor", "--baseline", str(path), cwd=repo.path)
+    old = cli("review", "model_executor", "--show-unknown-frequency", "--baseline", str(path), cwd=repo.path)
     assert old.code == 2 and old.err.count("\n") == 1
     assert old.err.startswith(f"rltrefactor: {path}: baseline: written by an older rltrefactor")
     assert old.err.rstrip().endswith("run 'rltrefactor baseline --update' to refresh it")
     updated = cli("baseline", "--update", "-o", str(path), cwd=repo.path)
     assert updated.code == 0 and updated.err == f"rltrefactor: refreshed {path}: 0 finding(s) kept, 0 stale entry(ies) dropped\n"
-    assert cli("review", "model_executor", "--baseline", str(path), cwd=repo.path).code == 1  # nothing was accepted
+    assert cli("review", "model_executor", "--show-unknown-frequency", "--baseline", str(path), cwd=repo.path).code == 1  # nothing was accepted
 
 
 def _warnings(report):

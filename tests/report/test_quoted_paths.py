@@ -96,7 +96,7 @@ def test_a_report_written_to_a_file_is_utf8(named, tmp_path):
 
 def test_a_full_scan_reviews_the_file_and_reads_its_cached_result_back(named):
     for _ in range(2):  # the second run answers from the result cache
-        document = json.loads(_decoded(_review(named.path, ".", "--format", "json")))
+        document = json.loads(_decoded(_review(named.path, ".", "--format", "json", "--show-unknown-frequency")))
         assert sorted(f["path"] for f in document["findings"]) == [LATIN1_QUOTED, UTF8]
 
 

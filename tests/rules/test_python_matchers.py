@@ -107,6 +107,34 @@ def test_compared_probe_truthiness_only_when_asked():
     assert lines(matcher("compared-probe", calls=["find_spec"], truthiness=True), code) == [2]
 
 
+@pytest.mark.parametrize("path", ["sglang/srt/layers/probe.py", "src/sglang/srt/layers/probe.py"])
+def test_a_modules_lookup_probes_a_package_only_by_a_literal_other_package(path):
+    """``sys.modules`` with a computed key is a cache of what was loaded (vLLM's kernel
+    variants, SGLang's stub loader); the package's own modules are installed with it."""
+    m = matcher("compared-probe", attributes=["sys.modules"], truthiness=True)
+    code = (
+        "import sys\n"
+        "def pick(name):\n"
+        "    if 'triton' in sys.modules:\n"                    # 3
+        "        return 1\n"
+        "    if name not in sys.modules:\n"
+        "        return 2\n"
+        "    if 'sglang.multimodal_gen' not in sys.modules:\n"
+        "        return 3\n"
+        "    if sys.modules.get('flash_attn') is not None:\n"  # 9
+        "        return 4\n"
+        "    if sys.modules.get(name) is not None:\n"
+        "        return 5\n"
+        "    loaded = sys.modules[name]\n"
+        "    if loaded:\n"
+        "        return 6\n"
+        "    spec = sys.modules['xformers']\n"
+        "    if spec:\n"                                      # 17
+        "        return 7\n"
+    )
+    assert lines(m, code, path=path) == [3, 9, 17]
+
+
 def test_private_writes_exempt_self_imports_protocols_and_factories():
     m = matcher("foreign-private-attribute")
     code = (

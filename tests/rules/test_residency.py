@@ -71,6 +71,18 @@ def test_values_known_on_the_host(index, host):
     assert on_host(args[index], ctx) is host
 
 
+@pytest.mark.parametrize(("guard", "host"), [
+    ("q.is_cpu", True),
+    ("q.dim() == 2 and q.device.type == 'cpu'", True),
+    ("not q.is_cpu", False),  # the opposite: a device tensor here
+    ("q.is_cpu or k.is_cpu", False),  # either may hold
+])
+def test_a_branch_holds_a_value_on_the_host_only_by_an_affirmative_test(guard, host):
+    code = f"import torch\n\ndef f(q, k):\n    if {guard}:\n        probe(q)\n"
+    ctx, (value,) = _probe_args(code)
+    assert on_host(value, ctx) is host
+
+
 def test_an_earlier_host_assignment_does_not_hide_a_later_device_one():
     code = "import torch\n\ndef f(dev, n):\n    x = torch.zeros(n)\n    x = x.to(dev)\n    probe(x)\n"
     ctx, (value,) = _probe_args(code)
@@ -122,6 +134,16 @@ def test_host_and_pinned_facts(index, host, pinned):
     ctx, args = _probe_args(FACTS)
     assert on_host(args[index], ctx) is host
     assert is_pinned(args[index], ctx) is pinned
+
+
+@pytest.mark.parametrize(("argument", "pinned"), [
+    ("True", True), ("PIN_MEMORY", True), ("is_pin_memory_available()", True), ("pin_memory", True),
+    ("False", False), ("None", False),
+])
+def test_pin_memory_asked_by_a_flag_is_pinned_where_the_platform_pins(argument, pinned):
+    code = f"import torch\n\ndef f(n, pin_memory):\n    buf = torch.empty(n, pin_memory={argument})\n    probe(buf)\n"
+    ctx, (value,) = _probe_args(code)
+    assert is_pinned(value, ctx) is pinned
 
 
 def test_planning_keeps_the_names_of_a_wrapped_assignment():

@@ -115,6 +115,24 @@ def test_del_reports_only_the_first_unprotected_module_call():
     assert lines(m, code) == [6]
 
 
+@pytest.mark.parametrize("guard", ["contextlib.suppress(Exception)", "suppress(Exception, OSError)"])
+def test_del_under_suppress_is_the_prescribed_last_resort(guard):
+    m = matcher("del-calls-into-modules")
+    code = (
+        "import contextlib\n"
+        "from contextlib import suppress\n"
+        "import zmq\n"
+        "class Listener:\n"
+        "    def __del__(self):\n"
+        f"        with {guard}:\n"
+        "            self.cleanup()\n"
+        "            zmq.Context.instance().term()\n"
+        "        zmq.Context.instance().term()\n"  # 9: outside the guard
+    )
+    assert lines(m, code) == [9]
+    # A context manager that suppresses nothing protects nothing.
+    assert lines(m, code.replace(guard, "zmq.Context()")) == [6]
+
 
 def test_consumer_loop_needs_the_flag_and_the_final_item_in_one_method():
     m = matcher("consumer-loop-ends-on-producer-flag")

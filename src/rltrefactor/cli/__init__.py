@@ -79,6 +79,9 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scope", choices=("lines", "changed-functions", "files"), default="lines",
                         help="which findings count as part of the change (default: lines the change adds)")
     parser.add_argument("--show-preexisting", action="store_true", help="also show findings whose code existed at the base")
+    parser.add_argument("--show-unknown-frequency", action="store_true",
+                        help="full scans: also show findings about per-step code in functions nothing is seen "
+                             "running (a diff review always shows them)")
     parser.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, "
@@ -243,6 +246,7 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         perf=_perf_request(args) if args.perf else None,
         baseline=args.baseline,
         config=args.config,
+        show_unknown_frequency=getattr(args, "show_unknown_frequency", False),
     )
 
 

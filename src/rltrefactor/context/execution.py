@@ -4,7 +4,7 @@ A stage of its own, after parsing and before matching. It reads the file's tree-
 tree and its definition walk (``syntax.walk_definitions``), both held by the file's
 ``FileModel``, never LibCST. Every verdict carries its evidence, read from the code:
 
-- *per-step*: ``forward``/``__call__`` of a class, functions named by a per-step verb
+- *per-step*: ``forward`` of a class, functions named by a per-step verb
   (``hot-functions``), compiled kernels (``@torch.compile``, ``@triton.jit``), and every
   function of the file that one of those calls (``self.m()`` in the same class, ``f()``
   in the same module, an entry of a module-level table: ``ATTENTION[impl](...)``);

@@ -9,6 +9,10 @@
   they are at least half of its top-level statements (imports and docstrings aside).
 
 A rule leaves modules of a kind alone with ``applies-to: {exclude-modules: [KIND]}``.
+
+The body of a function such a decorator compiles (``kernel_bodies``) is not Python that
+runs: it is traced into a device kernel or a DSL program, where a subscript store is a
+memory write and an allocation is a register or shared-memory tile. No rule reads it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Tree
 
     from ..library.names import Names
+    from ..source.syntax import DefinitionMap
 
 _ENV_READ = re.compile(r"\b(environ|getenv)\b")
 _SKIPPED = {"import_statement", "import_from_statement", "future_import_statement", "comment"}
@@ -38,6 +43,16 @@ def module_kinds(tree: Tree, names: Names) -> frozenset[ModuleKind]:
     if _is_settings_module(root):
         kinds.add("configuration")
     return frozenset(kinds)
+
+
+def kernel_bodies(definitions: DefinitionMap, names: Names) -> tuple[tuple[int, int], ...]:
+    """Lines (first, last) of every function, nested or a method, that a kernel decorator compiles."""
+    kernel = names.regex("kernel-decorators")
+    return tuple(
+        (site.definition.start_line, site.definition.end_line)
+        for site in definitions.functions
+        if site.decorators and kernel.search(site.decorators)
+    )
 
 
 def _text(node: Node) -> str:

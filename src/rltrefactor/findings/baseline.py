@@ -57,9 +57,11 @@ class BaselineReport:
 
 
 def recorded_hits(result: ReviewResult) -> list[Finding]:
-    """Every unsuppressed hit of ``result``: its findings and the repeats and other rules'
-    findings merged into them."""
-    repeats = [d.finding for d in result.drops if d.reason in ("repeat-in-function", "merged-into-finding")]
+    """Every unsuppressed hit of ``result``: its findings, the repeats and other rules'
+    findings merged into them, and those a full scan held back (so that a baseline holds
+    whether or not a later scan shows them)."""
+    repeats = [d.finding for d in result.drops
+               if d.reason in ("repeat-in-function", "merged-into-finding", "unknown-frequency")]
     return [f for f in (*result.findings, *repeats) if not f.suppressed]
 
 

@@ -12,7 +12,10 @@ hook) goes through it once, in this order.
    confirms that finding instead of being a second record of one problem;
 6. baseline: each hit it records is dropped (one entry per hit, before merging);
 7. repeats: one finding per rule per definition (a measured addition stays one per line);
-8. merging: findings of several rules on one problem become one naming every rule.
+8. merging: findings of several rules on one problem become one naming every rule;
+9. frequency (full scans only): a finding of a rule about per-step code, in code nothing is
+   seen running per step or otherwise (``execution == "unknown"``), is held back unless
+   asked for. A diff review keeps it: the change's author knows how often their code runs.
 
 The manual checklist is derived from what remains.
 """
@@ -68,7 +71,9 @@ class Finished:
     moved_to_run_less: tuple[MovedToRunLess, ...] = ()  # improvements: never findings
 
 
-def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Finished:
+def finish(
+    matched: Matched, baseline: tuple[str, Baseline] | None = None, *, show_unknown_frequency: bool = False
+) -> Finished:
     """Findings as reported: the pass above, applied once to every source's findings."""
     texts = _HeadTexts(matched.change, matched.texts)
     outcomes, measured = mark_suppressed_per_file(matched.outcomes, matched.measured, texts.get)
@@ -93,6 +98,9 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
     drops.extend(repeats)
     kept, merged = merge_findings(kept, texts.get)
     drops.extend(merged)
+    if matched.change.full_scan and not show_unknown_frequency:
+        kept, held = hold_unknown_frequency(kept)
+        drops.extend(held)
     looped = _changes_looped_code(matched.change, texts, matched.engine)
     return Finished(
         findings=tuple(sorted(kept, key=_location)),
@@ -102,6 +110,21 @@ def finish(matched: Matched, baseline: tuple[str, Baseline] | None = None) -> Fi
         warnings=warnings,
         moved_to_run_less=moved_to_run_less,
     )
+
+
+def hold_unknown_frequency(findings: Iterable[Finding]) -> tuple[list[Finding], list[Drop]]:
+    """Findings whose claim is about per-step code but whose code nothing is seen running
+    at any frequency, as ``unknown-frequency`` drops; the rest kept. Suppressed findings
+    and measured additions stay: the user wrote the first, the perf hook saw the second."""
+    kept: list[Finding] = []
+    held: list[Drop] = []
+    for finding in findings:
+        unknown = finding.execution == "unknown" and not finding.suppressed and finding.perf is None
+        if unknown:
+            held.append(Drop(finding, "unknown-frequency"))
+        else:
+            kept.append(finding)
+    return kept, held
 
 
 def finish_measured(change: ChangeSet, measured: Iterable[Finding]) -> tuple[Finding, ...]:

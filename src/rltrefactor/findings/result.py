@@ -50,6 +50,11 @@ class ReviewResult:
         return sum(drop.reason == "baseline" for drop in self.drops)
 
     @property
+    def unknown_frequency(self) -> int:
+        """Full-scan findings held back because nothing shows how often their code runs."""
+        return sum(drop.reason == "unknown-frequency" for drop in self.drops)
+
+    @property
     def gate_failed(self) -> bool:
         """The run fails: a failing finding, or an unreviewable file when that is asked for."""
         return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))

@@ -21,7 +21,7 @@ from ..context.typeengine import TypeEngine
 from ..source import syntax
 from ..source.aliases import ImportTable
 from ..change.contents import FileTexts, ModuleTexts, text_digest
-from ..context.module_kinds import module_kinds
+from ..context.module_kinds import kernel_bodies, module_kinds
 from .rule_index import build_matcher
 from ..source.parsing import CodeSyntaxError, parse_module, syntax_error
 from .regions.code import code_text
@@ -258,6 +258,9 @@ class Engine:
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
+        if hits and names_for(self.config.names).regex("kernel-decorators").search(code):
+            compiled = kernel_bodies(model.definitions, names_for(self.config.names))
+            hits = [h for h in hits if not any(first <= h.span.line <= last for first, last in compiled)]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(model, execution, hits)
         # Directives are reported here; which findings they silence is decided once, for

@@ -93,6 +93,7 @@ def render_json(
             "unreviewable": len(result.files_unreviewable),
             "fail_on_unreviewable": result.fail_on_unreviewable,
             "moved_to_run_less": result.improvements,
+            "unknown_frequency": result.unknown_frequency,
         },
         # Improvements: code the change moved to where it runs less often (its finding is pre-existing).
         "moved_to_run_less": [

@@ -109,6 +109,9 @@ def _header(result: ReviewResult, links: _Links) -> str:
         counts += f" · {_plural(moved, 'improvement')}: code moved to run less often"
     if result.baselined:
         counts += f" · {_plural(result.baselined, 'finding')} held back by the baseline"
+    if result.unknown_frequency:
+        counts += (f" · {_plural(result.unknown_frequency, 'finding')} held back: per-step claims in code nothing "
+                   "is seen running (`--show-unknown-frequency`)")
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 

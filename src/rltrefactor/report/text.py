@@ -197,6 +197,9 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
         parts.append(f"{preexisting} pre-existing" + ("" if show_preexisting else " (--show-preexisting)"))
     if result.baselined:
         parts.append(f"{result.baselined} held back by the baseline")
+    if result.unknown_frequency:
+        parts.append(f"{result.unknown_frequency} held back: per-step claims in code nothing is seen running "
+                     "(--show-unknown-frequency)")
     if result.moved_to_run_less:
         parts.append(_moves_summary(result.improvements))
     unreviewable = len(result.files_unreviewable)

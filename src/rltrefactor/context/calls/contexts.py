@@ -67,6 +67,9 @@ class _Own:
     # A root only as a class's ``forward``/``__call__``: the calls of its instances, where
     # every one is seen, may prove it runs less often (``CallContexts._by_instances``).
     instances: bool = False
+    # Run only by calling an instance (a ``__call__`` no model holds): per step only where a
+    # per-step function calls one of its instances (``CallContexts._per_step_by_instances``).
+    by_calling: bool = False
     hard: Verdict | None = None  # cold whatever calls it
     soft: Verdict | None = None  # cold by a name word, unless a chain shows otherwise
 
@@ -107,6 +110,7 @@ class CallContexts:
             own = self._own_verdict(function_id)
             verdict = own.hard or (self._by_instances(function_id) if own.instances else None) \
                 or (self._once_by_callers(function_id) if own.root == "named" else None) \
+                or (self._per_step_by_instances(function_id) if own.by_calling else None) \
                 or self._per_step(function_id, own) or own.soft or self._cold_by_callers(function_id)
         finally:
             self._pending.discard(function_id)
@@ -170,7 +174,10 @@ class CallContexts:
         if by_name is not None:
             return _Own(soft=by_name)
         if name in _RUN_BY_CALLING and function.owner:
-            return _Own("structural", f"{name} of {function.owner} runs per step", instances=True)
+            # ``__call__`` is a root only where a project names it per step (``per-step-functions``).
+            if name == "forward" or names.regex("per-step-functions").fullmatch(name):
+                return _Own("structural", f"{name} of {function.owner} runs per step", instances=True)
+            return _Own(instances=True, by_calling=True)
         if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
             return _Own("named", f"`{name}` runs per step")
         if names.regex("per-step-decorators").search(function.decorators):
@@ -204,7 +211,7 @@ class CallContexts:
                     if around.instances and self._by_instances(caller) is not None:
                         continue  # a module only code that runs less often calls
                     toward[caller] = node
-                    if around.root == "structural":
+                    if around.root == "structural" or (around.by_calling and self._called_per_step(caller)):
                         structural.append(caller)
                         continue
                     if around.root == "named":
@@ -256,6 +263,26 @@ class CallContexts:
                          f"only called from code that is: {_shown(chain)}")
         self._instances[function_id] = verdict
         return verdict
+
+    def _called_per_step(self, function_id: str) -> bool:
+        found = self.context(function_id)
+        return found is not None and found[0] == "per-step"
+
+    def _per_step_by_instances(self, function_id: str) -> Verdict | None:
+        """A ``__call__`` runs per step where an instance of its class is kept in a ``self``
+        attribute (``Repository.kept_instances``) that a per-step function calls: the sampler
+        ``self.topk`` a model's ``forward`` calls. Other instances may run less often; this
+        one is enough. Anywhere else how often it runs is unknown."""
+        function = self.repository.function(function_id)
+        if function is None or not function.owner:
+            return None
+        for holder in self.repository.kept_instances(function_id.partition("::")[0], function.owner):
+            for use in self.repository.calls_of_kept(holder):
+                if self._called_per_step(use):
+                    _, owner, attribute = holder
+                    return ("per-step", f"per step: `{use.partition('::')[2]}` calls `self.{attribute.removesuffix('[]')}` "
+                                        f"of `{owner}`, an instance of `{function.owner}`")
+        return None
 
     def _once_by_callers(self, function_id: str) -> Verdict | None:
         cold = self._cold_by_callers(function_id)

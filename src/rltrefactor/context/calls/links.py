@@ -321,6 +321,37 @@ class Repository:
             holders.update((caller_path, function.owner, name[5:]) for name in kept)
         return tuple(sorted(holders)) or None
 
+    def kept_instances(self, path: str, qualname: str) -> tuple[tuple[str, str, str], ...]:
+        """Where some instance of the class ``qualname`` of ``path`` is kept, as
+        ``instance_holders`` says it, without asking that every instance be seen: each
+        ``self.A = C(...)`` (or container element) of a method. Other instances may exist;
+        what these show holds for these."""
+        kept: set[tuple[str, str, str]] = set()
+        for call in self.callers(qualname):
+            caller_path = call.caller.partition("::")[0]
+            function = self.function(call.caller)
+            if function is None or not function.owner or self._class_named(caller_path, function, call.callee) != (path, qualname):
+                continue
+            kept.update((caller_path, function.owner, name[5:]) for name, value in function.locals
+                        if name.startswith("self.") and value == f"call:{call.callee}")
+        return tuple(sorted(kept))
+
+    def calls_of_kept(self, holder: tuple[str, str, str]) -> tuple[str, ...]:
+        """The functions of the holder's class, its bases and the classes derived from it
+        that use ``self.A`` as ``instance_uses`` reads a use (call it or a method of it,
+        iterate or index it, pass it on), whatever else the instance meets: a use seen is
+        made, even where the instance also escapes."""
+        path, owner, attribute = holder
+        attribute = attribute.removesuffix("[]")
+        written = f"self.{attribute}"
+        return tuple(sorted(
+            f"{class_path}::{function.qualname}"
+            for class_path, class_name in self._lineage(path, owner) + self._derived(path, owner)
+            for function in self.facts(class_path).functions
+            if function.qualname.startswith(class_name + ".")
+            and (attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls))
+        ))
+
     def _static_call(self, path: str, qualname: str, after: bytes) -> bool:
         """``C.m(`` where ``m`` is a static method of the class: no instance is made."""
         called = _MEMBER_CALL.match(after)
@@ -443,7 +474,8 @@ class Repository:
 
 _MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
 _ALIAS = re.compile(rb"^\s+as\s+(\w+)")
-_DEFINED_OR_ALIASED = re.compile(rb"(\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
+# The class's own definition (``class C:``), a class derived from it, an alias.
+_DEFINED_OR_ALIASED = re.compile(rb"(^\s*class\s+|\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
 _IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
 # What precedes a name in a type position: a variable's or parameter's annotation
 # (``x: C``, ``(self, x: C``), a return annotation, a subscript of a name (``Optional[C]``),

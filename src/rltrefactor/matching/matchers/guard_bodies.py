@@ -39,6 +39,7 @@ class GuardBody:
     containers: frozenset[str]  # kept containers whose items it assigns, as written: ``self.cache``, ``_CACHE``
     globals: frozenset[str]  # names it assigns that the function declares global or nonlocal
     calls_setattr: bool
+    filled: frozenset[str] = frozenset()  # every container whose items it assigns, locals included
 
     @property
     def keeps_state(self) -> bool:
@@ -94,6 +95,7 @@ def _read(branch: cst.If, ctx: FileContext) -> GuardBody | None:
         containers=frozenset(_text(c) for c in items if _kept_container(c, local)),
         globals=frozenset(names & declared),
         calls_setattr=calls_setattr,
+        filled=frozenset(_text(c) for c in items),
     )
 
 

@@ -47,6 +47,9 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
             if all(_reads_attribute(other, cached) for other in others):
                 return True
         return False
+    emptied = _emptiness_tested(test)
+    if emptied is not None:  # ``if len(state) == 0: state["step"] = ...``: once per key
+        return emptied.value in body.filled and _kept_per_key(emptied, ctx)
     if isinstance(test, cst.UnaryOperation):  # ``not self.<flag>``, ``not hasattr(...)``
         return body.keeps_state
     comparison = test.comparisons[0] if isinstance(test, cst.Comparison) else None
@@ -55,6 +58,36 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
     if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name):
         return test.left.value in body.globals or _memo_lookup(test.left, ctx) in body.containers
     return _missing_attribute(test) in body.attributes
+
+
+def _emptiness_tested(test: cst.BaseExpression) -> cst.Name | None:
+    """``x`` of ``len(x) == 0`` or ``not x``."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) and isinstance(test.expression, cst.Name):
+        return test.expression
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target, call = test.comparisons[0], test.left
+    if not (isinstance(target.operator, cst.Equal) and isinstance(target.comparator, cst.Integer)
+            and target.comparator.value == "0"):
+        return None
+    if isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value == "len" and len(call.args) == 1:
+        argument = call.args[0].value
+        return argument if isinstance(argument, cst.Name) else None
+    return None
+
+
+def _kept_per_key(name: cst.Name, ctx: FileContext) -> bool:
+    """``name`` is an entry of a store the object keeps: ``self.state[p]`` or
+    ``self.state.setdefault(p, {})`` (an optimizer's per-parameter state), so filling it
+    fills it for good."""
+    value = bound_before(name, ctx)
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "setdefault":
+        value = value.func.value
+    elif isinstance(value, cst.Subscript):
+        value = value.value
+    else:
+        return False
+    return isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self"
 
 
 def _unset_flags(test: cst.BooleanOperation) -> Iterator[str]:
@@ -82,6 +115,8 @@ def _may_guard_once(test: cst.BaseExpression, names: Names) -> bool:
     """``test`` has the shape of a one-time guard's (what its body must then keep aside)."""
     if isinstance(test, cst.BooleanOperation):
         return isinstance(test.operator, cst.Or) or any(True for _ in _unset_flags(test))
+    if _emptiness_tested(test) is not None:
+        return True
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if isinstance(inner, cst.Attribute):

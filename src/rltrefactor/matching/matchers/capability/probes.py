@@ -86,22 +86,33 @@ class ComparedProbe:
             if not self.truthiness and _compares_with_none(comparison):
                 continue
             names = derived.get(_enclosing_scope(comparison, ctx), frozenset())
-            operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
-            if any(self._probe(o, ctx, names) for o in operands):
+            if self._probing_comparison(comparison, ctx, names):
                 yield Match(comparison, {"PROBE": ctx.code(comparison)})
+
+    def _probing_comparison(self, comparison: cst.Comparison, ctx: FileContext, names: frozenset[str]) -> bool:
+        """A comparison of a probe; a membership test in a probed mapping (``"triton" in
+        sys.modules``) only when its key names another package."""
+        for test in comparison.comparisons:
+            mapping = test.comparator
+            if isinstance(test.operator, (cst.In, cst.NotIn)) and isinstance(mapping, (cst.Name, cst.Attribute)) \
+                    and self._attribute(mapping, ctx):
+                return _names_other_package(comparison.left, ctx)
+        operands = [comparison.left, *(t.comparator for t in comparison.comparisons)]
+        return any(self._probe(o, ctx, names) for o in operands)
 
     def _in_condition(self, test: cst.BaseExpression, ctx: FileContext, names: frozenset[str]) -> cst.CSTNode | None:
         for node in subtree(test):
             if isinstance(node, cst.Comparison) and (self.truthiness or not _compares_with_none(node)):
-                operands = [node.left, *(t.comparator for t in node.comparisons)]
-                if any(self._probe(o, ctx, names) for o in operands):
+                if self._probing_comparison(node, ctx, names):
                     return node
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
                 if node.func.attr.value in _STRING_TESTS and self._probe(node.func.value, ctx, names):
                     return node
         if self.truthiness:
+            keyed = {id(m) for m in _looked_up(test)}  # decided by their keys, above
             for node in subtree(test):
-                if isinstance(node, (cst.Call, cst.Attribute, cst.Name)) and self._probe(node, ctx, names):
+                if isinstance(node, (cst.Call, cst.Attribute, cst.Name)) and id(node) not in keyed \
+                        and self._probe(node, ctx, names):
                     return node
         return None
 
@@ -117,10 +128,17 @@ class ComparedProbe:
                 last = (dotted_name(current.func) or "").rpartition(".")[2]
                 if last in self.calls:
                     return True
+                lookup = current.func.value if isinstance(current.func, cst.Attribute) and last == "get" else None
+                if isinstance(lookup, (cst.Name, cst.Attribute)) and self._attribute(lookup, ctx):
+                    return bool(current.args) and _names_other_package(current.args[0].value, ctx)
                 # A one-argument wrapper: version.parse(torch.__version__), int(cap[0]).
                 if len(current.args) == 1 and self._probe(current.args[0].value, ctx, names):
                     return True
                 current = current.func.value if isinstance(current.func, cst.Attribute) else None
+            elif isinstance(current, cst.Subscript) and isinstance(current.value, (cst.Name, cst.Attribute)) \
+                    and self._attribute(current.value, ctx):
+                key = current.slice[0].slice if len(current.slice) == 1 else None
+                return isinstance(key, cst.Index) and _names_other_package(key.value, ctx)
             elif isinstance(current, (cst.Subscript, cst.Attribute)):
                 current = current.value
             else:
@@ -167,6 +185,31 @@ def defines_flag(node: cst.CSTNode, ctx: FileContext) -> bool:
     return function.name.value in _CONSTRUCTORS and all(
         isinstance(t, cst.Attribute) and dotted_name(t.value) == "self" for t in targets
     )
+
+
+def _looked_up(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """Mappings ``test`` looks a key up in: ``k in m``, ``m[k]``, ``m.get(k)``."""
+    for node in subtree(test):
+        if isinstance(node, cst.Comparison):
+            yield from (t.comparator for t in node.comparisons if isinstance(t.operator, (cst.In, cst.NotIn)))
+        elif isinstance(node, cst.Subscript):
+            yield node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "get":
+            yield node.func.value
+            yield node.func
+
+
+def _names_other_package(key: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A key of a probed mapping that names a package by a literal, other than the one the
+    file belongs to: a computed key (``sys.modules[name]``) reads a cache of modules loaded
+    so far, and the reviewed package's own modules are installed with it."""
+    if not isinstance(key, cst.SimpleString):
+        return False
+    package = key.evaluated_value
+    top = package.partition(".")[0] if isinstance(package, str) else ""
+    parts = ctx.path.split("/")
+    own = parts[1] if parts[0] == "src" and len(parts) > 2 else parts[0]
+    return bool(top) and top != own
 
 
 def _compares_with_none(comparison: cst.Comparison) -> bool:

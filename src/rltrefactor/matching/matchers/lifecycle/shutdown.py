@@ -113,15 +113,24 @@ class DelCallsIntoModules:
 
 
 def _unprotected_calls(body: cst.CSTNode) -> Iterator[cst.Call]:
-    """Calls ``body`` runs outside ``try`` blocks and nested definitions, in source order."""
+    """Calls ``body`` runs outside ``try`` blocks, ``with contextlib.suppress(...)`` blocks
+    and nested definitions, in source order."""
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Try, cst.TryStar, cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if isinstance(node, (cst.Try, cst.TryStar, cst.FunctionDef, cst.Lambda, cst.ClassDef)) or _suppressing(node):
             continue
         if isinstance(node, cst.Call):
             yield node
         stack.extend(reversed(child_nodes(node)))
+
+
+def _suppressing(node: cst.CSTNode) -> bool:
+    """``with suppress(...)`` (``contextlib``'s, by any import): a ``try``/``except`` in one line."""
+    return isinstance(node, cst.With) and any(
+        isinstance(item.item, cst.Call) and (dotted_name(item.item.func) or "").rpartition(".")[2] == "suppress"
+        for item in node.items
+    )
 
 
 TEARDOWN_WORDS = ("stop", "close", "shutdown", "cleanup", "destroy", "teardown", "terminate", "release", "dispose", "unload", "free")

@@ -315,7 +315,7 @@ _CPU_TEST = re.compile(r"\b([A-Za-z_]\w*)\.(?:is_cpu\b|device\.type\s*==\s*['\"]
 
 
 def _asserted_on_host(test: cst.BaseExpression, ctx: FileContext) -> list[str]:
-    """The names an assertion's test holds on the host: ``x.is_cpu`` or
+    """The names a test (an assertion's, a branch's) holds on the host: ``x.is_cpu`` or
     ``x.device.type == "cpu"``, alone or as operands of ``and`` (never under ``not``/``or``)."""
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _asserted_on_host(test.left, ctx) + _asserted_on_host(test.right, ctx)
@@ -324,11 +324,11 @@ def _asserted_on_host(test: cst.BaseExpression, ctx: FileContext) -> list[str]:
 
 
 def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:
-    """Inside ``if name.is_cpu:``, ``if name.device.type == "cpu":`` or a test that
-    ``name`` is a numpy or Python value (``if isinstance(name, np.generic):``)."""
+    """Inside ``if name.is_cpu:``, ``if name.device.type == "cpu":`` (alone or as an
+    operand of ``and``: never under ``not``/``or``) or a test that ``name`` is a numpy or
+    Python value (``if isinstance(name, np.generic):``)."""
     for branch in guarded_by(name, ctx):
-        text = ctx.code(branch.test)
-        if name.value in _CPU_TEST.findall(text):
+        if name.value in _asserted_on_host(branch.test, ctx):
             return True
         if _tested_as_host_type(branch.test, name.value, ctx):
             return True

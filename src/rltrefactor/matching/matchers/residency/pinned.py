@@ -1,5 +1,6 @@
 """Whether a host value is pinned (page-locked), so that a ``non_blocking=True`` copy from it
-overlaps: it comes from ``pin_memory=True`` or ``.pin_memory()``, is named so (``pinned``),
+overlaps: it comes from ``pin_memory=`` anything but a literal no (``True``,
+``PIN_MEMORY``) or ``.pin_memory()``, is named so (``pinned``),
 is a persistent buffer (an attribute of ``self``: staging buffers are allocated pinned
 once), or is a basic view or slice of a pinned value. Advanced indexing (``buf[idx]``)
 makes a new, pageable tensor."""
@@ -35,8 +36,10 @@ def is_pinned(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
             return True
         if isinstance(func, cst.Attribute) and func.attr.value in _VIEWS:
             return is_pinned(func.value, ctx, depth + 1)
+        # ``pin_memory=PIN_MEMORY`` (``is_pin_memory_available()``) asks for pinned memory
+        # wherever the platform has it: only a literal no is no.
         pin = keyword(expr, "pin_memory")
-        return pin is not None and ctx.code(pin).strip() == "True"
+        return pin is not None and ctx.code(pin).strip() not in ("False", "None", "0")
     if isinstance(expr, cst.Name):
         value = last_value(expr, ctx)
         return value is not None and is_pinned(value, ctx, depth + 1)
