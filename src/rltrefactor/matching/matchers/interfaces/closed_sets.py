@@ -14,6 +14,10 @@ The answer is read from declarations (``declarations``), never from names:
   must be closed. A class that sets ``self.attr`` from a checked parameter (and never
   to a string constant) closes it too.
 
+Where the declarations leave the repository (a field typed by another package's
+``Literal``, ``openai``'s ``ResponseStatus``) or the value comes from a call, the type
+engine's answer closes it when it is a ``Literal`` of strings (``typed_closed``).
+
 Types resolve through aliases and imports: ``from .types import Status`` reads
 ``types.py`` of the same repository (at the reviewed revision, through
 ``FileContext.sources``), only its top-level declarations, parsed once per review.
@@ -25,6 +29,7 @@ Nothing is parsed unless ``repository_modules.may_close`` finds, in the text, a
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterable
 
 import libcst as cst
@@ -42,7 +47,13 @@ _MAX_DEPTH = 6  # aliases of aliases, across modules
 def declared_closed(ctx: FileContext, field: cst.BaseExpression, values: frozenset[str]) -> bool:
     """``field`` is declared (or checked) to hold one of a closed set of strings, and
     ``values`` are all in it. A value outside the set is a probable typo: not closed."""
-    if ctx.sources is None or not values:
+    if not values:
+        return False
+    return _declared_in_repository(ctx, field, values) or typed_closed(ctx, field, values)
+
+
+def _declared_in_repository(ctx: FileContext, field: cst.BaseExpression, values: frozenset[str]) -> bool:
+    if ctx.sources is None:
         return False
     word = _last_name(field)
     if word is None or not may_close(ctx, ctx.sources, word):
@@ -52,7 +63,7 @@ def declared_closed(ctx: FileContext, field: cst.BaseExpression, values: frozens
     if own is None:
         return False
     allowed = _field_values(sets, own, ctx, field)
-    return allowed is not None and bool(values) and values <= allowed
+    return allowed is not None and values <= allowed
 
 
 def _last_name(field: cst.BaseExpression) -> str | None:
@@ -305,3 +316,17 @@ def _checked(cls: ClassFacts, attribute: str) -> frozenset[str] | None:
     """What the class's construction checks ``self.<attribute>`` against, if it does."""
     checked = [c.values for c in cls.checks if c.expression == f"self.{attribute}"]
     return _union(checked) if checked else None
+
+
+# A type engine's answer made only of string ``Literal``s, and ``None``.
+_LITERAL_UNION = re.compile(r"^(?:Literal\[[^\]]*\]|None)(?: \| (?:Literal\[[^\]]*\]|None))*$")
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'" + r'|"((?:[^"\\]|\\.)*)"')
+
+
+def typed_closed(ctx: FileContext, field: cst.BaseExpression, values: frozenset[str]) -> bool:
+    """The type engine types ``field`` as a ``Literal`` of strings holding every one of ``values``."""
+    answer = ctx.value_type(field) if isinstance(field, (cst.Name, cst.Attribute)) else None
+    if answer is None or not _LITERAL_UNION.match(answer.strip()):
+        return False
+    allowed = {single or double for single, double in _QUOTED.findall(answer)}
+    return bool(allowed) and values <= allowed
