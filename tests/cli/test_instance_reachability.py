@@ -145,6 +145,22 @@ TOWERS = {"other": OtherVisionTower}
     assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
 
 
+@pytest.mark.parametrize(("mention", "per_request"), [
+    ('"""Runs ``VisionTower`` once per image, as :class:`VisionTower` says."""', True),  # a docstring
+    ('# VisionTower is built by the model below', True),  # a comment
+    ('raise ValueError(f"VisionTower needs {1} image")', True),  # a message
+    ('ARCHS = ["VisionTower"]', False),  # a name a registry may load with getattr
+    ('ARCHS = {"tower": VisionTower}', False),  # a registry's value
+], ids=["docstring", "comment", "message", "registry-string", "registry-value"])
+def test_a_class_named_in_prose_elsewhere_keeps_its_instances_seen(repo, cli, mention, per_request):
+    files = _vllm()
+    files["vllm/model_executor/models/notes.py"] = f"""def describe():
+    {mention}
+"""
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) not in found) is per_request, found
+
+
 SGLANG_FRONTEND = ("sglang/srt/multimodal/mel_frontend.py", '''import torch
 from torch import nn
 

@@ -34,6 +34,11 @@ def parse(text: str) -> tree_sitter.Tree:
     return _parser().parse(text.encode("utf-8", "surrogatepass"))
 
 
+def parse_bytes(data: bytes) -> tree_sitter.Tree:
+    """``parse`` of a file's bytes as read: byte offsets are those of ``data``."""
+    return _parser().parse(data)
+
+
 @cache
 def query(source: str) -> tree_sitter.Query:
     """``source`` compiled against the Python grammar."""

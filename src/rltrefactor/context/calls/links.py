@@ -279,9 +279,10 @@ class Repository:
         from it, is kept: (holder's path, holder class, attribute), the attribute ending in
         ``[]`` for a container of instances (``self.blocks = nn.ModuleList([Block() ...])``).
         None unless each is seen: every mention of the class's name (or an alias it is
-        imported as) in the repository is an import, an annotation, a type test, a class
-        definition or a construction, and every construction is the value (or a container
-        element) of a ``self.A = ...`` in a method."""
+        imported as) in the repository's code (``RevisionTexts.mentions``: comments,
+        docstrings and messages are prose) is an import, an annotation, a type test, a
+        class definition or a construction, and every construction is the value (or a
+        container element) of a ``self.A = ...`` in a method."""
         if (path, qualname) not in self._holders:
             self._holders[(path, qualname)] = None  # a class derived from itself through a cycle
             self._holders[(path, qualname)] = self._instance_holders(path, qualname, depth)

@@ -13,6 +13,7 @@ import re
 from collections import defaultdict
 from typing import Iterable, Mapping
 
+from ...source import treesitter
 from ...source.field_declarations import field_declarations, host_fields
 
 _DEF = re.compile(rb"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)", re.MULTILINE)
@@ -42,6 +43,7 @@ class RevisionTexts:
         self._called: dict[str, set[str]] | None = None  # every called name -> files, once read
         self._mentioning: dict[str, tuple[str, ...]] = {}
         self._mentions: dict[tuple[str, str], list[tuple[bytes, bytes]]] = {}
+        self._prose: dict[str, list[tuple[int, int, int, int]]] = {}  # path -> its strings and comments
         self._words: dict[str, set[str]] | None = None  # every word -> files, once read
 
     def _read_defs(self) -> None:
@@ -112,7 +114,9 @@ class RevisionTexts:
         return found
 
     def mentions(self, path: str, name: str) -> list[tuple[bytes, bytes]]:
-        """(text before, text after) on the line of each whole-word ``name`` in ``path``."""
+        """(text before, text after) on the line of each whole-word ``name`` in ``path``'s
+        code. A word of a comment, a docstring or a message is prose and left out; a string
+        that is the name and nothing else (a registry's ``"Model"``) is not."""
         cached = self._mentions.get((path, name))
         if cached is not None:
             return cached
@@ -120,10 +124,18 @@ class RevisionTexts:
         pattern = re.compile(rb"(?<!\w)" + re.escape(name.encode()) + rb"(?!\w)")
         found = self._mentions[(path, name)] = []
         for match in pattern.finditer(data):
+            if self._in_prose(path, data, match.start(), match.end()):
+                continue
             start = data.rfind(b"\n", 0, match.start()) + 1
             end = data.find(b"\n", match.end())
             found.append((data[start:match.start()], data[match.end():end if end >= 0 else len(data)]))
         return found
+
+    def _in_prose(self, path: str, data: bytes, start: int, end: int) -> bool:
+        if path not in self._prose:
+            self._prose[path] = _prose_spans(data)
+        return any(first <= start and end <= last and not (start == text_start and end == text_end)
+                   for first, last, text_start, text_end in self._prose[path])
 
     def _read_calls(self) -> dict[str, set[str]]:
         called: dict[str, set[str]] = defaultdict(set)
@@ -155,3 +167,20 @@ class RevisionTexts:
     @classmethod
     def of(cls, contents: Iterable[tuple[str, bytes | None]]) -> RevisionTexts:
         return cls(dict(contents))
+
+
+def _prose_spans(data: bytes) -> list[tuple[int, int, int, int]]:
+    """Byte spans of the comments and of the text of the strings of ``data`` (first, last,
+    then where the string's own text starts and ends); an f-string's replacement fields
+    are code and split its text."""
+    spans: list[tuple[int, int, int, int]] = []
+    stack = [treesitter.parse_bytes(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            spans.append((node.start_byte, node.end_byte, -1, -1))
+        elif node.type == "string_content":
+            spans.append((node.start_byte, node.end_byte, node.start_byte, node.end_byte))
+        else:
+            stack.extend(node.children)
+    return spans
