@@ -43,7 +43,7 @@ class RevisionTexts:
         self._called: dict[str, set[str]] | None = None  # every called name -> files, once read
         self._mentioning: dict[str, tuple[str, ...]] = {}
         self._mentions: dict[tuple[str, str], list[tuple[bytes, bytes]]] = {}
-        self._prose: dict[str, list[tuple[int, int, int, int]]] = {}  # path -> its strings and comments
+        self._prose: dict[str, list[tuple[int, int, bool]]] = {}  # path -> its comments and strings' text
         self._words: dict[str, set[str]] | None = None  # every word -> files, once read
 
     def _read_defs(self) -> None:
@@ -134,8 +134,9 @@ class RevisionTexts:
     def _in_prose(self, path: str, data: bytes, start: int, end: int) -> bool:
         if path not in self._prose:
             self._prose[path] = _prose_spans(data)
-        return any(first <= start and end <= last and not (start == text_start and end == text_end)
-                   for first, last, text_start, text_end in self._prose[path])
+        # A string that is the name and nothing else names a class a registry may load.
+        return any(first <= start and end <= last and not (string and (start, end) == (first, last))
+                   for first, last, string in self._prose[path])
 
     def _read_calls(self) -> dict[str, set[str]]:
         called: dict[str, set[str]] = defaultdict(set)
@@ -169,18 +170,8 @@ class RevisionTexts:
         return cls(dict(contents))
 
 
-def _prose_spans(data: bytes) -> list[tuple[int, int, int, int]]:
-    """Byte spans of the comments and of the text of the strings of ``data`` (first, last,
-    then where the string's own text starts and ends); an f-string's replacement fields
-    are code and split its text."""
-    spans: list[tuple[int, int, int, int]] = []
-    stack = [treesitter.parse_bytes(data).root_node]
-    while stack:
-        node = stack.pop()
-        if node.type == "comment":
-            spans.append((node.start_byte, node.end_byte, -1, -1))
-        elif node.type == "string_content":
-            spans.append((node.start_byte, node.end_byte, node.start_byte, node.end_byte))
-        else:
-            stack.extend(node.children)
-    return spans
+def _prose_spans(data: bytes) -> list[tuple[int, int, bool]]:
+    """Byte spans of the comments (False) and of the text of the strings (True) of
+    ``data``; an f-string's replacement fields are code and split its text."""
+    found = treesitter.captures("(comment) @comment (string_content) @text", treesitter.parse_bytes(data).root_node)
+    return [(node.start_byte, node.end_byte, kind == "text") for kind, nodes in found.items() for node in nodes]
