@@ -258,8 +258,9 @@ class Engine:
         file_level = syntax_error(path, text, tree)
         if file_level:  # one message for the file, from the parser that says it best
             errors = file_level + [e for e in errors if not e.syntax]
-        if hits and names_for(self.config.names).regex("kernel-decorators").search(code):
-            compiled = kernel_bodies(model.definitions, names_for(self.config.names))
+        names = names_for(self.config.names)
+        if hits and names.regex("kernel-decorators").search(code):
+            compiled = kernel_bodies(model.definitions, names)
             hits = [h for h in hits if not any(first <= h.span.line <= last for first, last in compiled)]
         hits.sort(key=lambda h: (h.span.line, h.span.column, h.rule_id))
         findings = self._to_findings(model, execution, hits)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from .texts import RevisionTexts
 from .facts import ClassFacts, FileFacts, FunctionFacts, type_name
@@ -347,11 +347,16 @@ class Repository:
         written = f"self.{attribute}"
         return tuple(sorted(
             f"{class_path}::{function.qualname}"
-            for class_path, class_name in self._lineage(path, owner) + self._derived(path, owner)
-            for function in self.facts(class_path).functions
-            if function.qualname.startswith(class_name + ".")
-            and (attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls))
+            for class_path, function in self._methods(self._lineage(path, owner) + self._derived(path, owner))
+            if attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls)
         ))
+
+    def _methods(self, classes: list[tuple[str, str]]) -> Iterator[tuple[str, FunctionFacts]]:
+        """(path, function) of every function defined in one of ``classes`` (path, class)."""
+        for class_path, class_name in classes:
+            for function in self.facts(class_path).functions:
+                if function.qualname.startswith(class_name + "."):
+                    yield class_path, function
 
     def _static_call(self, path: str, qualname: str, after: bytes) -> bool:
         """``C.m(`` where ``m`` is a static method of the class: no instance is made."""
@@ -380,16 +385,9 @@ class Repository:
                 receiver = self._receiver_class(caller_path, self.function(call.caller), call.callee.split(".")[:-1])
                 if receiver is None or receiver in classes:
                     return None  # ``other.A(...)``: it may be one of these instances
-        uses: set[str] = set()
-        for class_path, class_name in classes:
-            for function in self.facts(class_path).functions:
-                if not function.qualname.startswith(class_name + "."):
-                    continue
-                if f"{attribute}!" in function.instance_uses:
-                    return None
-                if attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls):
-                    uses.add(f"{class_path}::{function.qualname}")
-        return tuple(sorted(uses))
+        if any(f"{attribute}!" in function.instance_uses for _, function in self._methods(classes)):
+            return None
+        return self.calls_of_kept(holder)
 
     def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
         """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
