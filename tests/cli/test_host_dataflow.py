@@ -53,3 +53,77 @@ def test_an_assertion_that_a_value_is_on_the_cpu_makes_it_a_host_value(review_ne
 def test_a_functional_op_runs_where_its_input_is(review_new_file, device, reported):
     found = review_new_file("sglang/srt/models/vision_windows.py", SGLANG_WINDOWS.format(device=device))
     assert (10 in found) is reported, found
+
+
+VLLM_CONV_METADATA = '''import torch
+
+
+def compute_conv_metadata(query_start_loc, *, device: torch.device):
+    {assertion}
+    seqlens = query_start_loc.diff()
+    nums = -(-seqlens // 8)
+    total = nums.sum().item()
+    return torch.empty(total, device=device)
+'''
+
+
+@pytest.mark.parametrize(("assertion", "reported"), [
+    ('assert query_start_loc.device.type == "cpu"', False),  # ``diff`` and arithmetic stay on the host
+    ("assert query_start_loc.dim() == 1", True),
+], ids=["asserted-host", "unknown"])
+def test_a_difference_of_a_host_tensor_is_a_host_tensor(review_new_file, assertion, reported):
+    found = review_new_file("vllm/v1/attention/backends/conv_metadata.py", VLLM_CONV_METADATA.format(assertion=assertion))
+    assert (8 in found) is reported, found
+
+
+VLLM_PREFILL_LENS = '''import torch
+
+
+class AiterFlashAttentionMetadataBuilder:
+    def build(self, common_attn_metadata, num_prefills, num_decodes):
+        seq_lens = (
+            common_attn_metadata.seq_lens.{moved}()
+            if num_prefills > 0
+            else None
+        )
+        assert seq_lens is not None
+        return seq_lens[num_decodes:].max().item()
+'''
+
+
+@pytest.mark.parametrize(("moved", "reported"), [
+    ("cpu", False),  # the host copy, or nothing
+    ("clone", True),  # still on the device
+], ids=["host-or-none", "device-or-none"])
+def test_a_conditional_host_copy_is_a_host_value(review_new_file, moved, reported):
+    found = review_new_file("vllm/v1/attention/backends/rocm_aiter_fa.py", VLLM_PREFILL_LENS.format(moved=moved))
+    assert (12 in found) is reported, found
+
+
+SGLANG_TRANSFER = '''import numpy as np
+import torch
+
+
+class MooncakeKVManager:
+    def send_kvcache_slice(self, prefill_kv_indices, page_size, item_len):
+        page_indices = prefill_kv_indices.reshape(-1, 1){cast}
+        offsets = {offsets}
+
+        def process_layer(layer_ptr):
+            addrs = layer_ptr + page_indices * item_len + offsets
+            addr_list = addrs.reshape(-1).tolist()
+            return self.engine.transfer(addr_list)
+
+        return [process_layer(p) for p in self.layer_ptrs]
+'''
+
+
+@pytest.mark.parametrize(("cast", "offsets", "reported"), [
+    (".astype(np.int64)", "np.arange(page_size).reshape(1, -1)", False),  # numpy values the closure reads
+    ("", "np.arange(page_size).reshape(1, -1)", False),  # one numpy operand makes the sum a host value
+    ("", "torch.arange(page_size, device=prefill_kv_indices.device)", True),
+], ids=["astype", "numpy-offsets", "device-offsets"])
+def test_a_closure_reads_the_values_its_function_bound(review_new_file, cast, offsets, reported):
+    text = SGLANG_TRANSFER.format(cast=cast, offsets=offsets)
+    found = review_new_file("sglang/srt/disaggregation/mooncake/conn.py", text)
+    assert (12 in found) is reported, found

@@ -174,3 +174,65 @@ class ZenFlowAdam(torch.optim.Optimizer):
 def test_optimizer_state_filled_on_the_first_step_runs_once_per_parameter(review_new_file, state, test, once):
     text = ADAM_STATE.replace("{state}", state).replace("{test}", test)
     assert (review_new_file("runtime/zenflow/zenflow_adam.py", text).get(10) is None) is once
+
+
+# SGLang style: the cached value is read into a local, tested, then stored back.
+IDENTITY_SCALE = '''import torch
+
+
+class DSABackend:
+    def __init__(self):
+        self._identity_scale = None
+
+    def forward_extend(self, q, dev):
+        identity_scale = self._identity_scale
+        if identity_scale is None:
+            identity_scale = torch.tensor([1.0], dtype=torch.float32, device=dev)
+            {store}
+        return q * identity_scale
+'''
+
+# vLLM style: a hit returns the cached map while it still fits; a miss rebuilds and stores it.
+AXIS_MAP = '''import torch
+
+
+class Indexer(torch.nn.Module):
+    def __init__(self, half):
+        super().__init__()
+        self.half = half
+        self._axis_map_cache = None
+
+    def _axis_map(self, device):
+        cache = {read}
+        if cache is not None and cache.device == device:
+            return {returned}
+        axis_map = torch.zeros(self.half, dtype=torch.int32)
+        {store}
+        return axis_map.to(device)
+
+    def forward(self, x):
+        return x[:, self._axis_map(x.device)]
+'''
+
+
+@pytest.mark.parametrize(("path", "text", "line"), [
+    ("layers/attention/dsa_backend.py", IDENTITY_SCALE.replace("{store}", "self._identity_scale = identity_scale"), 11),
+    ("layers/attention/indexer.py", AXIS_MAP.replace("{read}", "self._axis_map_cache").replace("{returned}", "cache")
+     .replace("{store}", "self._axis_map_cache = axis_map.to(device)"), 16),
+    ("layers/attention/indexer.py", AXIS_MAP.replace("{read}", 'getattr(self, "_axis_map_cache", None)')
+     .replace("{returned}", "self._axis_map_cache").replace("{store}", "self._axis_map_cache = axis_map.to(device)"), 16),
+], ids=["local-of-the-attribute", "hit-while-it-fits", "getattr-hit"])
+def test_a_cache_kept_in_an_attribute_read_through_a_local_runs_once(review_new_file, path, text, line):
+    assert line not in review_new_file(path, text)
+
+
+@pytest.mark.parametrize(("path", "text", "line", "rule"), [
+    ("layers/attention/dsa_backend.py", IDENTITY_SCALE.replace("{store}", "pass"), 11, "host-to-device-copy-per-call"),
+    ("layers/attention/indexer.py", AXIS_MAP.replace("{read}", "self._axis_map_cache").replace("{returned}", "cache")
+     .replace("{store}", "pass"), 16, "host-to-device-copy-per-call"),
+    # The hit returns something else: the attribute is a flag read on the way, not a cache.
+    ("layers/attention/indexer.py", AXIS_MAP.replace("{read}", "self._axis_map_cache").replace("{returned}", "None")
+     .replace("{store}", "self._axis_map_cache = axis_map.to(device)"), 16, "host-to-device-copy-per-call"),
+], ids=["never-stored", "hit-never-stored", "hit-returns-something-else"])
+def test_the_same_shapes_that_keep_nothing_are_reported(review_new_file, path, text, line, rule):
+    assert review_new_file(path, text).get(line) == rule

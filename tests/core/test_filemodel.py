@@ -152,9 +152,9 @@ def test_each_file_version_is_parsed_and_classified_once_per_review(repo, monkey
         parsed[text.encode()] += 1
         return real_parse(text)
 
-    def counting_calls(root, functions):
+    def counting_calls(root, functions, gates=None):
         classified[root.text] += 1
-        return real_calls(root, functions)
+        return real_calls(root, functions, gates)
 
     syntax.parse_tree.cache_clear()
     monkeypatch.setattr(syntax, "parse_fresh", counting_parse)

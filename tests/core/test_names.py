@@ -24,7 +24,8 @@ def _write(tmp_path, body):
 
 def test_every_bundled_entry_says_what_it_is_evidence_for():
     names = bundled_names()
-    assert {entry.evidence for entry in names.entries} == {"per-step", "one-time", "offline", "host memory", "kernel module"}
+    assert {entry.evidence for entry in names.entries} == {
+        "per-step", "one-time", "offline", "host memory", "kernel module", "acknowledged sync"}
     assert names.regex("per-step-functions").fullmatch("execute_model")
     assert is_setup_name("_make_dummy_batch_meta") and is_setup_name("warm_up") and not is_setup_name("warm")
 

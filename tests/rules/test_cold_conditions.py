@@ -28,6 +28,9 @@ from .helpers import context
         "logger.isEnabledFor(logging.DEBUG) and x.isnan().any()",
         "torch.compiler.is_compiling()",
         "self.debug",
+        "self.validate_folding_routing",  # an opt-in validation pass
+        "envs.VLLM_VALIDATE_SCHEDULE and step % 100 == 0",
+        "self.debug or envs.VLLM_PROFILE",  # every operand of an ``or`` is a diagnostic
     ],
 )
 def test_cold_conditions(test: str) -> None:
@@ -42,6 +45,8 @@ def test_cold_conditions(test: str) -> None:
         'type(layer).__name__ == "FusedMoE"',
         'fn.__name__ in self.hooks',
         "x.is_cuda and n > 0",
+        "not self.validated",  # holds in ordinary runs once validated... or never: says nothing
+        "not self.is_async or is_profile",  # holds in every synchronous run
     ],
 )
 def test_hot_conditions(test: str) -> None:

@@ -222,6 +222,25 @@ def test_temporary_on_self_versus_state():
     assert lines(m, code) == [3]
 
 
+def test_a_temporary_another_method_reads_by_name_is_state():
+    m = matcher("per-call-temporary-on-self")
+    code = (
+        "class Optimizer:\n"
+        "    def enable_checkpoint(self):\n"
+        "        self._checkpoint_info = None\n"
+        "        for group in self.groups:\n"
+        "            if self._checkpoint_info is None:\n"
+        "                self._checkpoint_info = info_of(group)\n"
+        "        self._scratch = 1\n"
+        "        use(self._scratch)\n"
+        "    def checkpoint_info(self):\n"
+        "        return getattr(self, '_checkpoint_info', None)\n"
+        "    def other(self):\n"
+        "        return getattr(other, '_scratch', None)\n"  # another object's attribute of that name
+    )
+    assert lines(m, code) == [7]
+
+
 def test_guard_only_for_unconditional_init_assignments():
     m = matcher("guard-for-constructed-attribute")
     code = (
@@ -295,6 +314,45 @@ def test_string_compared_field_both_orders_and_membership():
     assert lines(m, code) == [1, 2, 3, 6]
     names = matcher("string-compared-field", **{"field-regex": "^architectures$", "literal-in-field": True})
     assert lines(names, "a = 'Llama' in cfg.architectures\nb = 'x' in state\n") == [1]
+
+
+def test_string_compared_field_leaves_alone_what_no_state_of_the_code_holds():
+    m = matcher("string-compared-field")
+    # vLLM style: what a daemon's reply says, an emptiness test, and a mapping's entry by key.
+    received = (
+        "def load(conn):\n"
+        "    reply = recv_msg(conn)\n"
+        "    status = reply.get('status')\n"
+        "    if status == 'mismatch':\n"
+        "        raise ValueError(status)\n"
+        "    code = reply['status']\n"
+        "    return code == 'ok'\n"
+        "def render(state):\n"
+        "    return state is None or state == ''\n"
+        "def schedule(self):\n"
+        "    return self.state[SCHEDULER_TYPE] == 'fixed_linear' or self.state['kind'] == 'x'\n"
+        "def shell_call(item, valid):\n"
+        "    status = item.get('status', 'completed')\n"
+        "    if not valid:\n"
+        "        status = 'incomplete'\n"  # a default rebound on one branch: still the item's status
+        "    return valid and status == 'completed'\n"
+    )
+    assert lines(m, received) == []
+    # SGLang style look-alikes: a state read off an object, a position in a list of states,
+    # and a local bound from one.
+    own = (
+        "def step(self, req, i):\n"
+        "    status = req.status\n"
+        "    if status == 'running':\n"
+        "        return self.req_status[i] == 'waiting'\n"
+        "    return self.phase != ''  and self.phase == 'decode'\n"
+        "def finish(req, aborted):\n"
+        "    status = req.status\n"
+        "    if aborted:\n"
+        "        status = 'aborted'\n"
+        "    return status == 'finished'\n"
+    )
+    assert lines(m, own) == [3, 4, 5, 10]
 
 
 def test_abbreviations_first_binding_per_scope_and_configurable():

@@ -130,8 +130,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     functions = file_functions(definitions)
     if not functions:
         return EMPTY
-    collect_calls(tree.root_node, functions)
     names = declared.names or bundled_names()
+    collect_calls(tree.root_node, functions, names.regex("cold-conditions"))
     by_key = {_key(f): f for f in functions}
     imports_of = _once(imports or (lambda: import_table(tree)))
     bases = class_bases(tree, definitions, imports_of)
@@ -194,7 +194,8 @@ def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContex
     heuristics but never a verdict the configuration declares, nor a protocol model of the
     file's own bases unless the calls of every instance of the class prove the method
     colder: the file reads both first."""
-    kinds: dict[str, ExecutionKind] = {"per-step": "per-step", "one-time": "one-time", "per-request": "per-request"}
+    kinds: dict[str, ExecutionKind] = {"per-step": "per-step", "one-time": "one-time", "per-request": "per-request",
+                                       "unknown": "unknown"}
     for function in functions:
         if function.declared:
             continue
@@ -378,13 +379,13 @@ def _inherit_from_parents(functions: list[FileFunction]) -> None:
 def _spread_per_step(
     functions: list[FileFunction], by_key: dict[str, FileFunction], tables: dict[str, frozenset[str]],
 ) -> None:
-    """Functions a per-step function calls run per step too (unless they are cold by name),
-    and so does every function of a module-level table it calls an entry of
-    (``ATTENTION[impl](q, k, v)``): any entry may be the one picked."""
+    """Functions a per-step function calls run per step too (unless they are cold by name,
+    or called only under a diagnostics gate), and so does every function of a module-level
+    table it calls an entry of (``ATTENTION[impl](q, k, v)``): any entry may be the one picked."""
     queue = [f for f in functions if f.kind == "per-step"]
     while queue:
         caller = queue.pop()
-        for key in sorted(caller.calls):  # sorted: the evidence names the same caller every run
+        for key in sorted(caller.calls - caller.gated):  # sorted: the evidence names the same caller every run
             callee = by_key.get(key)
             if callee is not None and callee.kind == "unknown":
                 callee.kind, callee.evidence, callee.basis = "per-step", f"called from {caller.qualname}", caller.basis

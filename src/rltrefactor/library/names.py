@@ -20,7 +20,7 @@ from typing import Literal
 
 MatchKind = Literal["words", "names", "substrings", "patterns", "paths"]
 MATCH_KINDS: tuple[MatchKind, ...] = ("words", "names", "substrings", "patterns", "paths")
-EVIDENCE = ("per-step", "one-time", "offline", "host memory", "kernel module")
+EVIDENCE = ("per-step", "one-time", "offline", "host memory", "kernel module", "acknowledged sync")
 _ENTRY_KEYS = ("evidence", "match", "description", "ignore-case", "values")
 
 

@@ -306,16 +306,21 @@ class Engine:
 
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
         """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
-        run per step (the one place that filters cold code: matchers never ask)."""
+        run per step (the one place that filters cold code: matchers never ask), those of
+        ``synchronizing-rules`` only outside a block that allows synchronizations."""
         from .fix_shapes import shaped_fix
-        from .matchers.context import runs_cold
+        from .matchers.context import in_sync_allowing_block, runs_cold
 
         hits: list[Hit] = []
+        synchronizing = ctx.names.regex("synchronizing-rules")
         for rule, matcher in candidates:
             started = time.perf_counter()
+            acknowledges = synchronizing.fullmatch(rule.id) is not None
             try:
                 for match in matcher.find(ctx):
                     if rule.applicability.per_step and runs_cold(match.node, ctx):
+                        continue
+                    if acknowledges and in_sync_allowing_block(match.node, ctx):
                         continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency,

@@ -42,6 +42,8 @@ class FileFunction:
     call_sites: int = 0
     # Module-level tables (dicts, lists, tuples of functions) this function calls an entry of: ``TABLE[key](...)``.
     dispatched: set[str] = field(default_factory=set)
+    # Callee keys of ``calls`` whose every call here sits under a diagnostics gate (``under_gate``).
+    gated: set[str] = field(default_factory=set)
     kind: ExecutionKind = "unknown"
     evidence: str = ""
     basis: str = ""  # what the verdict rests on (``context.execution.FunctionExecution.basis``)
@@ -146,11 +148,12 @@ def registered_names(root: Node, registrations: re.Pattern[str]) -> set[str]:
     return found
 
 
-def collect_calls(root: Node, functions: list[FileFunction]) -> None:
+def collect_calls(root: Node, functions: list[FileFunction], gates: re.Pattern[str] | None = None) -> None:
     """Fill each function's callee keys ("f" for ``f()``, "Class.m" for ``self.m()``)
     from the calls in its body. A call inside a nested function or class belongs to that
     definition (a class body's calls to none), a call in a definition's header
-    (defaults, annotations) to none."""
+    (defaults, annotations) to none. ``gates``: names of diagnostics conditions; a key
+    whose every call sits under one is also in ``FileFunction.gated``."""
     # Scopes nest: (first byte, end byte, the function whose body it is, or None).
     scopes: list[tuple[int, int, FileFunction | None]] = []
     for function in functions:
@@ -158,7 +161,7 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
         if function.node is not None and body is not None:
             scopes.append((function.node.start_byte, body.start_byte, None))
             scopes.append((body.start_byte, body.end_byte, function))
-    calls: list[tuple[int, str | None, str, bool]] = []  # (byte, callee name or None for self.m(), name, result kept)
+    calls: list[tuple[int, str | None, str, bool, Node]] = []  # (byte, callee name or None for self.m(), name, result kept, node)
     dispatches: list[tuple[int, str]] = []  # (byte, table name)
     sites: collections.Counter[str] = collections.Counter()
     for _, captures in treesitter.matches(_CALLS_QUERY, root):
@@ -166,7 +169,7 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
             scopes.extend((node.start_byte, node.end_byte, None) for node in captures["class"])
         elif "name" in captures:
             callee = captures["name"][0]
-            calls.append((callee.start_byte, text_of(callee), "", False))
+            calls.append((callee.start_byte, text_of(callee), "", False, callee))
             sites[text_of(callee)] += 1
         elif "table" in captures:
             dispatches.append((captures["table"][0].start_byte, text_of(captures["table"][0])))
@@ -174,7 +177,8 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
             sites[text_of(captures["attribute"][0])] += 1
             if text_of(captures["object"][0]) in ("self", "cls"):
                 kept = _result_kept(captures["method_call"][0])
-                calls.append((captures["object"][0].start_byte, None, text_of(captures["attribute"][0]), kept))
+                calls.append((captures["object"][0].start_byte, None, text_of(captures["attribute"][0]), kept,
+                              captures["method_call"][0]))
     for function in functions:
         function.call_sites = sites[function.name]
     scopes.sort(key=lambda scope: (scope[0], -scope[1]))
@@ -185,7 +189,8 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
     calls.sort(key=lambda call: call[0])
     open_scopes: list[tuple[int, int, FileFunction | None]] = []
     next_scope = 0
-    for position, name, method, kept in calls:
+    ungated: set[tuple[int, str]] = set()  # (id of the function, key) called outside any gate
+    for position, name, method, kept, node in calls:
         while next_scope < len(scopes) and scopes[next_scope][0] <= position:
             open_scopes.append(scopes[next_scope])
             next_scope += 1
@@ -196,10 +201,51 @@ def collect_calls(root: Node, functions: list[FileFunction]) -> None:
         if owner is None:
             continue
         if name is not None:
-            owner.calls.add(name)
+            key = name
         elif owner.owner is not None:
-            owner.calls.add(f"{owner.owner}.{method}")
-            owner.method_calls.append((f"{owner.owner}.{method}", kept))
+            key = f"{owner.owner}.{method}"
+            owner.method_calls.append((key, kept))
+        else:
+            continue
+        owner.calls.add(key)
+        if gates is not None and owner.node is not None and under_gate(node, owner.node, gates):
+            owner.gated.add(key)
+        else:
+            ungated.add((id(owner), key))
+    for function in functions:
+        function.gated -= {key for key in function.gated if (id(function), key) in ungated}
+
+
+def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
+    """``node`` sits in the body of an ``if``/``elif`` of ``function`` whose test names a
+    gate affirmatively (``if self.debug:``; not ``if not debug:`` nor ``if x is None:``)."""
+    child, parent = node, node.parent
+    while parent is not None and parent != function:
+        if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
+            test = parent.child_by_field_name("condition")
+            if test is not None and _gated_condition(test, gates):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
+def _gated_condition(test: Node, gates: re.Pattern[str]) -> bool:
+    """The test holds only when a gate is on: one operand of an ``and`` that is, every
+    operand of an ``or``; a negation (``not debug``, ``profiler is None``) says nothing."""
+    while test.type == "parenthesized_expression" and test.named_children:
+        test = test.named_children[0]
+    if test.type == "boolean_operator":
+        left, right = test.child_by_field_name("left"), test.child_by_field_name("right")
+        operands = [o for o in (left, right) if o is not None]
+        either = test.child_by_field_name("operator") is not None and text_of(test.child_by_field_name("operator")) == "or"
+        return (all if either else any)(_gated_condition(o, gates) for o in operands) and bool(operands)
+    if test.type == "not_operator" or (test.type == "comparison_operator" and text_of(test).rstrip().endswith("is None")):
+        return False
+    # ``obj.__class__.__name__`` names a type, not the script's ``__name__``.
+    return any(gates.search(word) for word in _GATE_WORD.findall(text_of(test)) if not (word.startswith("__") and word != "__name__"))
+
+
+_GATE_WORD = re.compile(r"(?<![\w.])__name__|(?<=\.)(?!__)\w+|(?<![\w.])\w+")
 
 
 def _innermost_scope(scopes: list[tuple[int, int, FileFunction | None]], position: int) -> FileFunction | None:

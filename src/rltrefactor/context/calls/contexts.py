@@ -17,7 +17,8 @@ and never resolves every call of the repository. Verdicts, strongest first:
   hoped, its callers what it does (per-request callers may loop over steps: a diffusion
   stage's ``_run_denoising_step``);
 - *per-step* when a per-step root reaches it through functions without such a verdict,
-  with the shortest chain as evidence: from a structural root (``forward``/``__call__``
+  by calls not made only under a diagnostics gate (``if self.validate_routing:``,
+  ``cold-conditions``), with the shortest chain as evidence: from a structural root (``forward``/``__call__``
   of a class, ``hot-functions``, a compiled function, the body of a
   long-running loop, a closure a cached factory returns) when one reaches it, else from a
   function named by a per-step verb;
@@ -42,6 +43,7 @@ from .facts import FunctionFacts
 from .links import Repository
 from ..execution import COLD_KINDS, INSTANCES_PROOF, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
+from ...library.globs import matches
 from ...library.names import Names
 from ...library.protocols import Protocols
 
@@ -206,8 +208,8 @@ class CallContexts:
                     if call.target != node or caller in toward or caller.endswith(("::<module>", "::<main>")):
                         continue
                     around = self._own_verdict(caller)
-                    if around.hard is not None or (around.loop and not call.in_loop):
-                        continue
+                    if around.hard is not None or (around.loop and not call.in_loop) or call.gated:
+                        continue  # cold code, a loop's set-up, a diagnostics gate: no step runs through it
                     if around.instances and self._by_instances(caller) is not None:
                         continue  # a module only code that runs less often calls
                     toward[caller] = node
@@ -218,15 +220,20 @@ class CallContexts:
                         named.append(caller)
                     following.append(caller)
             if structural:
-                return ("per-step", "per step: " + _shown(self._chain(min(structural), toward)))
+                return ("per-step", "per step: " + _shown(self._chain(min(structural, key=self._root_order), toward)))
             if named and not named_root:
-                named_root = min(named)
+                named_root = min(named, key=self._root_order)
             frontier = sorted(following)
         if own.root == "named":
             return ("per-step", own.evidence)
         if named_root:
             return ("per-step", "per step: " + _shown(self._chain(named_root, toward)))
         return None
+
+    def _root_order(self, function_id: str) -> tuple[bool, str]:
+        """Roots shown first: those outside an engine's CPU backend (``host-backend-paths``),
+        whose chain says where the device code runs; then by name, the same every run."""
+        return matches(function_id.partition("::")[0], self._names.entry("host-backend-paths").values), function_id
 
     def _by_instances(self, function_id: str) -> Verdict | None:
         """A class's ``forward``/``__call__`` runs per request, once or offline when every
@@ -248,19 +255,21 @@ class CallContexts:
                 return None
             for use in uses:
                 kind = (self.context(use) or ("", ""))[0]
-                if kind not in COLD_KINDS:
+                if kind == "per-step":
                     return None
-                kinds[use] = kind
+                kinds[use] = kind if kind in COLD_KINDS else "unknown"
         if not kinds:
             return None
-        # The instances run as often as the most frequent code that runs them.
-        kind = next(k for k in ("per-request", "offline", "one-time") if k in kinds.values())
+        # The instances run as often as the most frequent code that runs them; code that
+        # nothing is seen running leaves how often unknown, and the protocol's per step unproven.
+        kind = next(k for k in ("unknown", "per-request", "offline", "one-time") if k in kinds.values())
         first = min(use for use, k in kinds.items() if k == kind)
         _, owner, attribute = holders[0]
         chain = self._cold_chains.get(first, (first.partition("::")[2],)) + (function.qualname,)
         self._cold_chains[function_id] = chain
-        verdict = (kind, f"{kind}, {INSTANCES_PROOF} `self.{attribute.removesuffix('[]')}` of `{owner}`, "
-                         f"only called from code that is: {_shown(chain)}")
+        kept = f"{INSTANCES_PROOF} `self.{attribute.removesuffix('[]')}` of `{owner}`"
+        verdict = (kind, f"{kind}, {kept}, only called from code that is: {_shown(chain)}" if kind != "unknown" else
+                   f"frequency unknown: {kept}, only called from code seen running at no frequency: {_shown(chain)}")
         self._instances[function_id] = verdict
         return verdict
 

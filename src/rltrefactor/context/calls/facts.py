@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...source import treesitter
+from ...source.functions import under_gate
 from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class FunctionFacts:
     # runs it then runs in this function's call), "A!" where it escapes (assigned, returned,
     # stored, anything else).
     instance_uses: tuple[str, ...] = ()
+    # Callees whose every call here sits under a gate that holds only in opt-in
+    # diagnostics (``if self.validate_routing:``, ``if debug:``: ``cold-conditions``).
+    gated_calls: tuple[str, ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -83,7 +87,8 @@ EMPTY_FACTS = FileFacts((), (), (), (), ())
 def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
-                       f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses] for f in facts.functions],
+                       f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls]
+                      for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
     }
@@ -93,8 +98,8 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     """The inverse of ``facts_to_json``; raises KeyError, TypeError or ValueError on a bad document."""
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
-                      tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu in data["functions"]
+                      tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -164,10 +169,13 @@ class _Builder:
         self.loops: list[tuple[int, int]] = []
         self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
         self.instance_uses: list[str] = []
+        self.gated: set[str] = set()  # callees with a call under a diagnostics gate
+        self.ungated: set[str] = set()  # ... and with one elsewhere
 
 
-def read_facts(tree: tree_sitter.Tree) -> FileFacts:
-    """The facts of the file whose tree-sitter ``tree`` is given."""
+def read_facts(tree: tree_sitter.Tree, gates: re.Pattern[str] | None = None) -> FileFacts:
+    """The facts of the file whose tree-sitter ``tree`` is given; ``gates``: names of the
+    conditions that hold only in opt-in diagnostics (``cold-conditions``), None: none."""
     captures = treesitter.captures(_QUERY, tree.root_node)
     functions, classes, scopes = _definitions(walk_definitions(tree, captures.get("function", []) + captures.get("class", [])))
     imports = tuple(item for node in captures.get("import", []) for item in _imports(node))
@@ -192,7 +200,7 @@ def read_facts(tree: tree_sitter.Tree) -> FileFacts:
             owner = open_scopes[-1][2]
         else:
             owner = main if any(start <= byte < end for start, end in main_ranges) else module
-        _record(owner, kind, node, byte)
+        _record(owner, kind, node, byte, gates)
     facts = tuple(_function_facts(b) for b in functions)
     class_facts = tuple(ClassFacts(b.qualname, _bases(b.node), tuple(b.attributes)) for b in classes)
     return FileFacts(facts, class_facts, imports, tuple(module.calls), tuple(main.calls))
@@ -217,7 +225,7 @@ def _definitions(defs: DefinitionMap) -> tuple[list[_Builder], list[_Builder], l
     return functions, classes, scopes
 
 
-def _record(owner: _Builder, kind: str, node: Node, byte: int) -> None:
+def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern[str] | None = None) -> None:
     if kind == "loop":
         if owner.node.type == "function_definition" and _waits(node):
             owner.loops.append((node.start_byte, node.end_byte))
@@ -227,6 +235,8 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int) -> None:
             owner.calls.append(callee)
             if any(start <= byte < end for start, end in owner.loops):
                 owner.loop_calls.append(callee)
+            if gates is not None and owner.node.type == "function_definition":
+                (owner.gated if under_gate(node, owner.node, gates) else owner.ungated).add(callee)
             arguments = node.parent.child_by_field_name("arguments") if node.parent is not None else None
             owner.call_sites.append((callee, _arguments(arguments, owner) if arguments is not None else ""))
     elif kind == "assign":
@@ -403,7 +413,7 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
-        tuple(builder.instance_uses),
+        tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
     )
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -51,7 +52,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "7"
+_FORMAT = "8"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -110,15 +111,16 @@ def build_index(
     except GitError:
         return CallIndex()
     told = sorted(blobs) if paths is None else sorted(set(paths) & blobs.keys())
-    store = _FactsCache(cache_dir) if cache_dir is not None else None
+    gates = names_for(config.names).regex("cold-conditions")
+    store = _FactsCache(cache_dir, gates) if cache_dir is not None else None
     # The same files, settings and questions give the same index: a re-run reads it whole.
     asked = {path: sorted(lines[path]) for path in told if path in lines} if lines is not None else {}
     key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.protocols, config.test_paths, config.cold_paths)).encode()).hexdigest()
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
-    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of)
-    index = _told(Repository(facts.texts(), facts.load), config, told, asked)
+    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of, gates)
+    index = _told(Repository(facts.texts(), facts.load, _offline_paths(config)), config, told, asked)
     index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
     if store is not None:
         store.put_index(key, index)
@@ -126,8 +128,7 @@ def build_index(
 
 
 def _told(repository: Repository, config: Config, paths: Iterable[str], lines: Mapping[str, Collection[int]] | None = None) -> CallIndex:
-    offline = lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)  # noqa: E731
-    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), offline,
+    contexts = CallContexts(repository, names_for(config.names), (config.hot_functions, config.cold_functions), _offline_paths(config),
                             protocols_for(config.protocols))
     files: dict[str, FileContexts] = {}
     fields = repository.host_fields(names_for(config.names).entry("host-field-declarations").values) if paths else frozenset()
@@ -141,6 +142,11 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
         host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
         files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields)
     return CallIndex(files, indexed=len(repository.paths))
+
+
+def _offline_paths(config: Config) -> Callable[[str], bool]:
+    """Whether a path is under ``test-paths`` or ``cold-paths``."""
+    return lambda path: matches(path, config.test_paths) or matches(path, config.cold_paths)
 
 
 def _asked(repository: Repository, path: str, lines: Collection[int] | None) -> list[str]:
@@ -242,9 +248,10 @@ class _Facts:
 
     def __init__(
         self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = (),
-        tree_of: Callable[[str, str], Tree | None] | None = None,
+        tree_of: Callable[[str, str], Tree | None] | None = None, gates: re.Pattern[str] | None = None,
     ) -> None:
         self.root, self.blobs, self.store = root, blobs, store
+        self.gates = gates  # ``cold-conditions``: calls under them are ``FunctionFacts.gated_calls``
         self.reviewed = frozenset(reviewed)  # the reviewer parses them too: their trees are shared
         self.tree_of = tree_of
         self.parsed = 0  # distinct blobs parsed this time
@@ -275,7 +282,7 @@ class _Facts:
                 self._by_blob[blob] = EMPTY_FACTS  # unreadable, too large or binary: defines nothing
                 continue
             text = data.decode("utf-8", "replace")
-            self._by_blob[blob] = read_facts(self._tree(path, text))
+            self._by_blob[blob] = read_facts(self._tree(path, text), self.gates)
             self.parsed += 1
             if self.store is not None:
                 self.store.put(blob, self._by_blob[blob])
@@ -341,8 +348,10 @@ class _FactsCache:
     """One JSON document per blob, under the tool's cache directory; written to a
     temporary file and renamed into place, so a reader never sees half an entry."""
 
-    def __init__(self, directory: str) -> None:
-        self.directory = Path(directory) / f"callindex-v{_FORMAT}" / code_stamp()[:16]
+    def __init__(self, directory: str, gates: re.Pattern[str] | None = None) -> None:
+        # Facts depend on the gates they were read with (a configuration may change them).
+        said = hashlib.sha256((gates.pattern if gates is not None else "").encode()).hexdigest()[:8]
+        self.directory = Path(directory) / f"callindex-v{_FORMAT}" / f"{code_stamp()[:16]}-{said}"
 
     def _entry(self, blob: str) -> Path:
         return self.directory / blob[:2] / f"{blob}.json"

@@ -54,6 +54,7 @@ class Caller(NamedTuple):
     callee: str  # as written
     target: str | None  # the function id it resolves to; None where no rule resolves it
     in_loop: bool  # made inside the caller's long-running loop
+    gated: bool = False  # made only under a diagnostics gate (``FunctionFacts.gated_calls``)
 
 
 # Method names builtin containers, strings and compiled patterns also have: a call by such
@@ -72,10 +73,14 @@ class Repository:
     text (``RevisionTexts``), and only those files are parsed, when a question needs
     them, to decide. ``load`` gives a path's facts."""
 
-    def __init__(self, texts: RevisionTexts, load: Callable[[str], FileFacts]) -> None:
+    def __init__(self, texts: RevisionTexts, load: Callable[[str], FileFacts],
+                 offline: Callable[[str], bool] = lambda path: False) -> None:
+        """``offline``: whether a path holds code that runs apart from the program (tests,
+        ``cold-paths``): an instance made there runs there, so it hides no other."""
         self.paths = texts.paths
         self._texts = texts
         self._load = load
+        self._offline = offline
         self._facts: dict[str, FileFacts] = {}
         self._summaries: dict[str, FileSummary] = {}
         self._functions: dict[str, dict[str, FunctionFacts]] = {}  # path -> qualname -> facts
@@ -170,7 +175,8 @@ class Repository:
             for path in (p for p in self._texts.calling(name) if name in self._summary(p).called):
                 self.facts(path)
                 for caller, function, callee, in_loop in self._written[path].get(name, ()):
-                    calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop))
+                    gated = function is not None and callee in function.gated_calls
+                    calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop, gated))
             found = self._callers[name] = tuple(calls)
         return found
 
@@ -298,20 +304,32 @@ class Repository:
                 return None
             holders.update(found)
         names = {qualname}
+        local_aliases: set[tuple[str, str]] = set()  # (path, name): ``vision_cls = C`` in a function
         for mentioning in self._texts.mentioning(qualname):
+            if self._offline(mentioning):
+                continue
             facts = self.facts(mentioning)
             aliases = {m.group(1).decode() for _, after in self._texts.mentions(mentioning, qualname)
                        if (m := _ALIAS.match(after)) is not None}
             names.update(aliases)
             imported = any(local in aliases | {qualname} for local, _, _ in facts.imports)
             for name in {qualname} | aliases:
-                if not all(_inert_mention(before, after, imported) or self._static_call(path, qualname, after)
-                           for before, after in self._texts.mentions(mentioning, name)):
-                    return None
-        for call in (call for name in sorted(names) for call in self.callers(name)):
+                for before, after in self._texts.mentions(mentioning, name):
+                    local = self._local_alias(mentioning, before, after)
+                    if local:
+                        local_aliases.add((mentioning, local))
+                    elif not (_inert_mention(before, after, imported) or self._static_call(path, qualname, after)):
+                        return None
+        calls = [call for name in sorted(names) for call in self.callers(name)]
+        calls += [call for alias_path, alias in sorted(local_aliases) for call in self.callers(alias)
+                  if call.caller.partition("::")[0] == alias_path and call.callee == alias]
+        for call in calls:
             caller_path, _, caller_qualname = call.caller.partition("::")
+            if self._offline(caller_path):
+                continue
             function = self.function(call.caller)
-            made = self._class_named(caller_path, function, call.callee) if function is not None else None
+            made = (path, qualname) if (caller_path, call.callee) in local_aliases else \
+                self._class_named(caller_path, function, call.callee) if function is not None else None
             if function is None or made is None:
                 return None  # at import time, or a name no rule resolves: it may be this class
             if made != (path, qualname):
@@ -321,6 +339,20 @@ class Repository:
                 return None
             holders.update((caller_path, function.owner, name[5:]) for name in kept)
         return tuple(sorted(holders)) or None
+
+    def _local_alias(self, path: str, before: bytes, after: bytes) -> str:
+        """The name a function binds the class to (``vision_cls = C`` alone on its line,
+        indented), where the file writes that name nowhere but in such bindings and in
+        bare calls, one at least: every instance made through it is then a call of it (a
+        class attribute is never called bare, so it is no such name). "" otherwise."""
+        bound = _LOCAL_ALIAS.match(before)
+        if bound is None or after.strip() or not before[:1].isspace():
+            return ""
+        alias = bound.group(1).decode()
+        uses = self._texts.mentions(path, alias)
+        called = [b for b, a in uses if a.lstrip().startswith(b"(") and not b.endswith(b".")]
+        bindings = [b for b, a in uses if not b.strip() and _BINDING.match(a)]
+        return alias if called and len(called) + len(bindings) == len(uses) else ""
 
     def kept_instances(self, path: str, qualname: str) -> tuple[tuple[str, str, str], ...]:
         """Where some instance of the class ``qualname`` of ``path`` is kept, as
@@ -380,8 +412,11 @@ class Repository:
         written = f"self.{attribute}"
         classes = self._lineage(path, owner) + self._derived(path, owner)
         for call in self.callers(attribute):
-            if call.callee != written and call.target is None:
-                caller_path = call.caller.partition("::")[0]
+            # A bare ``A(...)`` is a name of its function or module, not this attribute (the
+            # instance reaches it only by being handed on, a use read below); a test's call
+            # runs in the test.
+            caller_path = call.caller.partition("::")[0]
+            if call.callee != written and call.target is None and "." in call.callee and not self._offline(caller_path):
                 receiver = self._receiver_class(caller_path, self.function(call.caller), call.callee.split(".")[:-1])
                 if receiver is None or receiver in classes:
                     return None  # ``other.A(...)``: it may be one of these instances
@@ -473,6 +508,10 @@ class Repository:
 
 _MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
 _ALIAS = re.compile(rb"^\s+as\s+(\w+)")
+_LOCAL_ALIAS = re.compile(rb"^\s*(\w+)\s*=\s*$")
+_BINDING = re.compile(rb"^\s*=(?!=)")
+_COMPARED_BEFORE = re.compile(rb"[=!]=\s*[\"']$")
+_COMPARED_AFTER = re.compile(rb"^[\"']\s*[=!]=")
 # The class's own definition (``class C:``), a class derived from it, an alias.
 _DEFINED_OR_ALIASED = re.compile(rb"(^\s*class\s+|\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
 _IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
@@ -492,6 +531,8 @@ def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:
         return True
     if _IMPORT_LINE.match(before) or (imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")):
         return True
+    if _COMPARED_BEFORE.search(before) or _COMPARED_AFTER.match(after):
+        return True  # a string compared with another (``arch == "C"``) names no class to load
     if _ALIAS.match(after) or _DEFINED_OR_ALIASED.search(before):
         return True  # imported under another name, which is searched too; a derived class, placed by its bases
     return bool(_TYPE_POSITION.search(before)) or after.lstrip().startswith(b"|")

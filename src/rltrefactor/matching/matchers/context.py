@@ -21,6 +21,7 @@ from ...library.names import Names, bundled_names
 from ...context.execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import FileContext, own_nodes
 from .early_returns import is_degenerate_exit
+from .imports import dotted_name
 from .once import after_cache_hit, in_cached_value, is_one_time_guard
 from .walk import bound_before as bound_before, subtree as subtree  # re-exported: matchers read them here
 
@@ -58,6 +59,23 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
         or is_degenerate_exit(branch, ctx)
         for branch in guarded_by(node, ctx)
     )
+
+
+def in_sync_allowing_block(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` lies in the body of a ``with`` of one of the ``sync-allowing-contexts``
+    (``with gpu_sync_allowed():``) in its own function: a synchronization there is made
+    on purpose and says so."""
+    allowing = ctx.names.regex("sync-allowing-contexts")
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, cst.With) and child is ancestor.body and any(
+                isinstance(item.item, cst.Call) and allowing.search(dotted_name(item.item.func) or "")
+                for item in ancestor.items):
+            return True
+        child = ancestor
+    return False
 
 
 def in_cold_function(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -116,7 +134,11 @@ def in_message(node: cst.CSTNode, ctx: FileContext) -> bool:
 def is_cold_condition(test: cst.BaseExpression, names: Names | None = None) -> bool:
     """A condition that only holds when type checking, compiling, debugging, profiling or
     timing, or run as a script. Its negation (``not debug``, ``profiler is None``) holds
-    in ordinary runs: it says nothing."""
+    in ordinary runs: it says nothing, and so does an ``or`` with any such operand."""
+    if isinstance(test, cst.BooleanOperation):  # an ``and`` is cold by one operand, an ``or`` by every one
+        operands = (test.left, test.right)
+        cold = (is_cold_condition(operand, names) for operand in operands)
+        return all(cold) if isinstance(test.operator, cst.Or) else any(cold)
     if _negated(test):
         return False
     cold_name = (names or bundled_names()).regex("cold-conditions")

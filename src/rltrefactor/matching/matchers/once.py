@@ -5,6 +5,7 @@ dropped."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 import libcst as cst
@@ -17,7 +18,8 @@ from .walk import bound_before, subtree
 
 def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
     """The body runs once, then never again, because it keeps what it builds
-    (``guard_bodies``): ``if self._buf is None: self._buf = ...``, ``if not
+    (``guard_bodies``): ``if self._buf is None: self._buf = ...`` (or through a local,
+    ``buf = self._buf; if buf is None: ...; self._buf = buf``), ``if not
     self._initialized:`` or ``if not hasattr(self, "_buf"):`` with a body that writes
     state, ``if key not in self._cache: self._cache[key] = ...`` (once per key), ``if
     _MASK is None: _MASK = ...`` of a declared global. A cache rebuilt only when missing
@@ -56,8 +58,22 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
     if comparison is not None and isinstance(comparison.operator, cst.NotIn):
         return ctx.code(comparison.comparator).strip() in body.containers
     if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name):
-        return test.left.value in body.globals or _memo_lookup(test.left, ctx) in body.containers
+        return (test.left.value in body.globals or _memo_lookup(test.left, ctx) in body.containers
+                or _kept_attribute(test.left, ctx) in body.attributes)
     return _missing_attribute(test) in body.attributes
+
+
+def _kept_attribute(name: cst.Name, ctx: FileContext) -> str | None:
+    """``A`` where ``name = self.A`` or ``name = getattr(self, "A", default)`` just before:
+    the local is the object's cached value, and storing ``self.A`` keeps what it builds."""
+    value = bound_before(name, ctx)
+    if isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name) and value.value.value == "self":
+        return value.attr.value
+    if (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "getattr"
+            and len(value.args) >= 2 and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == "self"
+            and isinstance(value.args[1].value, cst.SimpleString)):
+        return value.args[1].value.evaluated_value if isinstance(value.args[1].value.evaluated_value, str) else None
+    return None
 
 
 def _emptiness_tested(test: cst.BaseExpression) -> cst.Name | None:
@@ -152,7 +168,9 @@ def in_cached_value(node: cst.CSTNode, ctx: FileContext) -> bool:
 def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` follows, in its function's body, a return on a cache hit (``if key in
     CACHE: return CACHE[key]``, ``if (v := CACHE.get(key)) is not None: return v``) of a
-    cache the function fills (``CACHE[key] = ...``): it runs once per key."""
+    cache the function fills (``CACHE[key] = ...``), or of an attribute it stores (``if
+    self._map is not None and self._map.device == device: return self._map`` ... ``self._map
+    = ...``): it runs once per key."""
     function = ctx.enclosing_function(node)
     if function is None or not isinstance(function.body, cst.IndentedBlock):
         return False
@@ -164,10 +182,55 @@ def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
     for statement in statements[: statements.index(top)]:
         if isinstance(statement, cst.If) and statement.orelse is None:
             cache = _cache_hit(statement.test, ctx)
-            body = guard_body(statement, ctx)
-            if cache is not None and cache in filled and body is not None and body.exits:
+            kept = _kept_hit(statement.test, ctx)
+            hit = (cache is not None and cache in filled) or (
+                kept is not None and kept in _stored_attributes(function, ctx) and _hands_back(statement, kept, ctx))
+            body = guard_body(statement, ctx) if hit else None
+            if body is not None and body.exits:
                 return True
     return False
+
+
+def _kept_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The attribute a test finds a cached value in: ``self.A is not None``, or ``v is not
+    None`` after ``v = self.A`` (``_kept_attribute``), first of an ``and`` whose other
+    operands check that the value still fits (``and cache.device == device``)."""
+    while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        test = test.left
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.IsNot)
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
+        return None
+    left = test.left
+    if isinstance(left, cst.Attribute) and isinstance(left.value, cst.Name) and left.value.value == "self":
+        return left.attr.value
+    return _kept_attribute(left, ctx) if isinstance(left, cst.Name) else None
+
+
+def _hands_back(branch: cst.If, attribute: str, ctx: FileContext) -> bool:
+    """The branch returns what it found cached: its code reads ``self.attribute`` or the
+    local the test read it through."""
+    left = branch.test
+    while isinstance(left, cst.BooleanOperation):
+        left = left.left
+    names = {f"self.{attribute}"} | ({left.left.value} if isinstance(left, cst.Comparison) and isinstance(left.left, cst.Name) else set())
+    returned = [n.value for n in subtree(branch.body) if isinstance(n, cst.Return) and n.value is not None]
+    return any(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", ctx.code(value)) for value in returned for name in names)
+
+
+def _stored_attributes(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
+    """Attributes the function assigns (``A`` of ``self.A = ...``); read once per function."""
+    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_stored_attributes", {})
+    found = cache.get(id(function))
+    if found is None:
+        found = cache[id(function)] = frozenset(
+            target.target.attr.value
+            for node in subtree(function.body) if isinstance(node, cst.Assign)
+            for target in node.targets
+            if isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name)
+            and target.target.value.value == "self"
+        )
+    return found
 
 
 def _cache_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:

@@ -325,8 +325,14 @@ _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'" + r'|"((?:[^"\\]|\\.)*)"')
 
 def typed_closed(ctx: FileContext, field: cst.BaseExpression, values: frozenset[str]) -> bool:
     """The type engine types ``field`` as a ``Literal`` of strings holding every one of ``values``."""
+    allowed = typed_literal(ctx, field)
+    return bool(allowed) and values <= allowed
+
+
+def typed_literal(ctx: FileContext, field: cst.BaseExpression) -> frozenset[str]:
+    """The strings of the ``Literal`` the type engine types ``field`` as; empty when it
+    gives no such type."""
     answer = ctx.value_type(field) if isinstance(field, (cst.Name, cst.Attribute)) else None
     if answer is None or not _LITERAL_UNION.match(answer.strip()):
-        return False
-    allowed = {single or double for single, double in _QUOTED.findall(answer)}
-    return bool(allowed) and values <= allowed
+        return frozenset()
+    return frozenset(single or double for single, double in _QUOTED.findall(answer))

@@ -10,9 +10,11 @@ import libcst as cst
 from ...prefilter import GuardedRegex, Prefilter
 from ...regions.reach import MatcherReach
 from ..base import FileContext, Match
+from ..companions import residency_companions
 from ..imports import dotted_name
 from ..options import Option
-from .closed_sets import declared_closed
+from ..walk import bound_before, subtree
+from .closed_sets import declared_closed, typed_literal
 
 BOOLS = ("True", "False")
 # Callees whose boolean argument is a value, not a mode switch.
@@ -162,6 +164,10 @@ def _string_values(node: cst.BaseExpression) -> frozenset[str]:
 
 def _field_name(node: cst.BaseExpression) -> str | None:
     while isinstance(node, cst.Subscript):
+        # ``x.states[i]`` is one of the states; ``x.state["kind"]`` or ``x.state[KIND]`` is an
+        # entry of a mapping, named by its key.
+        if any(isinstance(s.slice, cst.Index) and _names_a_key(s.slice.value) for s in node.slice):
+            return None
         node = node.value
     if isinstance(node, cst.Attribute):
         return node.attr.value
@@ -170,12 +176,73 @@ def _field_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _names_a_key(index: cst.BaseExpression) -> bool:
+    """A string, or a constant's name (``RANDOM_LTD_SCHEDULER_TYPE``)."""
+    if _string(index) is not None:
+        return True
+    name = index.attr.value if isinstance(index, cst.Attribute) else index.value if isinstance(index, cst.Name) else ""
+    return len(name) > 1 and name.isupper()
+
+
+def _emptiness_or_received(pair: tuple[cst.BaseExpression, cst.BaseExpression], ctx: FileContext) -> bool:
+    """Comparisons that test no state of the code's own: with ``""`` only (an emptiness
+    check), or of a local holding what another interface handed over (``status =
+    response.get("status")``, ``state = wrapper.check_xfer_state(handle)``), whose strings
+    are that interface's protocol."""
+    field, literal = pair
+    if _string_values(literal) == {""}:
+        return True
+    if not isinstance(field, cst.Name) or typed_literal(ctx, field):
+        return False  # a value typed as a ``Literal`` is checked against it (``declared_closed``)
+    untyped = _untyped(ctx.value_type(field))
+    return any(_received(value, untyped) for value in _bindings(field, ctx))
+
+
+def _bindings(name: cst.Name, ctx: FileContext) -> list[cst.BaseExpression]:
+    """The values every plain assignment of ``name`` in its function gives it (a default
+    rebound on one branch, ``status = "incomplete"``, leaves where it came from)."""
+    function = ctx.enclosing_function(name)
+    if function is None:
+        value = bound_before(name, ctx)
+        return [value] if value is not None else []
+    return [node.value for node in subtree(function.body) if isinstance(node, cst.Assign)
+            and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets)]
+
+
+def _received(value: cst.BaseExpression, untyped: bool) -> bool:
+    """What another interface handed over: a payload's entry by a string key
+    (``reply["status"]``, ``block.get("state", "")``), or a call the type engine cannot
+    type, whose result code out of its sight decides."""
+    if isinstance(value, cst.Subscript):
+        return _keyed_by_string(value)
+    if not isinstance(value, cst.Call):
+        return False
+    looked_up = (isinstance(value.func, cst.Attribute) and value.func.attr.value in ("get", "pop")
+                 and bool(value.args) and _string(value.args[0].value) is not None)
+    return looked_up or untyped
+
+
+def _untyped(answer: str | None) -> bool:
+    return answer is None or all(alt.strip() in ("Unknown", "Any", "typing.Any", "None") for alt in answer.split("|"))
+
+
+def _keyed_by_string(lookup: cst.Subscript) -> bool:
+    first = lookup.slice[0].slice
+    return isinstance(first, cst.Index) and _string(first.value) is not None
+
+
+def _compared_names(text: str) -> set[str]:
+    """The names on a token's line (and the lines a test wraps over): their assignments say
+    where a compared local came from (``_emptiness_or_received``)."""
+    return residency_companions(text.replace("\n", " "))
+
+
 class StringComparedField:
     """A field whose name matches ``field-regex`` compared with string literals, unless
     its declaration closes it to a set of strings holding them (``closed_sets``): a
     ``Literal`` type or alias, or a check against a fixed collection that raises."""
 
-    reach = MatcherReach(reads="header")
+    reach = MatcherReach(reads="header", companions=_compared_names, companion_lines="assignments")
 
     OPTIONS = {
         "field-regex": Option("regex", r"^(state|status|phase|stage|mode)$|_(state|status|phase|stage|mode)$", "names of the compared field"),
@@ -200,7 +267,8 @@ class StringComparedField:
                 if isinstance(target.operator, (cst.In, cst.NotIn)) and not self.literal_in_field and _string(left) is not None:
                     continue  # "key" in state: a lookup in a mapping, not a state comparison
                 pair = self._field_and_literal(left, right)
-                if pair is not None and not declared_closed(ctx, pair[0], _string_values(pair[1])):
+                if pair is not None and not _emptiness_or_received(pair, ctx) \
+                        and not declared_closed(ctx, pair[0], _string_values(pair[1])):
                     yield Match(comparison, {"FIELD": ctx.code(pair[0]), "VALUE": ctx.code(pair[1])})
                     break
 

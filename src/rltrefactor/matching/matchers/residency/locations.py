@@ -37,7 +37,8 @@ from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_ten
 _SAME_PLACE = frozenset(
     "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
     "permute transpose t expand narrow select split chunk to_dense type_as "
-    "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round".split()
+    "sum mean max min amax amin argmax argmin prod any all cumsum cumprod abs neg round diff clamp clamp_min clamp_max "
+    "floor ceil".split()
 )
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
 # ``torch`` functions whose result lives where their first tensor argument does.
@@ -129,8 +130,11 @@ def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
     if isinstance(expr, cst.Comparison):
         operands = [expr.left, *(target.comparator for target in expr.comparisons)]
         return any(on_host(operand, ctx, depth + 1) for operand in operands)
-    if isinstance(expr, cst.UnaryOperation):
-        return on_host(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.UnaryOperation):  # one operand: no step toward the bound
+        return on_host(expr.expression, ctx, depth)
+    if isinstance(expr, cst.IfExp):  # ``x.cpu() if prefill else None``: a host value, where there is one
+        branches = [b for b in (expr.body, expr.orelse) if not (isinstance(b, cst.Name) and b.value == "None")]
+        return bool(branches) and all(on_host(b, ctx, depth + 1) for b in branches)
     if isinstance(expr, cst.Attribute) and expr.attr.value == "device":  # the device of a host value
         return on_host(expr.value, ctx, depth + 1)
     if isinstance(expr, cst.Attribute) and (values := attribute_values(expr, ctx)):
@@ -159,7 +163,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     func = call.func
     if isinstance(func, cst.Attribute) and not _imported(func.value, ctx):  # a method, not ``torch.any(x)``
         method = func.attr.value
-        if method in HOST_METHODS:
+        if method in HOST_METHODS or method == "astype":  # ``astype``: numpy's, no tensor has it
             return True
         if method == "to":
             return _targets_host(call, ctx, depth) or (_keeps_place(call, ctx) and on_host(func.value, ctx, depth + 1))
@@ -418,7 +422,9 @@ def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
 
 
 def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
-    """The value of the last assignment of ``name`` before this use, in source order."""
+    """The value of the last assignment of ``name`` before this use, in source order; in a
+    nested function that never binds the name, its enclosing function's last before the
+    nested one is defined (a closure's variable)."""
     function = ctx.enclosing_function(name)
     if function is None:
         return None
@@ -427,6 +433,45 @@ def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
         if node is name:
             break
         if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
+            value = node.value
+    if value is None and ctx.enclosing_function(function) is not None and not _binds(function, name.value):
+        return _value_before(function, name.value, ctx)
+    return value
+
+
+def _binds(function: cst.FunctionDef, name: str) -> bool:
+    """``function`` binds ``name`` itself: a parameter, an assignment of any form, a loop,
+    ``with ... as``, a walrus, a comprehension, or a ``global``/``nonlocal`` statement."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
+    if any(isinstance(p, cst.Param) and p.name.value == name for p in every):
+        return True
+    for node in subtree(function.body):
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, cst.AsName):
+            targets = [node.name]
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            targets = [item.name for item in node.names]
+        if any(isinstance(n, cst.Name) and n.value == name for target in targets for n in (target, *subtree(target))):
+            return True
+    return False
+
+
+def _value_before(nested: cst.FunctionDef, name: str, ctx: FileContext) -> cst.BaseExpression | None:
+    """The value of the last plain assignment of ``name`` in the function around ``nested``
+    before ``nested`` is defined."""
+    outer = ctx.enclosing_function(nested)
+    if outer is None:
+        return None
+    value = None
+    for node in _events(outer, ctx).get(name, ()):
+        if any(ancestor is nested for ancestor in ctx.ancestors(node)):
+            break  # events come in source order: the nested function's own come after what precedes it
+        if isinstance(node, cst.Assign):
             value = node.value
     return value
 

@@ -14,6 +14,7 @@ from ..companions import SELF_NAMES, SELF_PRIVATE_WRITE, foreign_receivers, writ
 from ..context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from ..imports import dotted_name
 from ..options import Option
+from ..residency.type_names import split_top
 
 MUTATORS = (
     "append", "appendleft", "extend", "extendleft", "insert", "remove", "pop", "popleft",
@@ -180,12 +181,12 @@ class CollaboratorContainerMutation:
             func = call.func
             if isinstance(func, cst.Attribute) and func.attr.value in self.mutators:
                 owner = self._foreign_owner(func.value, ctx)
-                if owner is not None and not _in_construction(call, ctx):
+                if owner is not None and not _in_construction(call, ctx) and not _typed_other_than_container(func.value, ctx):
                     yield Match(call, {"CONTAINER": ctx.code(func.value), "OWNER": owner, "OP": func.attr.value})
         for sub in ctx.nodes(cst.Subscript):
             if is_target(sub, ctx):
                 owner = self._foreign_owner(sub.value, ctx)
-                if owner is not None and not _in_construction(sub, ctx):
+                if owner is not None and not _in_construction(sub, ctx) and not _typed_other_than_container(sub.value, ctx):
                     yield Match(sub, {"CONTAINER": ctx.code(sub.value), "OWNER": owner, "OP": "item assignment"})
 
     def _foreign_owner(self, container: cst.BaseExpression, ctx: FileContext) -> str | None:
@@ -200,6 +201,22 @@ class CollaboratorContainerMutation:
         else:
             return None
         return name if self.owner.search(name) else None
+
+
+# Python's own containers, as the type engine names them (``builtins.dict[str, Request]``).
+_CONTAINER_TYPES = frozenset(
+    "dict list set deque OrderedDict defaultdict Counter Dict List Set Deque MutableMapping MutableSequence MutableSet".split())
+
+
+def _typed_other_than_container(container: cst.BaseExpression, ctx: FileContext) -> bool:
+    """The type engine says what ``container`` is, and it is no Python container: a tensor
+    written by index, or a component whose own method (``client.discard``) does its own
+    bookkeeping. Unknown is no answer."""
+    answer = ctx.value_type(container)
+    if answer is None:
+        return False
+    known = [alt.strip() for alt in split_top(answer, "|") if alt.strip() not in ("Unknown", "None", "Any", "typing.Any")]
+    return bool(known) and not any(alt.partition("[")[0].rpartition(".")[2] in _CONTAINER_TYPES for alt in known)
 
 
 def _in_construction(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -254,6 +271,7 @@ class PerCallTemporaryOnSelf:
             if cls is not None and method is not None:
                 uses.setdefault((id(cls), node.attr.value), []).append((method, node, _plain_write(node, ctx)))
         declared = _declared_attributes(ctx)
+        by_name = _named_by_string(ctx)
         for (cls_id, name), seen in uses.items():
             if not name.startswith("_") or name.startswith("__"):
                 continue  # public attributes may be read by other objects; mangled names are rare
@@ -265,10 +283,28 @@ class PerCallTemporaryOnSelf:
                 continue  # ``self.x = wrap(self.x)`` reads the previous value first
             if name in declared.get(cls_id, ()) or any(m is not method for m, _, _ in seen):
                 continue
+            if any(m is not method for m in by_name.get((cls_id, name), ())):
+                continue  # ``getattr(self, "_x", None)`` in another method reads it too
             if _conditional(first, method, ctx):
                 continue  # ``if self._buf is None or too small: self._buf = ...``: a cache kept across calls
             if not is_setup_name(method.name.value) and not _is_property(method):
                 yield Match(first, {"NAME": name, "METHOD": method.name.value})
+
+
+def _named_by_string(ctx: FileContext) -> dict[tuple[int, str], list[cst.FunctionDef]]:
+    """Per (class, attribute): the methods that reach ``self``'s attribute by its name in a
+    string (``getattr(self, "_x", None)``, ``hasattr``, ``setattr``, ``delattr``)."""
+    found: dict[tuple[int, str], list[cst.FunctionDef]] = {}
+    for call in ctx.nodes(cst.Call):
+        if not (isinstance(call.func, cst.Name) and call.func.value in ("getattr", "hasattr", "setattr", "delattr")
+                and len(call.args) >= 2 and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "self"
+                and isinstance(call.args[1].value, cst.SimpleString)):
+            continue
+        name = call.args[1].value.evaluated_value
+        cls, method = _class_and_method(call, ctx)
+        if isinstance(name, str) and cls is not None and method is not None:
+            found.setdefault((id(cls), name), []).append(method)
+    return found
 
 
 def _conditional(node: cst.CSTNode, method: cst.FunctionDef, ctx: FileContext) -> bool:
