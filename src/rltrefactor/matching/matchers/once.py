@@ -6,7 +6,7 @@ dropped."""
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 import libcst as cst
 
@@ -197,11 +197,7 @@ def _kept_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
     operands check that the value still fits (``and cache.device == device``)."""
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         test = test.left
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-            and isinstance(test.comparisons[0].operator, cst.IsNot)
-            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
-        return None
-    left = test.left
+    left = _tested_against_none(test, cst.IsNot)
     if isinstance(left, cst.Attribute) and isinstance(left.value, cst.Name) and left.value.value == "self":
         return left.attr.value
     return _kept_attribute(left, ctx) if isinstance(left, cst.Name) else None
@@ -219,17 +215,24 @@ def _hands_back(branch: cst.If, attribute: str, ctx: FileContext) -> bool:
 
 
 def _stored_attributes(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
-    """Attributes the function assigns (``A`` of ``self.A = ...``); read once per function."""
-    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_stored_attributes", {})
+    """Attributes the function assigns (``A`` of ``self.A = ...``)."""
+    return _once_per_function("_stored_attributes", function, ctx, lambda: frozenset(
+        target.target.attr.value
+        for node in subtree(function.body) if isinstance(node, cst.Assign)
+        for target in node.targets
+        if isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name)
+        and target.target.value.value == "self"
+    ))
+
+
+def _once_per_function(
+    key: str, function: cst.FunctionDef, ctx: FileContext, read: Callable[[], frozenset[str]],
+) -> frozenset[str]:
+    """``read()`` for ``function``, kept in the file context under ``key``: read once."""
+    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault(key, {})
     found = cache.get(id(function))
     if found is None:
-        found = cache[id(function)] = frozenset(
-            target.target.attr.value
-            for node in subtree(function.body) if isinstance(node, cst.Assign)
-            for target in node.targets
-            if isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name)
-            and target.target.value.value == "self"
-        )
+        found = cache[id(function)] = read()
     return found
 
 
@@ -241,9 +244,8 @@ def _cache_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
     if isinstance(operator, cst.In):
         return ctx.code(right).strip()
-    if not (isinstance(operator, cst.IsNot) and isinstance(right, cst.Name) and right.value == "None"):
-        return None
-    left = test.left.value if isinstance(test.left, cst.NamedExpr) else test.left
+    present = _tested_against_none(test, cst.IsNot)
+    left = present.value if isinstance(present, cst.NamedExpr) else present
     if isinstance(left, cst.Name):
         return _memo_lookup(left, ctx)
     if isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute) and left.func.attr.value == "get":
@@ -252,13 +254,8 @@ def _cache_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
 
 
 def _filled_containers(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
-    """Containers (as written) whose items the function assigns: ``CACHE`` of ``CACHE[k] = v``;
-    read once per function and file context."""
-    cache: dict[int, frozenset[str]] = ctx.__dict__.setdefault("_filled_containers", {})
-    found = cache.get(id(function))
-    if found is None:
-        found = cache[id(function)] = _assigned_items(function, ctx)
-    return found
+    """Containers (as written) whose items the function assigns: ``CACHE`` of ``CACHE[k] = v``."""
+    return _once_per_function("_filled_containers", function, ctx, lambda: _assigned_items(function, ctx))
 
 
 def _assigned_items(function: cst.FunctionDef, ctx: FileContext) -> frozenset[str]:
@@ -273,13 +270,8 @@ def _cached_attribute(test: cst.BaseExpression, *, missing: bool) -> str | None:
     """The attribute ``test`` finds missing (``missing``) or present, where the test reads
     nothing but that attribute in its other ``or`` operands."""
     if not missing:
-        comparison = test if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else None
-        if comparison is None or not isinstance(comparison.comparisons[0].operator, cst.IsNot):
-            return None
-        comparator = comparison.comparisons[0].comparator
-        if isinstance(comparator, cst.Name) and comparator.value == "None" and isinstance(comparison.left, cst.Attribute):
-            return comparison.left.attr.value
-        return None
+        present = _tested_against_none(test, cst.IsNot)
+        return present.attr.value if isinstance(present, cst.Attribute) else None
     operands = list(_or_operands(test))
     for index, operand in enumerate(operands):
         cached = _missing_attribute(operand)
@@ -305,16 +297,19 @@ def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield test
 
 
+def _tested_against_none(test: cst.BaseExpression, operator: type[cst.Is] | type[cst.IsNot]) -> cst.BaseExpression | None:
+    """``x`` of ``x is None`` (``operator`` ``cst.Is``) or ``x is not None`` (``cst.IsNot``)."""
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, operator)
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
+        return test.left
+    return None
+
+
 def _missing_attribute(test: cst.BaseExpression) -> str | None:
     """``self.x is None``: the attribute found missing."""
-    if (
-        isinstance(test, cst.Comparison) and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Is)
-        and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"
-        and isinstance(test.left, cst.Attribute)
-    ):
-        return test.left.attr.value
-    return None
+    tested = _tested_against_none(test, cst.Is)
+    return tested.attr.value if isinstance(tested, cst.Attribute) else None
 
 
 def _reads_attribute(test: cst.BaseExpression, name: str) -> bool:

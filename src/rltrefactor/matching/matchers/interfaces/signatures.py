@@ -13,7 +13,8 @@ from ..base import FileContext, Match
 from ..companions import residency_companions
 from ..imports import dotted_name
 from ..options import Option
-from ..walk import bound_before, subtree
+from ..walk import subtree
+from ..residency.type_names import known_alternatives
 from .closed_sets import declared_closed, typed_literal
 
 BOOLS = ("True", "False")
@@ -194,7 +195,7 @@ def _emptiness_or_received(pair: tuple[cst.BaseExpression, cst.BaseExpression], 
         return True
     if not isinstance(field, cst.Name) or typed_literal(ctx, field):
         return False  # a value typed as a ``Literal`` is checked against it (``declared_closed``)
-    untyped = _untyped(ctx.value_type(field))
+    untyped = not known_alternatives(ctx.value_type(field))
     return any(_received(value, untyped) for value in _bindings(field, ctx))
 
 
@@ -203,8 +204,7 @@ def _bindings(name: cst.Name, ctx: FileContext) -> list[cst.BaseExpression]:
     rebound on one branch, ``status = "incomplete"``, leaves where it came from)."""
     function = ctx.enclosing_function(name)
     if function is None:
-        value = bound_before(name, ctx)
-        return [value] if value is not None else []
+        return []  # module level: no function binds it
     return [node.value for node in subtree(function.body) if isinstance(node, cst.Assign)
             and any(isinstance(t.target, cst.Name) and t.target.value == name.value for t in node.targets)]
 
@@ -220,10 +220,6 @@ def _received(value: cst.BaseExpression, untyped: bool) -> bool:
     looked_up = (isinstance(value.func, cst.Attribute) and value.func.attr.value in ("get", "pop")
                  and bool(value.args) and _string(value.args[0].value) is not None)
     return looked_up or untyped
-
-
-def _untyped(answer: str | None) -> bool:
-    return answer is None or all(alt.strip() in ("Unknown", "Any", "typing.Any", "None") for alt in answer.split("|"))
 
 
 def _keyed_by_string(lookup: cst.Subscript) -> bool:

@@ -44,10 +44,19 @@ PARAMETER_TYPES = frozenset({"Parameter", "UninitializedParameter", "Buffer"})
 PARAMETER_TENSORS = frozenset({"grad", "data"})
 
 
+# What the type engine prints for a value it knows nothing of (``None`` where it is optional).
+NO_ANSWER = ("Unknown", "None", "Any", "typing.Any")
+
+
+def known_alternatives(answer: str | None, unknown: tuple[str, ...] = NO_ANSWER) -> list[str]:
+    """The alternatives of a printed type (``a | b``, brackets kept whole) but ``unknown``."""
+    if answer is None:
+        return []
+    return [alt.strip() for alt in split_top(answer, "|") if alt.strip() not in unknown]
+
+
 def is_tensor_type(answer: str | None) -> bool:
     """A type the engine printed is a tensor (``torch._tensor.Tensor``, a ``Parameter``; in a
     union, every alternative but ``Unknown`` and ``None``)."""
-    if answer is None:
-        return False
-    known = [alt.strip() for alt in split_top(answer, "|") if alt.strip() not in ("Unknown", "None")]
+    known = known_alternatives(answer, ("Unknown", "None"))
     return bool(known) and all(alt.rpartition(".")[2] in ({"Tensor"} | PARAMETER_TYPES) for alt in known)

@@ -14,7 +14,7 @@ from ..companions import SELF_NAMES, SELF_PRIVATE_WRITE, foreign_receivers, writ
 from ..context import enclosing_functions, in_setup_function, is_setup_name, is_target
 from ..imports import dotted_name
 from ..options import Option
-from ..residency.type_names import split_top
+from ..residency.type_names import known_alternatives
 
 MUTATORS = (
     "append", "appendleft", "extend", "extendleft", "insert", "remove", "pop", "popleft",
@@ -212,10 +212,7 @@ def _typed_other_than_container(container: cst.BaseExpression, ctx: FileContext)
     """The type engine says what ``container`` is, and it is no Python container: a tensor
     written by index, or a component whose own method (``client.discard``) does its own
     bookkeeping. Unknown is no answer."""
-    answer = ctx.value_type(container)
-    if answer is None:
-        return False
-    known = [alt.strip() for alt in split_top(answer, "|") if alt.strip() not in ("Unknown", "None", "Any", "typing.Any")]
+    known = known_alternatives(ctx.value_type(container))
     return bool(known) and not any(alt.partition("[")[0].rpartition(".")[2] in _CONTAINER_TYPES for alt in known)
 
 
