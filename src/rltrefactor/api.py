@@ -25,7 +25,7 @@ from .library.model import Library, Rule
 from .matching.rule_index import load_rules
 from .change.contents import RepositoryTexts, read_sources
 from .context.configured_names import unmatched_function_warnings
-from .findings.finishing import Matched, Scope, finish, finish_measured
+from .findings.finishing import HeldBackShown, Matched, Scope, finish, finish_measured
 from .perf.records import PerfSummary
 from .findings.result import ReviewResult
 from .severity import Severity, at_least
@@ -72,6 +72,8 @@ class ReviewRequest:
     config: str | None = None  # the configuration file (``--config``); None: the one at the repository root
     # Full scans: also report per-step findings in code nothing is seen running (held back by default).
     show_unknown_frequency: bool = False
+    # Full scans: also report findings of rules that report on new code alone (held back by default).
+    show_new_code_rules: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,8 @@ def review_change(request: ReviewRequest) -> ReviewReport:
             matched, result = _with_perf(matched, result, request.perf, loaded)
         started = time.perf_counter()
         # Pre-existing findings ask the type engine too.
-        finished = finish(matched, baseline, show_unknown_frequency=request.show_unknown_frequency)
+        shown = HeldBackShown(request.show_unknown_frequency, request.show_new_code_rules)
+        finished = finish(matched, baseline, shown=shown)
     finally:
         if matched.engine.type_engine is not None:
             matched.engine.type_engine.close()

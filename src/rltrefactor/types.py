@@ -213,9 +213,10 @@ class Drop:
     finding: Finding
     # "confirms-finding": a measured addition recorded on the static finding of the same problem;
     # "merged-into-finding": a finding of another rule reported, with its id, on the same problem;
-    # "unknown-frequency": a full scan's per-step finding in code nothing is seen running per step
+    # "unknown-frequency": a full scan's per-step finding in code nothing is seen running per step;
+    # "new-code-rule": a full scan's finding of rules that report on new code alone
     reason: Literal["outside-change", "baseline", "repeat-in-function", "confirms-finding", "merged-into-finding",
-                    "unknown-frequency"]
+                    "unknown-frequency", "new-code-rule"]
 
 
 @dataclass(frozen=True)

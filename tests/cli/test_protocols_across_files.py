@@ -274,3 +274,78 @@ class FlowDenoisingStage(PipelineStage):
 def test_a_diffusion_stage_runs_per_request_and_its_denoising_step_per_step(repo, cli, old, new, line, reported):
     found = _review(repo, cli, dict([STAGE_BASE]), (STAGE[0], STAGE[1].replace(old, new)))
     assert ((STAGE[0], line) in found) is reported, found
+
+
+ENCODER_BASES = {
+    "sglang": ("sglang/multimodal_gen/runtime/models/encoders/base.py", "sglang.multimodal_gen.runtime.models.encoders.base"),
+    "fastvideo": ("fastvideo/models/encoders/base.py", "fastvideo.models.encoders.base"),
+}
+ENCODER_BASE_TEXT = '''from torch import nn
+
+
+class TextEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+'''
+ENCODER_HEAD = '''import torch
+from torch import nn
+from {module} import TextEncoder
+
+
+def _rope_positions(grid_thw):
+    return torch.arange(int(grid_thw.max().item()))
+
+
+class Qwen2_5_VLTextEncoder(TextEncoder):
+    def forward(self, input_ids, grid_thw):
+        positions = _rope_positions(grid_thw)
+        return self.embed(input_ids) + positions
+
+
+class WanTransformerBlock(nn.Module):
+    def forward(self, hidden, timestep):
+        if timestep.max().item() > 900:
+            return hidden * 2
+        return hidden
+'''
+
+
+@pytest.mark.parametrize("style", sorted(ENCODER_BASES))
+def test_a_diffusion_text_encoder_runs_per_request_and_the_transformer_per_step(repo, cli, style):
+    base_path, module = ENCODER_BASES[style]
+    head = (base_path.replace("encoders/base.py", "encoders/qwen_text.py"), ENCODER_HEAD.format(module=module))
+    found = _review(repo, cli, {base_path: ENCODER_BASE_TEXT}, head)
+    # The encoder and the helper only it calls run once per request; the DiT block runs per denoising step.
+    assert found == {(head[0], 18): "host-sync-in-hot-path"}, found
+
+
+VAE_BASE = '''from abc import ABC
+
+import torch
+from torch import nn
+
+
+class ParallelTiledVAE(ABC, nn.Module):
+    def decode(self, latents):
+        tiles = int(latents.shape[-1] // 64)
+        if latents.isnan().any().item():
+            raise ValueError("NaN latents")
+        return self._decode_tiles(latents, tiles)
+
+    def _decode_tiles(self, latents, tiles):
+        return latents
+
+
+class TimestepEmbedder(nn.Module):
+    def forward(self, timestep):
+        return timestep.max().item()
+'''
+
+
+@pytest.mark.parametrize("base", ["sglang/multimodal_gen/runtime/models/vaes/common.py", "fastvideo/models/vaes/common.py"])
+def test_the_framework_class_a_model_names_runs_as_the_model_says(repo, cli, base):
+    # ``ParallelTiledVAE`` is itself the base the model names: its own ``decode`` runs once
+    # per request; a module beside it keeps ``torch.nn.Module``'s per step.
+    found = _review(repo, cli, {}, (base, VAE_BASE))
+    assert found == {(base, 20): "host-sync-in-hot-path"}, found

@@ -191,3 +191,41 @@ def test_a_pattern_method_name_does_not_resolve_to_the_one_method_of_that_name(t
     assert told.verdict("LayoutModel.match") is None  # ``_TEST_ENV.match`` is a pattern's, not the model's
     assert told.verdict("LayoutModel._fullscan") == (  # a name no standard type has still resolves
         "offline", "offline, only called from code that is: `_strip_test_envs` → `LayoutModel._fullscan`")
+
+
+# A module kept in a model whose base, in another file, hands it out (``get_decoder``): its
+# instances escape, so the protocol's per step stands, whichever file was read first.
+LINEAGE = {
+    "eng/models/base_vl.py": """
+        from torch import nn
+        class VLModelBase(nn.Module):
+            def get_decoder(self):
+                return self.language_model
+        """,
+    "eng/models/vl.py": """
+        from torch import nn
+        from eng.models.base_vl import VLModelBase
+        class TextModel(nn.Module):
+            def forward(self, x):
+                return x
+        class VLModel(VLModelBase):
+            def __init__(self):
+                super().__init__()
+                self.language_model = TextModel()
+            def embed(self, x):
+                return self.language_model(x)
+        """,
+}
+
+
+@pytest.mark.parametrize("first", [None, "eng/models/base_vl.py", "eng/models/vl.py"])
+def test_what_a_class_derives_from_does_not_depend_on_the_files_read_before(first) -> None:
+    facts = _facts(LINEAGE)
+    texts = RevisionTexts({path: textwrap.dedent(text).encode() for path, text in LINEAGE.items()})
+    repository = Repository(texts, facts.__getitem__)
+    if first is not None:
+        repository.facts(first)
+    assert repository.qualified_bases("eng/models/vl.py", "VLModel")[0] == "eng.models.base_vl.VLModelBase"
+    assert repository.instance_uses(("eng/models/vl.py", "VLModel", "language_model")) is None  # handed out by the base
+    contexts = CallContexts(repository, names_for(()), ((), ()), lambda path: False)
+    assert contexts.context("eng/models/vl.py::TextModel.forward")[0] == "per-step"

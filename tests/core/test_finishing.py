@@ -7,7 +7,7 @@ import pytest
 from rltrefactor.api import ReviewRequest, review
 from rltrefactor.config import Config
 from rltrefactor.matching.engine import Engine, select_rules
-from rltrefactor.findings.finishing import Matched, finish
+from rltrefactor.findings.finishing import HeldBackShown, Matched, finish
 from rltrefactor.library.loader import load_library
 from rltrefactor.perf import perf_findings
 from rltrefactor.perf.records import PerfDelta, PerfSummary
@@ -29,7 +29,7 @@ def _finish(engine, text: str, measured=(), show_unknown_frequency=True):
     change = ChangeSet(None, Revision("worktree"), (ChangedFile(HOT, "added", added_lines=frozenset()),), full_scan=True)
     outcome = engine.review_file(HOT, text)
     return finish(Matched(change, {HOT: change.files[0]}, (outcome,), {HOT: text}, "lines", engine, engine.rules,
-                          measured=tuple(measured)), show_unknown_frequency=show_unknown_frequency)
+                          measured=tuple(measured)), shown=HeldBackShown(unknown_frequency=show_unknown_frequency))
 
 
 def test_a_full_scan_holds_back_unknown_frequency_but_keeps_suppressed_and_measured(engine):

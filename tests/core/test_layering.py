@@ -241,7 +241,7 @@ MATCHERS = SOURCE / "matching" / "matchers"
 # every area shares (the matcher protocol, options, the registry, positions, syntax helpers).
 MATCHER_AREAS = {"capability", "interfaces", "lifecycle", "readability", "residency", "state"}
 SHARED_MATCHER_MODULES = {
-    "__init__", "base", "companions", "context", "early_returns", "guard_bodies", "hook", "imports", "once", "options",
+    "__init__", "base", "companions", "context", "early_returns", "fallbacks", "guard_bodies", "hook", "imports", "once", "options",
     "positions", "registry", "returned", "walk",
 }
 

@@ -30,9 +30,12 @@ def test_list_json_has_one_row_per_rule(capsys):
     assert len(rows) == len(load_library().rules)
     assert set(rows[0]) == {
         "id", "area", "title", "status", "group", "severity", "confidence", "automated", "precision", "kept_default",
+        "reports_on",
     }
     by_id = {row["id"]: row for row in rows}
     assert by_id["host-sync-in-hot-path"]["automated"] is True
+    assert (by_id["host-sync-in-hot-path"]["reports_on"], by_id["string-state-comparison"]["reports_on"]) == (
+        "all-code", "new-code")
     assert by_id["rng-state-on-resume"]["automated"] is False
     assert by_id["rng-state-on-resume"]["precision"] is None  # a checklist rule is not measured
     pedantic = [row for row in rows if row["group"] == "pedantic"]

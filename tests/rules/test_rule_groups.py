@@ -142,3 +142,16 @@ def test_rules_list_show_and_reference_state_the_group_and_the_figure(tmp_path, 
     assert "· group pedantic ·" in reference
     assert ("Measured precision: 1/4 true (25 %), 2 debatable, 1 false (judged by hand on corpus noise). "
             "Under 50 % true, kept in the default set by exception: it carries the area's recall") in reference
+
+
+def test_reports_on_is_read_and_checked(tmp_path):
+    library = load_library([str(write_rules(tmp_path, _rule("design-hazard", "    reports-on: new-code\n")
+                                            + _rule("defect-hazard", "")))])
+    assert [(r.id, r.reports_on) for r in library.rules if r.library != "bundled"] == [
+        ("design-hazard", "new-code"), ("defect-hazard", "all-code")]
+    typo = write_rules(tmp_path, _rule("design-hazard", "    reports-on: new\n"))
+    assert "reports-on: unknown value 'new'" in load_error(typo)
+    manual = RULE.replace("    matcher:\n      pattern: \"$X.item()\"\n", "    manual: true\n").replace(
+        "    problem:", "    reports-on: new-code\n    problem:", 1)
+    manual = manual.split("    examples:")[0]
+    assert "reports-on: a manual rule reports no findings; remove the key" in load_error(write_rules(tmp_path, manual))

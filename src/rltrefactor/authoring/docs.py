@@ -134,7 +134,9 @@ def _scope(rule: Rule) -> str:
     if scope.exclude:
         parts.append("except " + ", ".join(f"`{p}`" for p in scope.exclude))
     parts.append("including tests" if scope.tests else "tests skipped")
-    return "Applies to " + "; ".join(parts) + "."
+    new_code = (" Reported on new code: a review of a change reports it on the code the change adds, and a full "
+                "scan holds its findings back (`--show-held-back`, or select the rule by id).")
+    return "Applies to " + "; ".join(parts) + "." + (new_code if rule.reports_on == "new-code" else "")
 
 
 def _code_blocks(examples: Iterable[Example]) -> list[str]:

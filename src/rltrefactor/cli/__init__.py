@@ -82,6 +82,9 @@ def _add_review_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-unknown-frequency", action="store_true",
                         help="full scans: also show findings about per-step code in functions nothing is seen "
                              "running (a diff review always shows them)")
+    parser.add_argument("--show-held-back", action="store_true",
+                        help="full scans: also show every finding they hold back: those of --show-unknown-frequency "
+                             "and those of rules reported on new code only (a diff review always shows both)")
     parser.add_argument("--fail-on", choices=SEVERITIES, help="lowest severity that fails the run")
     parser.add_argument("--fail-on-unreviewable", action="store_true",
                         help="also fail (exit 1) when a changed file could not be reviewed (syntax error, not UTF-8, "
@@ -246,7 +249,8 @@ def _request(args: argparse.Namespace) -> ReviewRequest:
         perf=_perf_request(args) if args.perf else None,
         baseline=args.baseline,
         config=args.config,
-        show_unknown_frequency=getattr(args, "show_unknown_frequency", False),
+        show_unknown_frequency=getattr(args, "show_unknown_frequency", False) or getattr(args, "show_held_back", False),
+        show_new_code_rules=getattr(args, "show_held_back", False),
     )
 
 

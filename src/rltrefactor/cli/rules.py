@@ -94,7 +94,7 @@ def _list(args: argparse.Namespace) -> int:
         rows = [
             {"id": r.id, "area": r.area, "title": r.title, "status": r.status, "group": r.group,
              "severity": r.severity, "confidence": r.confidence, "automated": r.automated,
-             "kept_default": r.kept_default or None,
+             "kept_default": r.kept_default or None, "reports_on": r.reports_on,
              "precision": None if r.precision is None else {
                  "true": r.precision.true, "debatable": r.precision.debatable, "false": r.precision.false,
                  "measured": r.precision.measured}}
@@ -130,6 +130,7 @@ def _show(args: argparse.Namespace) -> int:
         ("severity", rule.severity), ("confidence", rule.confidence),
         ("precision", "not measured" if rule.precision is None else f"{rule.precision.figure}; measured on {rule.precision.measured}"),
         ("kept default", rule.kept_default or "-"),
+        ("reports on", "new code (a full scan holds its findings back)" if rule.reports_on == "new-code" else "all code"),
         ("matcher", _matcher_text(rule)), ("defined at", str(rule.origin)),
         ("applies to", f"paths {', '.join(scope.paths)}; exclude {', '.join(scope.exclude) or '-'}; "
                        "runs: " + ("per-step" if scope.per_step else "anywhere") + f"; tests: {'yes' if scope.tests else 'no'}"),

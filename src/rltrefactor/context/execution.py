@@ -85,6 +85,7 @@ class ExecutionMap:
     host_calls: frozenset[str] = frozenset()  # callees, as written, that return host tensors only (call index)
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
     host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side (call index)
+    passed_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes, never None (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -106,6 +107,9 @@ class RepositoryContexts(Protocol):
 
     @property
     def host_fields(self) -> frozenset[str]: ...  # input fields the repository declares host-side
+
+    @property
+    def passed_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) every caller passes, never None
 
     def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
 
@@ -168,7 +172,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
     ), repository.host_calls if repository is not None else frozenset(),
         repository.host_params if repository is not None else frozenset(),
-        repository.host_fields if repository is not None else frozenset())
+        repository.host_fields if repository is not None else frozenset(),
+        repository.passed_params if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"
@@ -212,6 +217,8 @@ def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContex
 # Words of the call index's evidence where a class's ``forward`` is proven to run less often
 # than its protocol model says, by the calls of every instance of the class.
 INSTANCES_PROOF = "every instance is"
+# How the call index's evidence begins where those calls leave the frequency unknown.
+UNKNOWN_BY_INSTANCES = "frequency unknown: "
 
 
 def _index_basis(evidence: str) -> str:

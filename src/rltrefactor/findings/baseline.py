@@ -61,7 +61,7 @@ def recorded_hits(result: ReviewResult) -> list[Finding]:
     findings merged into them, and those a full scan held back (so that a baseline holds
     whether or not a later scan shows them)."""
     repeats = [d.finding for d in result.drops
-               if d.reason in ("repeat-in-function", "merged-into-finding", "unknown-frequency")]
+               if d.reason in ("repeat-in-function", "merged-into-finding", "unknown-frequency", "new-code-rule")]
     return [f for f in (*result.findings, *repeats) if not f.suppressed]
 
 

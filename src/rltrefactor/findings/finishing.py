@@ -16,6 +16,9 @@ hook) goes through it once, in this order.
 9. frequency (full scans only): a finding of a rule about per-step code, in code nothing is
    seen running per step or otherwise (``execution == "unknown"``), is held back unless
    asked for. A diff review keeps it: the change's author knows how often their code runs.
+10. new code (full scans only): a finding of rules that report on new code alone
+   (``reports-on: new-code``) is held back unless asked for, or unless one of its rules is
+   selected by id. A diff review keeps it: the change adds that code.
 
 The manual checklist is derived from what remains.
 """
@@ -71,8 +74,16 @@ class Finished:
     moved_to_run_less: tuple[MovedToRunLess, ...] = ()  # improvements: never findings
 
 
+@dataclass(frozen=True)
+class HeldBackShown:
+    """Which findings a full scan holds back are reported all the same."""
+
+    unknown_frequency: bool = False
+    new_code_rules: bool = False
+
+
 def finish(
-    matched: Matched, baseline: tuple[str, Baseline] | None = None, *, show_unknown_frequency: bool = False
+    matched: Matched, baseline: tuple[str, Baseline] | None = None, *, shown: HeldBackShown = HeldBackShown()
 ) -> Finished:
     """Findings as reported: the pass above, applied once to every source's findings."""
     texts = _HeadTexts(matched.change, matched.texts)
@@ -98,8 +109,11 @@ def finish(
     drops.extend(repeats)
     kept, merged = merge_findings(kept, texts.get)
     drops.extend(merged)
-    if matched.change.full_scan and not show_unknown_frequency:
+    if matched.change.full_scan and not shown.unknown_frequency:
         kept, held = hold_unknown_frequency(kept)
+        drops.extend(held)
+    if matched.change.full_scan and not shown.new_code_rules:
+        kept, held = hold_new_code_rules(kept, _new_code_rules(matched.rules, matched.engine.config.select))
         drops.extend(held)
     looped = _changes_looped_code(matched.change, texts, matched.engine)
     return Finished(
@@ -125,6 +139,26 @@ def hold_unknown_frequency(findings: Iterable[Finding]) -> tuple[list[Finding], 
         else:
             kept.append(finding)
     return kept, held
+
+
+def hold_new_code_rules(findings: Iterable[Finding], new_code: frozenset[str]) -> tuple[list[Finding], list[Drop]]:
+    """Findings whose every rule (merged ones included) reports on new code alone, as
+    ``new-code-rule`` drops; the rest kept. Suppressed findings and measured additions stay."""
+    kept: list[Finding] = []
+    held: list[Drop] = []
+    for finding in findings:
+        rules = (finding.rule_id, *finding.also_rules)
+        if all(rule in new_code for rule in rules) and not finding.suppressed and finding.perf is None:
+            held.append(Drop(finding, "new-code-rule"))
+        else:
+            kept.append(finding)
+    return kept, held
+
+
+def _new_code_rules(rules: Iterable[Rule], selected: Iterable[str]) -> frozenset[str]:
+    """Ids of the rules run that report on new code alone, less those selected by id."""
+    named = set(selected)
+    return frozenset(rule.id for rule in rules if rule.reports_on == "new-code" and rule.id not in named)
 
 
 def finish_measured(change: ChangeSet, measured: Iterable[Finding]) -> tuple[Finding, ...]:

@@ -55,6 +55,11 @@ class ReviewResult:
         return sum(drop.reason == "unknown-frequency" for drop in self.drops)
 
     @property
+    def new_code_rules(self) -> int:
+        """Full-scan findings held back because their rules report on new code alone."""
+        return sum(drop.reason == "new-code-rule" for drop in self.drops)
+
+    @property
     def gate_failed(self) -> bool:
         """The run fails: a failing finding, or an unreviewable file when that is asked for."""
         return bool(self.failing) or (self.fail_on_unreviewable and bool(self.files_unreviewable))

@@ -25,6 +25,11 @@ RuleGroup = Literal["default", "pedantic"]
 GROUPS: tuple[RuleGroup, ...] = get_args(RuleGroup)
 # Below this share of findings judged true, a rule belongs in the pedantic group.
 DEFAULT_GROUP_MIN_TRUE = 0.5
+# "all-code": reported wherever it matches. "new-code": a rule about how code is written
+# (an interface, a state, a capability check), reported on the code a change adds; a full
+# scan of existing code holds its findings back.
+ReportsOn = Literal["all-code", "new-code"]
+REPORTS_ON: tuple[ReportsOn, ...] = get_args(ReportsOn)
 ExampleKind = Literal["bad", "good"]
 ModuleKind = Literal["kernel", "configuration"]
 MODULE_KINDS: tuple[ModuleKind, ...] = get_args(ModuleKind)
@@ -131,6 +136,7 @@ class Rule:
     # Why a rule measured under DEFAULT_GROUP_MIN_TRUE stays in the default group; empty
     # for every other rule. Shown wherever the figure is.
     kept_default: str = ""
+    reports_on: ReportsOn = "all-code"
 
     @property
     def automated(self) -> bool:

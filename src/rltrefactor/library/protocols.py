@@ -52,16 +52,16 @@ class Protocols:
     models: tuple[ProtocolModel, ...]
 
     def method(self, bases: tuple[str, ...], method: str) -> ProtocolMatch | None:
-        """How often ``method`` of a class whose (qualified) ``bases`` are given runs,
-        by the first model that holds one of the bases and names the method (``*``: every
-        method the model does not name itself)."""
-        for model in self.models:
-            named = dict(model.methods)
-            frequency = named.get(method, named.get("*"))
-            if frequency is None:
-                continue
-            for base in bases:
-                if model.holds(base):
+        """How often ``method`` of a class whose (qualified) ``bases`` are given, nearest
+        first, runs: by the nearest base a model holds that names the method (``*``: every
+        method the model does not name itself), and among models of that base, the first.
+        A framework's subclass (a diffusion text encoder) is more specific than its base
+        (``torch.nn.Module``)."""
+        for base in bases:
+            for model in self.models:
+                named = dict(model.methods)
+                frequency = named.get(method, named.get("*"))
+                if frequency is not None and model.holds(base):
                     pattern = next(p for p in model.bases if re.fullmatch(_pattern_text(p), base))
                     return ProtocolMatch(frequency, base, pattern)
         return None

@@ -21,6 +21,7 @@ from .model import (
     FIX_SAFETY,
     GROUPS,
     MODULE_KINDS,
+    REPORTS_ON,
     STATUSES,
     Applicability,
     Example,
@@ -39,7 +40,7 @@ EXPECT = re.compile(r"#\s*expect\b")
 RULE_KEYS = (
     "id", "title", "area", "status", "since", "severity", "confidence", "applies-to",
     "problem", "preferred", "exceptions", "impact", "fix", "fix-safety", "references",
-    "matcher", "manual", "examples", "group", "precision", "kept-default",
+    "matcher", "manual", "examples", "group", "precision", "kept-default", "reports-on",
 )  # fmt: skip
 # ``true`` and ``false`` are YAML booleans; the loader keys them by their ``str``.
 PRECISION_KEYS = {"true": ("true", "True"), "debatable": ("debatable",), "false": ("false", "False")}
@@ -93,6 +94,8 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
         )
     precision = _precision(r)
     group, kept_default = _group(r, precision)
+    if matcher is None and r.has("reports-on"):
+        raise r.error(r.line_of("reports-on"), "reports-on: a manual rule reports no findings; remove the key")
     return Rule(
         id=rule_id,
         title=r.get("title", str, required=True),
@@ -116,6 +119,7 @@ def parse_rule(data: object, file: str, area: str, line: int, library: str) -> R
         group=group,
         precision=precision,
         kept_default=kept_default,
+        reports_on=r.choice("reports-on", REPORTS_ON, default="all-code"),
     )
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from dataclasses import replace
 
+from ..context.execution import UNKNOWN_BY_INSTANCES
 from ..severity import at_least
 from ..types import Finding, Span
 
@@ -205,7 +206,12 @@ def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | N
             confidence="medium" if where.basis in ("name", "call-chain") and rule.confidence == "high" else rule.confidence,
             severity="warning" if lowered else finding.severity,
         )
-    evidence = "module-level code" if where is None else f"nothing shows how often `{where.qualname}` runs"
+    if where is None:
+        evidence = "module-level code"
+    elif where.evidence.startswith(UNKNOWN_BY_INSTANCES):  # the call index says why: the instances' uses
+        evidence = where.evidence.removeprefix(UNKNOWN_BY_INSTANCES)
+    else:
+        evidence = f"nothing shows how often `{where.qualname}` runs"
     lowered = at_least(finding.severity, "error")
     found = with_note(finding, f"How often this runs is not visible here: {evidence}; it is not set-up, test or tooling code.")
     return replace(

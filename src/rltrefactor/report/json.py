@@ -94,6 +94,7 @@ def render_json(
             "fail_on_unreviewable": result.fail_on_unreviewable,
             "moved_to_run_less": result.improvements,
             "unknown_frequency": result.unknown_frequency,
+            "new_code_rules": result.new_code_rules,
         },
         # Improvements: code the change moved to where it runs less often (its finding is pre-existing).
         "moved_to_run_less": [

@@ -112,6 +112,8 @@ def _header(result: ReviewResult, links: _Links) -> str:
     if result.unknown_frequency:
         counts += (f" · {_plural(result.unknown_frequency, 'finding')} held back: per-step claims in code nothing "
                    "is seen running (`--show-unknown-frequency`)")
+    if result.new_code_rules:
+        counts += f" · {_plural(result.new_code_rules, 'finding')} held back: rules reported on new code only (`--show-held-back`)"
     return "## rltrefactor review\n\n" + " · ".join(parts) + f" · {counts}."
 
 

@@ -200,6 +200,8 @@ def _summary(result: ReviewResult, shown: list[Finding], show_preexisting: bool)
     if result.unknown_frequency:
         parts.append(f"{result.unknown_frequency} held back: per-step claims in code nothing is seen running "
                      "(--show-unknown-frequency)")
+    if result.new_code_rules:
+        parts.append(f"{result.new_code_rules} held back: rules reported on new code only (--show-held-back)")
     if result.moved_to_run_less:
         parts.append(_moves_summary(result.improvements))
     unreviewable = len(result.files_unreviewable)

@@ -218,15 +218,78 @@ def collect_calls(root: Node, functions: list[FileFunction], gates: re.Pattern[s
 
 def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     """``node`` sits in the body of an ``if``/``elif`` of ``function`` whose test names a
-    gate affirmatively (``if self.debug:``; not ``if not debug:`` nor ``if x is None:``)."""
+    gate affirmatively (``if self.debug:``; not ``if not debug:`` nor ``if x is None:``),
+    or in code that runs once per instance: the body of a guard that its own body closes
+    (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
+    self._buf = ...``), or after ``if self._warmed_up: return`` where the function's own
+    body sets ``self._warmed_up = True``."""
     child, parent = node, node.parent
     while parent is not None and parent != function:
         if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
             test = parent.child_by_field_name("condition")
-            if test is not None and _gated_condition(test, gates):
+            if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)):
                 return True
+        if parent.type == "block" and parent.parent == function and _after_flag_return(child, parent):
+            return True
         child, parent = parent, parent.parent
     return False
+
+
+_SELF_ATTRIBUTE = re.compile(r"self\.(\w+)")
+_UNSET_FLAG = re.compile(r"not\s+self\.(\w+)|self\.(\w+)\s+is\s+None|not\s+hasattr\(\s*self\s*,\s*[\"'](\w+)[\"']\s*\)")
+_SET_FLAG = re.compile(r"self\.(\w+)|getattr\(\s*self\s*,\s*[\"'](\w+)[\"']\s*(?:,[^)]*)?\)")
+
+
+def _closes_itself(test: Node, body: Node) -> bool:
+    """An ``if`` whose test, or one operand of an ``and`` of it, finds ``self.x`` unset, and
+    whose body assigns ``self.x`` as one of its own statements: it runs once."""
+    unset: set[str] = set()
+    for operand in _and_operands(test):
+        found = _UNSET_FLAG.fullmatch(text_of(operand).strip())
+        if found:
+            unset.add(next(group for group in found.groups() if group))
+    return bool(unset) and bool(unset & _assigned_here(body.named_children))
+
+
+def _after_flag_return(statement: Node, body: Node) -> bool:
+    """``statement`` of a function's ``body`` follows ``if self.x: return ...`` (no
+    ``else``), and the body itself, not a branch of it, assigns ``self.x = True`` after it."""
+    statements = body.named_children
+    index = next((i for i, s in enumerate(statements) if s == statement), None)
+    for position, earlier in enumerate(statements[:index] if index is not None else ()):
+        if earlier.type != "if_statement" or earlier.child_by_field_name("alternative") is not None:
+            continue
+        test, consequence = earlier.child_by_field_name("condition"), earlier.child_by_field_name("consequence")
+        flag = _SET_FLAG.fullmatch(text_of(test).strip()) if test is not None else None
+        exits = consequence is not None and any(s.type == "return_statement" for s in consequence.named_children)
+        if flag and exits and next(g for g in flag.groups() if g) in _assigned_here(statements[position + 1:], "True"):
+            return True
+    return False
+
+
+def _and_operands(test: Node) -> list[Node]:
+    while test.type == "parenthesized_expression" and test.named_children:
+        test = test.named_children[0]
+    operator = test.child_by_field_name("operator") if test.type == "boolean_operator" else None
+    if operator is None or text_of(operator) != "and":
+        return [test]
+    sides = (test.child_by_field_name("left"), test.child_by_field_name("right"))
+    return [operand for side in sides if side is not None for operand in _and_operands(side)]
+
+
+def _assigned_here(statements: list[Node], value: str | None = None) -> set[str]:
+    """``x`` of each ``self.x = ...`` that is itself one of ``statements`` (with ``value``
+    as its right side, when given)."""
+    found: set[str] = set()
+    for statement in statements:
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        if assignment is None or assignment.type != "assignment":
+            continue
+        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+        target = _SELF_ATTRIBUTE.fullmatch(text_of(left)) if left is not None else None
+        if target and right is not None and (value is None or text_of(right) == value):
+            found.add(target.group(1))
+    return found
 
 
 def _gated_condition(test: Node, gates: re.Pattern[str]) -> bool:

@@ -36,12 +36,13 @@ function of the cycle can be the first to be shown cold.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .facts import FunctionFacts
-from .links import Repository
-from ..execution import COLD_KINDS, INSTANCES_PROOF, verdict_by_annotations, verdict_by_name, verdict_by_parameters
+from .links import Caller, Repository
+from ..execution import COLD_KINDS, INSTANCES_PROOF, UNKNOWN_BY_INSTANCES, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
 from ...library.globs import matches
 from ...library.names import Names
@@ -131,7 +132,7 @@ class CallContexts:
         layer is a root, once or per request holds whatever calls it."""
         if self._protocols is None or not function.owner or function.parent:
             return None
-        found = self._protocols.method(self.repository.qualified_bases(path, function.owner), function.name)
+        found = self._protocols.method(self.repository.lineage_names(path, function.owner), function.name)
         if found is None:
             return None
         said = f"`{function.name}` of a `{found.base}` runs {found.frequency.replace('-', ' ')} (protocol model `{found.pattern}`)"
@@ -249,27 +250,36 @@ class CallContexts:
         if function is None or holders is None:
             return None
         kinds: dict[str, str] = {}
+        unresolved: tuple[str, str, str] | None = None  # a holder whose attribute other objects' calls may name
         for holder in holders:
-            uses = self.repository.instance_uses(holder)
-            if not uses:
+            seen = self.repository.instance_uses_seen(holder)
+            if seen is None or not seen.uses:
                 return None
-            for use in uses:
+            for use in seen.uses:
                 kind = (self.context(use) or ("", ""))[0]
                 if kind == "per-step":
                     return None
                 kinds[use] = kind if kind in COLD_KINDS else "unknown"
+            unresolved = unresolved or (None if seen.complete else holder)
         if not kinds:
             return None
         # The instances run as often as the most frequent code that runs them; code that
-        # nothing is seen running leaves how often unknown, and the protocol's per step unproven.
-        kind = next(k for k in ("unknown", "per-request", "offline", "one-time") if k in kinds.values())
-        first = min(use for use, k in kinds.items() if k == kind)
-        _, owner, attribute = holders[0]
+        # nothing is seen running leaves how often unknown, and the protocol's per step
+        # unproven. So does a call of the attribute on an object of unknown class: every use
+        # seen runs less often than per step, and the one not seen proves nothing either way.
+        kind = "unknown" if unresolved else next(k for k in ("unknown", "per-request", "offline", "one-time") if k in kinds.values())
+        first = min(use for use, k in kinds.items() if k == kind) if kind in kinds.values() else min(kinds)
+        _, owner, attribute = unresolved or holders[0]
         chain = self._cold_chains.get(first, (first.partition("::")[2],)) + (function.qualname,)
         self._cold_chains[function_id] = chain
         kept = f"{INSTANCES_PROOF} `self.{attribute.removesuffix('[]')}` of `{owner}`"
-        verdict = (kind, f"{kind}, {kept}, only called from code that is: {_shown(chain)}" if kind != "unknown" else
-                   f"frequency unknown: {kept}, only called from code seen running at no frequency: {_shown(chain)}")
+        if unresolved:
+            verdict = (kind, f"{UNKNOWN_BY_INSTANCES}{kept}, called per step nowhere it is seen ({_shown(chain)}), and a call "
+                             f"of `.{attribute.removesuffix('[]')}(...)` on an object of unknown class may run it too")
+        elif kind != "unknown":
+            verdict = (kind, f"{kind}, {kept}, only called from code that is: {_shown(chain)}")
+        else:
+            verdict = (kind, f"{UNKNOWN_BY_INSTANCES}{kept}, only called from code seen running at no frequency: {_shown(chain)}")
         self._instances[function_id] = verdict
         return verdict
 
@@ -391,6 +401,60 @@ class CallContexts:
                 host = passed if host is None else host & passed
         return frozenset(host or ())
 
+    def passed_parameters(self, function_id: str, depth: int = 0) -> frozenset[str]:
+        """Parameters defaulting to ``None`` (``FunctionFacts.none_defaults``) that every call
+        which may reach the function passes a value other than ``None``: each call by its name
+        in code that runs outside tests, resolved to it or not (one to another function of
+        the name aside), names it or fills its position, with no unpacking before it, and not
+        with ``None`` or the caller's own such parameter unless that one is always passed
+        too. A function called through its instance (``forward``, ``__call__``) has callers
+        no name shows: none."""
+        function = self.repository.function(function_id)
+        asked = function.none_tested if depth == 0 and function is not None else function.none_defaults if function else ()
+        if function is None or not asked or function.name.startswith("__") \
+                or function.name in _RUN_BY_CALLING or depth > _MAX_FORWARDED:
+            return frozenset()
+        passed = set(asked)
+        seen_call = False
+        for call in self.repository.callers(function.name):
+            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
+                    or self._offline_file(call.caller.partition("::")[0]):
+                continue  # another function of the name; import time or tests: never per step
+            sites = self.repository.call_arguments(call.caller, call.callee)
+            if not sites:
+                return frozenset()
+            caller = self.repository.function(call.caller)
+            for arguments in sites:
+                seen_call = True
+                passed &= self._passing(function, passed, call, caller, arguments, depth)
+                if not passed:
+                    return frozenset()
+        return frozenset(passed) if seen_call else frozenset()
+
+    def _passing(self, function: FunctionFacts, asked: set[str], call: Caller, caller: FunctionFacts | None,
+                 arguments: list[bytes], depth: int) -> set[str]:
+        """The parameters among ``asked`` that one call site passes a value that cannot be
+        ``None`` (see ``passed_parameters``)."""
+        positional = _positional(function, call.callee)
+        given: dict[str, str] = {}
+        for index, item in enumerate(argument.decode("utf-8", "replace") for argument in arguments):
+            keyword = _KEYWORD.match(item)
+            if item.startswith("*"):
+                if item.startswith("**"):
+                    return set()  # any keyword may come from the mapping, ``None`` included
+                positional = positional[:index]  # what follows an unpacking cannot be placed
+            elif keyword:
+                given[keyword.group(1)] = item[keyword.end():].strip()
+            elif index < len(positional) and "*" not in positional[:index + 1]:
+                given[positional[index]] = item
+        forwarded = caller.none_defaults if caller is not None else ()
+        text = self.repository.function_text(call.caller) if given else b""
+        return {
+            name for name in asked
+            if name in given and not _MAY_BE_NONE.search(given[name]) and not _found_none(given[name], text)
+            and (given[name] not in forwarded or given[name] in self.passed_parameters(call.caller, depth + 1))
+        }
+
     def host_calls(self, function_ids: Iterable[str]) -> frozenset[str]:
         """Callees, as written in the functions, that return host tensors only."""
         return frozenset(
@@ -405,11 +469,7 @@ def _host_arguments(function: FunctionFacts, callee: str, arguments: str) -> set
     """Parameters of ``function`` that one call site (``callee`` as written, its arguments
     as ``FunctionFacts.call_args`` writes them) passes a host value."""
     parameters = list(function.parameters)
-    receiver = callee.rpartition(".")[0]
-    # A method called on an object binds its first parameter; through its class it does not.
-    bound = bool(function.owner) and bool(parameters) and parameters[0] in ("self", "cls") \
-        and "staticmethod" not in function.decorators and receiver.rpartition(".")[2] != function.owner.rpartition(".")[2]
-    positional = parameters[1:] if bound else parameters
+    positional = _positional(function, callee)
     host: set[str] = set()
     placed = True  # positions are known until an unpacking
     for index, item in enumerate(arguments.split(",") if arguments else ()):
@@ -423,6 +483,38 @@ def _host_arguments(function: FunctionFacts, callee: str, arguments: str) -> set
                 and "*" not in positional[:index]:
             host.add(positional[index])
     return host
+
+
+def _positional(function: FunctionFacts, callee: str) -> list[str]:
+    """The parameters a call (``callee`` as written) fills by position, in order: a method
+    called on an object binds its first parameter; through its class it does not."""
+    parameters = list(function.parameters)
+    receiver = callee.rpartition(".")[0]
+    bound = bool(function.owner) and bool(parameters) and parameters[0] in ("self", "cls") \
+        and "staticmethod" not in function.decorators and receiver.rpartition(".")[2] != function.owner.rpartition(".")[2]
+    return parameters[1:] if bound else parameters
+
+
+# ``name=`` at the start of an argument (not ``==``): a keyword argument.
+_KEYWORD = re.compile(r"(\w+)\s*=(?!=)")
+# An argument that may be ``None``: it names it (``x if c else None``, ``d.get(k, None)``) or
+# looks a value up (``.get(k)``, ``getattr(o, "x", None)``).
+_MAY_BE_NONE = re.compile(r"\bNone\b|\.get\(|\bgetattr\(")
+def _found_none(value: str, caller_text: bytes) -> bool:
+    """A name or attribute (``pcp_plan``, ``self.dense_mask``) the caller's own code shows may
+    be ``None``: it assigns it ``None`` or a lookup (``.get(...)``, ``getattr(...)``),
+    declares it ``Optional``/``| None``, or tests it against ``None``."""
+    if not _DOTTED.fullmatch(value):
+        return False
+    name = rb"(?<![\w.])" + re.escape(value.encode()) + rb"(?![\w])"
+    return re.search(name + rb"\s*(?::[^=\n]*)?=(?!=)[^\n]*(?:\bNone\b|\.get\(|\bgetattr\()", caller_text) is not None \
+        or re.search(name + rb"\s*:[^=\n]*(?:\bNone\b|Optional\[)", caller_text) is not None \
+        or re.search(name + rb"\s+is\s+(?:not\s+)?None\b|\bNone\s+is\s+(?:not\s+)?" + name, caller_text) is not None
+
+
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+# How many callers deep a parameter handed on as the caller's own optional one is followed.
+_MAX_FORWARDED = 2
 
 
 def _pseudo(caller: str) -> bool:

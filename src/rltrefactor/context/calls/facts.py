@@ -59,6 +59,10 @@ class FunctionFacts:
     # Callees whose every call here sits under a gate that holds only in opt-in
     # diagnostics (``if self.validate_routing:``, ``if debug:``: ``cold-conditions``).
     gated_calls: tuple[str, ...] = ()
+    # Parameters that default to ``None``, and those of them the body tests against
+    # ``None``: where every call passes one, its fallback never runs (``CallContexts.passed_parameters``).
+    none_defaults: tuple[str, ...] = ()
+    none_tested: tuple[str, ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -87,7 +91,8 @@ EMPTY_FACTS = FileFacts((), (), (), (), ())
 def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
-                       f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls]
+                       f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls,
+                       f.none_defaults, f.none_tested]
                       for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
@@ -98,8 +103,9 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     """The inverse of ``facts_to_json``; raises KeyError, TypeError or ValueError on a bad document."""
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
-                      tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g in data["functions"]
+                      tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)), tuple(map(str, nd)),
+                      tuple(map(str, nt)))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -414,7 +420,25 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
         tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
+        *_none_defaults(node, parameters),
     )
+
+
+def _none_defaults(node: Node, parameters: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Parameters written ``p=None`` (or ``p: T = None``), and those of them the body tests
+    with ``p is None`` or ``p is not None``."""
+    body = node.child_by_field_name("body")
+    text = (body.text or b"") if body is not None else b""
+    defaults: list[str] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        value = parameter.child_by_field_name("value")
+        name = parameter.child_by_field_name("name")
+        if parameter.type in ("default_parameter", "typed_default_parameter") and value is not None \
+                and value.type == "none" and name is not None:
+            defaults.append(_text(name))
+    tested = [name for name in defaults
+              if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s+is\s+(?:not\s+)?None\b", text)]
+    return tuple(defaults), tuple(tested)
 
 
 def _bases(node: Node) -> tuple[str, ...]:

@@ -47,6 +47,13 @@ def summary_of(facts: FileFacts) -> FileSummary:
     )
 
 
+class SeenUses(NamedTuple):
+    """The functions seen using the instances one holder keeps, and whether they are all."""
+
+    uses: tuple[str, ...]
+    complete: bool  # no call on an object of unknown class may reach the instances
+
+
 class Caller(NamedTuple):
     """One call seen from the callee's side."""
 
@@ -99,7 +106,7 @@ class Repository:
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
         self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
-        self._uses: dict[tuple[str, str, str], tuple[str, ...] | None] = {}
+        self._uses: dict[tuple[str, str, str], SeenUses | None] = {}
 
     def _summary(self, path: str) -> FileSummary:
         found = self._summaries.get(path)
@@ -136,6 +143,29 @@ class Repository:
                     self._attributes.setdefault((path, class_facts.qualname), {}).setdefault(name, value)
             self._written[path] = _calls_by_name(found)
         return found
+
+    def call_arguments(self, caller: str, callee: str) -> list[list[bytes]] | None:
+        """The arguments, as written, of each call of ``callee``'s last name in the function
+        ``caller`` (its nested functions included); None where one cannot be read."""
+        function = self.function(caller)
+        if function is None:
+            return None
+        return self._texts.call_arguments(caller.partition("::")[0], callee.rpartition(".")[2],
+                                          (function.start_line, function.end_line))
+
+    def function_text(self, function_id: str) -> bytes:
+        """The source text of a function, its nested functions included; b"" if unknown."""
+        function = self.function(function_id)
+        if function is None:
+            return b""
+        return self._texts.lines_text(function_id.partition("::")[0], (function.start_line, function.end_line))
+
+    def _class(self, path: str, qualname: str) -> ClassFacts | None:
+        """The facts of the class ``qualname`` of ``path``, its file read if it was not yet:
+        what a class is never depends on which files were asked about before."""
+        if path not in self._classes and path in self._known:
+            self.facts(path)
+        return self._classes.get(path, {}).get(qualname)
 
     def function(self, function_id: str) -> FunctionFacts | None:
         path, _, qualname = function_id.partition("::")
@@ -240,7 +270,7 @@ class Repository:
     def _top_level(self, path: str, name: str, depth: int = 0) -> tuple[str, str, str] | None:
         if self.function(f"{path}::{name}") is not None:
             return ("function", path, name)
-        if name in self._classes.get(path, {}):
+        if self._class(path, name) is not None:
             return ("class", path, name)
         target = self._imports.get(path, {}).get(name)
         return self._lookup(target, depth + 1) if target is not None and depth < MAX_REEXPORTS else None
@@ -269,7 +299,7 @@ class Repository:
         path, qualname = cls
         if self.function(f"{path}::{qualname}.{name}") is not None:
             return f"{path}::{qualname}.{name}"
-        facts = self._classes.get(path, {}).get(qualname)
+        facts = self._class(path, qualname)
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
             found = self._class_named(path, None, base)
             if found is not None:
@@ -295,7 +325,7 @@ class Repository:
         return self._holders[(path, qualname)]
 
     def _instance_holders(self, path: str, qualname: str, depth: int) -> tuple[tuple[str, str, str], ...] | None:
-        if "." in qualname or qualname not in self._classes.get(path, {}) or depth > MAX_BASE_CLASSES:
+        if "." in qualname or self._class(path, qualname) is None or depth > MAX_BASE_CLASSES:
             return None
         holders: set[tuple[str, str, str]] = set()
         for derived_path, derived in self._derived(path, qualname):  # their instances run this class's methods too
@@ -402,15 +432,23 @@ class Repository:
         its ``forward``), or hands ``self.A`` to a call, a loop or a subscript, in the holder
         class, its bases and the classes derived from it. None where such a use lets the
         instance escape, or a call of an ``A`` not on ``self`` may reach it."""
+        seen = self.instance_uses_seen(holder)
+        return None if seen is None or not seen.complete else seen.uses
+
+    def instance_uses_seen(self, holder: tuple[str, str, str]) -> SeenUses | None:
+        """The uses ``instance_uses`` reads, and whether they are all: not where a call of
+        an ``A`` on an object of unknown class (``self.image_encoder.visual(...)``) may reach
+        the instances too. None where a use lets the instance escape."""
         if holder not in self._uses:
             self._uses[holder] = self._instance_uses(holder)
         return self._uses[holder]
 
-    def _instance_uses(self, holder: tuple[str, str, str]) -> tuple[str, ...] | None:
+    def _instance_uses(self, holder: tuple[str, str, str]) -> SeenUses | None:
         path, owner, attribute = holder
         attribute = attribute.removesuffix("[]")
         written = f"self.{attribute}"
         classes = self._lineage(path, owner) + self._derived(path, owner)
+        complete = True
         for call in self.callers(attribute):
             # A bare ``A(...)`` is a name of its function or module, not this attribute (the
             # instance reaches it only by being handed on, a use read below); a test's call
@@ -419,10 +457,11 @@ class Repository:
             if call.callee != written and call.target is None and "." in call.callee and not self._offline(caller_path):
                 receiver = self._receiver_class(caller_path, self.function(call.caller), call.callee.split(".")[:-1])
                 if receiver is None or receiver in classes:
-                    return None  # ``other.A(...)``: it may be one of these instances
+                    complete = False  # ``other.A(...)``: it may be one of these instances
+                    break
         if any(f"{attribute}!" in function.instance_uses for _, function in self._methods(classes)):
             return None
-        return self.calls_of_kept(holder)
+        return SeenUses(self.calls_of_kept(holder), complete)
 
     def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
         """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
@@ -440,7 +479,7 @@ class Repository:
     def _lineage(self, path: str, qualname: str, depth: int = 0) -> list[tuple[str, str]]:
         """The class and the bases of it the repository defines, nearest first."""
         found = [(path, qualname)]
-        facts = self._classes.get(path, {}).get(qualname)
+        facts = self._class(path, qualname)
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
             defined = self._class_named(path, None, base)
             if defined is not None:
@@ -461,10 +500,15 @@ class Repository:
         """Input fields the repository's files declare host-side (``RevisionTexts.host_fields``)."""
         return self._texts.host_fields(markers)
 
+    def lineage_names(self, path: str, qualname: str) -> tuple[str, ...]:
+        """The class ``qualname`` of ``path`` as a dotted name, then its ``qualified_bases``:
+        a framework's class (a diffusion ``ParallelTiledVAE``) is its own nearest base."""
+        return (f"{_module_of(path)}.{qualname}", *self.qualified_bases(path, qualname))
+
     def qualified_bases(self, path: str, qualname: str, depth: int = 0) -> tuple[str, ...]:
         """The bases of the class ``qualname`` of ``path``, each as a dotted name qualified
         through its file's imports, and the bases of those the repository defines, in order."""
-        facts = self._classes.get(path, {}).get(qualname)
+        facts = self._class(path, qualname)
         found: list[str] = []
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
             defined = self._class_named(path, None, base)
@@ -494,6 +538,7 @@ class Repository:
         return (found[1], found[2]) if found is not None and found[0] == "class" else None
 
     def _attribute_class(self, cls: tuple[str, str], attribute: str) -> tuple[str, str] | None:
+        self._class(*cls)  # its file's attributes are read with its facts
         written = self._attributes.get(cls, {}).get(attribute)
         return self._class_named(cls[0], None, written) if written else None
 

@@ -45,6 +45,7 @@ class RevisionTexts:
         self._mentions: dict[tuple[str, str], list[tuple[bytes, bytes]]] = {}
         self._prose: dict[str, list[tuple[int, int, bool]]] = {}  # path -> its comments and strings' text
         self._words: dict[str, set[str]] | None = None  # every word -> files, once read
+        self._line_starts: dict[str, list[int]] = {}  # path -> offset of each line
 
     def _read_defs(self) -> None:
         defined: dict[str, set[str]] = defaultdict(set)
@@ -131,6 +132,36 @@ class RevisionTexts:
             found.append((data[start:match.start()], data[match.end():end if end >= 0 else len(data)]))
         return found
 
+    def call_arguments(self, path: str, name: str, lines: tuple[int, int]) -> list[list[bytes]] | None:
+        """The arguments, as written, of each call ``name(...)`` (``obj.name(...)`` too) in
+        the code of ``path`` between ``lines`` (first, last, 1-based): one list per call, each
+        argument stripped. None where one call's arguments cannot be read to their end."""
+        data = self._contents.get(path) or b""
+        first, last = self._span(path, lines)
+        found: list[list[bytes]] = []
+        for match in re.finditer(rb"(?<!\w)" + re.escape(name.encode()) + rb"\s*\(", data[first:last]):
+            start = first + match.start()
+            if self._in_prose(path, data, start, start + len(name)):
+                continue
+            arguments = _arguments(data, first + match.end())
+            if arguments is None:
+                return None
+            found.append(arguments)
+        return found
+
+    def lines_text(self, path: str, lines: tuple[int, int]) -> bytes:
+        """The text of ``path`` from line ``lines[0]`` to line ``lines[1]`` (1-based, inclusive)."""
+        first, last = self._span(path, lines)
+        return (self._contents.get(path) or b"")[first:last]
+
+    def _span(self, path: str, lines: tuple[int, int]) -> tuple[int, int]:
+        data = self._contents.get(path) or b""
+        starts = self._line_starts.get(path)
+        if starts is None:
+            starts = self._line_starts[path] = [0] + [match.end() for match in re.finditer(rb"\n", data)]
+        first = starts[lines[0] - 1] if lines[0] - 1 < len(starts) else len(data)
+        return first, starts[lines[1]] if lines[1] < len(starts) else len(data)
+
     def _in_prose(self, path: str, data: bytes, start: int, end: int) -> bool:
         if path not in self._prose:
             self._prose[path] = _prose_spans(data)
@@ -175,3 +206,43 @@ def _prose_spans(data: bytes) -> list[tuple[int, int, bool]]:
     ``data``; an f-string's replacement fields are code and split its text."""
     found = treesitter.captures("(comment) @comment (string_content) @text", treesitter.parse_bytes(data).root_node)
     return [(node.start_byte, node.end_byte, kind == "text") for kind, nodes in found.items() for node in nodes]
+
+
+_CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
+
+
+def _arguments(data: bytes, position: int) -> list[bytes] | None:
+    """The top-level arguments of a call whose ``(`` ends just before ``position``, split at
+    commas outside brackets and strings, comments left out; None where the call does not close."""
+    items: list[bytes] = []
+    current = bytearray()
+    depth, quote, index = 0, 0, position
+    while index < len(data):
+        byte = data[index]
+        if quote:
+            if byte == 92:  # a backslash escapes the next byte
+                current += data[index:index + 2]
+                index += 2
+                continue
+            quote = 0 if byte == quote else quote
+        elif byte in (34, 39):
+            quote = byte
+        elif byte == 35:  # a comment runs to the end of the line
+            end = data.find(b"\n", index)
+            index = len(data) if end < 0 else end
+            continue
+        elif byte in _CLOSING:
+            depth += 1
+        elif byte in (41, 93, 125):
+            if depth == 0:
+                last = bytes(current).strip()
+                return items + [last] if last else items
+            depth -= 1
+        elif byte == 44 and depth == 0:
+            items.append(bytes(current).strip())
+            current = bytearray()
+            index += 1
+            continue
+        current.append(byte)
+        index += 1
+    return None

@@ -21,6 +21,7 @@ from ...library.names import Names, bundled_names
 from ...context.execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
 from .base import FileContext, own_nodes
 from .early_returns import is_degenerate_exit
+from .fallbacks import in_unused_fallback
 from .imports import dotted_name
 from .once import after_cache_hit, in_cached_value, is_one_time_guard
 from .walk import bound_before as bound_before, subtree as subtree  # re-exported: matchers read them here
@@ -49,10 +50,12 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` runs once, offline or never: in a function the execution stage found so
     (configuration included; never a name alone), in a message, under a cold condition,
     a one-time guard or a condition that is false as written, after a return on a cache
-    hit of a cache the function fills (once per key), or in an early return on a
-    degenerate input (``early_returns``). The engine drops hits of ``runs: per-step``
+    hit of a cache the function fills (once per key), in an early return on a
+    degenerate input (``early_returns``), or in a fallback for an optional parameter
+    every caller passes (``fallbacks``). The engine drops hits of ``runs: per-step``
     rules there; matchers never ask."""
-    if in_message(node, ctx) or in_cold_function(node, ctx) or in_cached_value(node, ctx) or after_cache_hit(node, ctx):
+    if in_message(node, ctx) or in_cold_function(node, ctx) or in_cached_value(node, ctx) or after_cache_hit(node, ctx) \
+            or in_unused_fallback(node, ctx):
         return True
     return any(
         is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx)

@@ -6,7 +6,7 @@ dropped."""
 from __future__ import annotations
 
 import re
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -170,7 +170,10 @@ def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
     CACHE: return CACHE[key]``, ``if (v := CACHE.get(key)) is not None: return v``) of a
     cache the function fills (``CACHE[key] = ...``), or of an attribute it stores (``if
     self._map is not None and self._map.device == device: return self._map`` ... ``self._map
-    = ...``): it runs once per key."""
+    = ...``): it runs once per key. So does code after ``if self._warmed_up: return`` in a
+    function whose own body, not a branch of it, then sets ``self._warmed_up = True``: it
+    runs once per instance. A flag set only in a branch (``if done: self._finished =
+    True``) leaves the code running until then."""
     function = ctx.enclosing_function(node)
     if function is None or not isinstance(function.body, cst.IndentedBlock):
         return False
@@ -179,16 +182,41 @@ def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
     if top is None or top not in statements:
         return False
     filled = _filled_containers(function, ctx)
-    for statement in statements[: statements.index(top)]:
+    for index, statement in enumerate(statements[: statements.index(top)]):
         if isinstance(statement, cst.If) and statement.orelse is None:
             cache = _cache_hit(statement.test, ctx)
             kept = _kept_hit(statement.test, ctx)
+            flag = _self_flag(statement.test)
             hit = (cache is not None and cache in filled) or (
-                kept is not None and kept in _stored_attributes(function, ctx) and _hands_back(statement, kept, ctx))
+                kept is not None and kept in _stored_attributes(function, ctx) and _hands_back(statement, kept, ctx)) or (
+                flag is not None and flag in _flags_set(statements[index + 1:]))
             body = guard_body(statement, ctx) if hit else None
             if body is not None and body.exits:
                 return True
     return False
+
+
+def _self_flag(test: cst.BaseExpression) -> str | None:
+    """``x`` of a test ``self.x`` or ``getattr(self, "x", ...)``: a flag found set."""
+    if isinstance(test, cst.Attribute) and isinstance(test.value, cst.Name) and test.value.value == "self":
+        return test.attr.value
+    if (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "getattr"
+            and len(test.args) >= 2 and isinstance(test.args[0].value, cst.Name) and test.args[0].value.value == "self"
+            and isinstance(test.args[1].value, cst.SimpleString)):
+        return test.args[1].value.raw_value
+    return None
+
+
+def _flags_set(statements: Sequence[cst.BaseStatement]) -> set[str]:
+    """``x`` of each ``self.x = True`` among ``statements`` themselves (not in their branches)."""
+    found: set[str] = set()
+    for statement in statements:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == "True":
+                found.update(target.target.attr.value for target in small.targets
+                             if isinstance(target.target, cst.Attribute) and isinstance(target.target.value, cst.Name)
+                             and target.target.value.value == "self")
+    return found
 
 
 def _kept_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:

@@ -1,0 +1,113 @@
+"""Warm-up code behind a flag runs once per instance: after ``if self._warmed_up: return``
+where the function itself then sets ``self._warmed_up = True``, and in a callee that is
+called only inside a guard its own body closes (``if not self._warmed and ...:
+self._warmed = True; warm(...)``). Its syncs and copies are not per step. A flag set only
+in a branch, a guard whose body leaves the flag alone, and a flag set back to False keep
+the code per step. End to end through ``review --diff``, no configuration, in two
+engines' styles."""
+
+from __future__ import annotations
+
+import pytest
+
+# vLLM's ROCm attention backends: a Triton warm-up on the first decode call.
+VLLM_STYLE = '''import torch
+
+
+def warmup_decode_attention(q, kv):
+    scale = torch.tensor(1.0, device=q.device)
+    return scale
+
+
+def decode_attention(q, kv):
+    scale = torch.tensor(1.0, device=q.device)
+    return q * scale
+
+
+class AiterMLAImpl(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._warmed_up = False
+        self._prefill_warmed_up = False
+        self._use_triton = True
+
+    def forward(self, q, kv):
+        if not self._warmed_up and not torch.cuda.is_current_stream_capturing():
+            self._warmed_up = True
+            warmup_decode_attention(q, kv)
+        if self._use_triton:
+            decode_attention(q, kv)
+        self._warm_prefill(q)
+        return q
+
+    def _warm_prefill(self, q):
+        if self._prefill_warmed_up:
+            return
+        self._prefill_warmed_up = True
+        lens = torch.tensor([64, 128]).to(q.device)
+        return lens
+'''
+
+# SGLang's speculative workers: a one-time graph warm-up, and a stop flag set when done.
+SGLANG_STYLE = '''import torch
+from torch import nn
+
+
+def capture_once(hidden):
+    return torch.tensor([0, 1], device=hidden.device)
+
+
+def verify_tokens(hidden):
+    return torch.tensor([0, 1], device=hidden.device)
+
+
+class EagleDraftWorker(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._graph_ready = False
+        self._finished = False
+        self._primed = False
+
+    def forward(self, hidden):
+        if self._graph_ready is None or not self._graph_ready:
+            verify_tokens(hidden)
+        if not self._primed:
+            self._primed = True
+            capture_once(hidden)
+        self.drain(hidden)
+        self.reset(hidden)
+        return hidden
+
+    def drain(self, hidden):
+        if self._finished:
+            return
+        pending = hidden.nonzero().cpu()
+        if pending.numel() == 0:
+            self._finished = True
+        return pending
+
+    def reset(self, hidden):
+        if getattr(self, "_reset_done", False):
+            return
+        self._reset_done = False
+        return hidden.sum().item()
+'''
+
+CASES = {
+    # path, text, lines that must be reported, lines that must not
+    "vllm": ("vllm/v1/attention/backends/mla/rocm_aiter_mla.py", VLLM_STYLE, {10}, {5, 34}),
+    "sglang": ("sglang/srt/speculative/eagle_worker.py", SGLANG_STYLE, {10, 33, 42}, {6}),
+}
+
+
+@pytest.mark.parametrize("style", sorted(CASES))
+def test_warm_up_behind_a_flag_is_not_per_step_and_look_alikes_are(repo, cli, style):
+    path, text, reported, left_alone = CASES[style]
+    repo.write("README.md", "engine\n")
+    repo.commit("base")
+    repo.write(path, text)
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    lines = {line for f in run.json()["findings"] if f["path"] == path for line in (f["line"], *f.get("also_at", []))}
+    assert reported <= lines, run.json()["findings"]
+    assert not (left_alone & lines), run.json()["findings"]
