@@ -534,6 +534,6 @@ def test_how_a_method_reads_a_self_attribute_decides_whether_its_instance_escape
 ], ids=["parameter", "subscript", "forward-reference", "isinstance", "import", "derived", "dict-value",
         "list", "string", "returned", "class-method"])
 def test_which_mentions_of_a_class_name_make_or_hand_on_no_instance(before: bytes, after: bytes, inert: bool) -> None:
-    from rltrefactor.context.calls.links import _inert_mention
+    from rltrefactor.context.calls.instances import _inert_mention
 
     assert _inert_mention(before, after, imported=True) is inert

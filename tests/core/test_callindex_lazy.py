@@ -12,6 +12,7 @@ from rltrefactor.api import ReviewRequest, review
 from rltrefactor.context.calls.contexts import CallContexts
 from rltrefactor.context.calls.facts import FileFacts, read_facts
 from rltrefactor.context.calls.index import build_index
+from rltrefactor.context.calls.instances import Instances
 from rltrefactor.context.calls.links import Repository
 from rltrefactor.context.calls.texts import RevisionTexts
 from rltrefactor.config import Config
@@ -226,6 +227,6 @@ def test_what_a_class_derives_from_does_not_depend_on_the_files_read_before(firs
     if first is not None:
         repository.facts(first)
     assert repository.qualified_bases("eng/models/vl.py", "VLModel")[0] == "eng.models.base_vl.VLModelBase"
-    assert repository.instance_uses(("eng/models/vl.py", "VLModel", "language_model")) is None  # handed out by the base
+    assert Instances(repository).uses(("eng/models/vl.py", "VLModel", "language_model")) is None  # handed out by the base
     contexts = CallContexts(repository, names_for(()), ((), ()), lambda path: False)
     assert contexts.context("eng/models/vl.py::TextModel.forward")[0] == "per-step"

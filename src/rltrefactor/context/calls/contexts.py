@@ -11,7 +11,7 @@ and never resolves every call of the repository. Verdicts, strongest first:
   through them;
 - *per-request*/*one-time*/*offline* for a class's ``forward``/``__call__`` when every
   instance of the class is kept in a ``self`` attribute that only such code calls or hands
-  on (``Repository.instance_holders``, ``instance_uses``): a root no more;
+  on (``Instances.holders``, ``uses``): a root no more;
 - a function named by a per-step verb that only one-time or offline code calls (every
   call seen, as for a private function below) is that: its name says what its author
   hoped, its callers what it does (per-request callers may loop over steps: a diffusion
@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from .facts import FunctionFacts
+from .instances import Instances
 from .links import Caller, Repository
 from ..execution import COLD_KINDS, INSTANCES_PROOF, UNKNOWN_BY_INSTANCES, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
@@ -88,6 +89,7 @@ class CallContexts:
         ``offline_file``: whether a path is under ``test-paths`` or ``cold-paths``;
         ``protocols``: the protocol models, read through base classes across files."""
         self.repository = repository
+        self.instances = Instances(repository)  # where the instances of its classes are kept and used
         self._names = names
         self._protocols = protocols
         self._hot, self._cold = declared  # entries: plain-name regexes or dotted names (``function_patterns``)
@@ -238,21 +240,21 @@ class CallContexts:
 
     def _by_instances(self, function_id: str) -> Verdict | None:
         """A class's ``forward``/``__call__`` runs per request, once or offline when every
-        instance of its class is kept in a ``self`` attribute (``Repository.instance_holders``)
-        that only code of such a kind calls or hands on (``Repository.instance_uses``): a
+        instance of its class is kept in a ``self`` attribute (``Instances.holders``)
+        that only code of such a kind calls or hands on (``Instances.uses``): a
         vision tower ``self.visual`` called only while one request's images are embedded."""
         if function_id in self._instances:
             return self._instances[function_id]
         self._instances[function_id] = None  # a cycle of instances proves nothing
         function = self.repository.function(function_id)
         path = function_id.partition("::")[0]
-        holders = self.repository.instance_holders(path, function.owner) if function is not None else None
+        holders = self.instances.holders(path, function.owner) if function is not None else None
         if function is None or holders is None:
             return None
         kinds: dict[str, str] = {}
         unresolved: tuple[str, str, str] | None = None  # a holder whose attribute other objects' calls may name
         for holder in holders:
-            seen = self.repository.instance_uses_seen(holder)
+            seen = self.instances.uses_seen(holder)
             if seen is None or not seen.uses:
                 return None
             for use in seen.uses:
@@ -289,14 +291,14 @@ class CallContexts:
 
     def _per_step_by_instances(self, function_id: str) -> Verdict | None:
         """A ``__call__`` runs per step where an instance of its class is kept in a ``self``
-        attribute (``Repository.kept_instances``) that a per-step function calls: the sampler
+        attribute (``Instances.kept``) that a per-step function calls: the sampler
         ``self.topk`` a model's ``forward`` calls. Other instances may run less often; this
         one is enough. Anywhere else how often it runs is unknown."""
         function = self.repository.function(function_id)
         if function is None or not function.owner:
             return None
-        for holder in self.repository.kept_instances(function_id.partition("::")[0], function.owner):
-            for use in self.repository.calls_of_kept(holder):
+        for holder in self.instances.kept(function_id.partition("::")[0], function.owner):
+            for use in self.instances.calls_of_kept(holder):
                 if self._called_per_step(use):
                     _, owner, attribute = holder
                     return ("per-step", f"per step: `{use.partition('::')[2]}` calls `self.{attribute.removesuffix('[]')}` "
@@ -313,12 +315,12 @@ class CallContexts:
 
     def _closed(self, function_id: str) -> bool:
         """The function is a method of a class whose every instance, and every use of one,
-        the repository shows (``Repository.instance_holders``, ``instance_uses``)."""
+        the repository shows (``Instances.holders``, ``uses``)."""
         function = self.repository.function(function_id)
         if function is None or not function.owner or function.parent:
             return False
-        holders = self.repository.instance_holders(function_id.partition("::")[0], function.owner)
-        return holders is not None and all(self.repository.instance_uses(h) is not None for h in holders)
+        holders = self.instances.holders(function_id.partition("::")[0], function.owner)
+        return holders is not None and all(self.instances.uses(h) is not None for h in holders)
 
     def _chain(self, root: str, toward: dict[str, str]) -> tuple[str, ...]:
         chain = [root]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple
+from typing import Callable, NamedTuple
 
 from .texts import RevisionTexts
 from .facts import ClassFacts, FileFacts, FunctionFacts, type_name
@@ -45,13 +45,6 @@ def summary_of(facts: FileFacts) -> FileSummary:
         tuple(f.name for f in facts.functions if f.owner and not f.name.startswith("__")),
         frozenset(called),
     )
-
-
-class SeenUses(NamedTuple):
-    """The functions seen using the instances one holder keeps, and whether they are all."""
-
-    uses: tuple[str, ...]
-    complete: bool  # no call on an object of unknown class may reach the instances
 
 
 class Caller(NamedTuple):
@@ -85,9 +78,9 @@ class Repository:
         """``offline``: whether a path holds code that runs apart from the program (tests,
         ``cold-paths``): an instance made there runs there, so it hides no other."""
         self.paths = texts.paths
-        self._texts = texts
+        self.texts = texts
         self._load = load
-        self._offline = offline
+        self.offline = offline
         self._facts: dict[str, FileFacts] = {}
         self._summaries: dict[str, FileSummary] = {}
         self._functions: dict[str, dict[str, FunctionFacts]] = {}  # path -> qualname -> facts
@@ -105,8 +98,6 @@ class Repository:
         self._callers: dict[str, tuple[Caller, ...]] = {}
         # path -> last part of a callee -> (caller qualname, its facts, callee as written, in its loop)
         self._written: dict[str, dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]] = {}
-        self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
-        self._uses: dict[tuple[str, str, str], SeenUses | None] = {}
 
     def _summary(self, path: str) -> FileSummary:
         found = self._summaries.get(path)
@@ -119,7 +110,7 @@ class Repository:
         method; only the files with an indented ``def name`` are parsed to tell."""
         if name not in self._unique:
             count, where = 0, None
-            for path in sorted(self._texts.defining_indented(name)):
+            for path in sorted(self.texts.defining_indented(name)):
                 defined = self._summary(path).methods.count(name)
                 count, where = count + defined, where if not defined else path
             self._unique[name] = where if count == 1 and name not in _COMMON_METHODS else None
@@ -150,7 +141,7 @@ class Repository:
         function = self.function(caller)
         if function is None:
             return None
-        return self._texts.call_arguments(caller.partition("::")[0], callee.rpartition(".")[2],
+        return self.texts.call_arguments(caller.partition("::")[0], callee.rpartition(".")[2],
                                           (function.start_line, function.end_line))
 
     def function_text(self, function_id: str) -> bytes:
@@ -158,9 +149,9 @@ class Repository:
         function = self.function(function_id)
         if function is None:
             return b""
-        return self._texts.lines_text(function_id.partition("::")[0], (function.start_line, function.end_line))
+        return self.texts.lines_text(function_id.partition("::")[0], (function.start_line, function.end_line))
 
-    def _class(self, path: str, qualname: str) -> ClassFacts | None:
+    def class_facts(self, path: str, qualname: str) -> ClassFacts | None:
         """The facts of the class ``qualname`` of ``path``, its file read if it was not yet:
         what a class is never depends on which files were asked about before."""
         if path not in self._classes and path in self._known:
@@ -202,7 +193,7 @@ class Repository:
             calls: list[Caller] = []
             # A membership test per file, when a name is first asked, costs less than an
             # inverted index of every call of the repository built up front.
-            for path in (p for p in self._texts.calling(name) if name in self._summary(p).called):
+            for path in (p for p in self.texts.calling(name) if name in self._summary(p).called):
                 self.facts(path)
                 for caller, function, callee, in_loop in self._written[path].get(name, ()):
                     gated = function is not None and callee in function.gated_calls
@@ -211,7 +202,7 @@ class Repository:
         return found
 
     def _resolve(self, path: str, function: FunctionFacts | None, callee: str) -> str | None:
-        if not self._texts.defining(callee.rpartition(".")[2]):  # most calls go to other packages
+        if not self.texts.defining(callee.rpartition(".")[2]):  # most calls go to other packages
             return None
         parts = callee.split(".")
         found = self._resolve_chain(path, function, parts) if parts[0] != "?" else None
@@ -234,12 +225,12 @@ class Repository:
         if head in ("self", "cls") and function is not None and function.owner:
             cls: tuple[str, str] | None = (path, function.owner)
             for attribute in rest[:-1]:
-                cls = self._attribute_class(cls, attribute) if cls is not None else None
+                cls = self.attribute_class(cls, attribute) if cls is not None else None
             return self._method(cls, rest[-1]) if cls is not None and rest else None
-        typed = self._local_class(path, function, head) if rest else None
+        typed = self.local_class(path, function, head) if rest else None
         if typed is not None:
             for attribute in rest[:-1]:  # ``runner.model.forward`` through typed attributes
-                typed = self._attribute_class(typed, attribute) if typed is not None else None
+                typed = self.attribute_class(typed, attribute) if typed is not None else None
             return self._method(typed, rest[-1]) if typed is not None else None
         target = self._name(path, function, head)
         return self._member(target, rest) if target is not None else None
@@ -270,7 +261,7 @@ class Repository:
     def _top_level(self, path: str, name: str, depth: int = 0) -> tuple[str, str, str] | None:
         if self.function(f"{path}::{name}") is not None:
             return ("function", path, name)
-        if self._class(path, name) is not None:
+        if self.class_facts(path, name) is not None:
             return ("class", path, name)
         target = self._imports.get(path, {}).get(name)
         return self._lookup(target, depth + 1) if target is not None and depth < MAX_REEXPORTS else None
@@ -299,206 +290,40 @@ class Repository:
         path, qualname = cls
         if self.function(f"{path}::{qualname}.{name}") is not None:
             return f"{path}::{qualname}.{name}"
-        facts = self._class(path, qualname)
+        facts = self.class_facts(path, qualname)
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
-            found = self._class_named(path, None, base)
+            found = self.class_named(path, None, base)
             if found is not None:
                 method = self._method(found, name, depth + 1)
                 if method is not None:
                     return method
         return None
 
-    # -- instances ---------------------------------------------------------------------------
+    # -- classes ---------------------------------------------------------------------------
 
-    def instance_holders(self, path: str, qualname: str, depth: int = 0) -> tuple[tuple[str, str, str], ...] | None:
-        """Where every instance of the class ``qualname`` of ``path``, or of a class derived
-        from it, is kept: (holder's path, holder class, attribute), the attribute ending in
-        ``[]`` for a container of instances (``self.blocks = nn.ModuleList([Block() ...])``).
-        None unless each is seen: every mention of the class's name (or an alias it is
-        imported as) in the repository's code (``RevisionTexts.mentions``: comments,
-        docstrings and messages are prose) is an import, an annotation, a type test, a
-        class definition or a construction, and every construction is the value (or a
-        container element) of a ``self.A = ...`` in a method."""
-        if (path, qualname) not in self._holders:
-            self._holders[(path, qualname)] = None  # a class derived from itself through a cycle
-            self._holders[(path, qualname)] = self._instance_holders(path, qualname, depth)
-        return self._holders[(path, qualname)]
-
-    def _instance_holders(self, path: str, qualname: str, depth: int) -> tuple[tuple[str, str, str], ...] | None:
-        if "." in qualname or self._class(path, qualname) is None or depth > MAX_BASE_CLASSES:
-            return None
-        holders: set[tuple[str, str, str]] = set()
-        for derived_path, derived in self._derived(path, qualname):  # their instances run this class's methods too
-            found = self.instance_holders(derived_path, derived, depth + 1)
-            if found is None:
-                return None
-            holders.update(found)
-        names = {qualname}
-        local_aliases: set[tuple[str, str]] = set()  # (path, name): ``vision_cls = C`` in a function
-        for mentioning in self._texts.mentioning(qualname):
-            if self._offline(mentioning):
-                continue
-            facts = self.facts(mentioning)
-            aliases = {m.group(1).decode() for _, after in self._texts.mentions(mentioning, qualname)
-                       if (m := _ALIAS.match(after)) is not None}
-            names.update(aliases)
-            imported = any(local in aliases | {qualname} for local, _, _ in facts.imports)
-            for name in {qualname} | aliases:
-                for before, after in self._texts.mentions(mentioning, name):
-                    local = self._local_alias(mentioning, before, after)
-                    if local:
-                        local_aliases.add((mentioning, local))
-                    elif not (_inert_mention(before, after, imported) or self._static_call(path, qualname, after)):
-                        return None
-        calls = [call for name in sorted(names) for call in self.callers(name)]
-        calls += [call for alias_path, alias in sorted(local_aliases) for call in self.callers(alias)
-                  if call.caller.partition("::")[0] == alias_path and call.callee == alias]
-        for call in calls:
-            caller_path, _, caller_qualname = call.caller.partition("::")
-            if self._offline(caller_path):
-                continue
-            function = self.function(call.caller)
-            made = (path, qualname) if (caller_path, call.callee) in local_aliases else \
-                self._class_named(caller_path, function, call.callee) if function is not None else None
-            if function is None or made is None:
-                return None  # at import time, or a name no rule resolves: it may be this class
-            if made != (path, qualname):
-                continue
-            kept = [name for name, value in function.locals if name.startswith("self.") and value == f"call:{call.callee}"]
-            if not function.owner or not kept or function.calls.count(call.callee) != len(kept):
-                return None
-            holders.update((caller_path, function.owner, name[5:]) for name in kept)
-        return tuple(sorted(holders)) or None
-
-    def _local_alias(self, path: str, before: bytes, after: bytes) -> str:
-        """The name a function binds the class to (``vision_cls = C`` alone on its line,
-        indented), where the file writes that name nowhere but in such bindings and in
-        bare calls, one at least: every instance made through it is then a call of it (a
-        class attribute is never called bare, so it is no such name). "" otherwise."""
-        bound = _LOCAL_ALIAS.match(before)
-        if bound is None or after.strip() or not before[:1].isspace():
-            return ""
-        alias = bound.group(1).decode()
-        uses = self._texts.mentions(path, alias)
-        called = [b for b, a in uses if a.lstrip().startswith(b"(") and not b.endswith(b".")]
-        bindings = [b for b, a in uses if not b.strip() and _BINDING.match(a)]
-        return alias if called and len(called) + len(bindings) == len(uses) else ""
-
-    def kept_instances(self, path: str, qualname: str) -> tuple[tuple[str, str, str], ...]:
-        """Where some instance of the class ``qualname`` of ``path`` is kept, as
-        ``instance_holders`` says it, without asking that every instance be seen: each
-        ``self.A = C(...)`` (or container element) of a method. Other instances may exist;
-        what these show holds for these."""
-        kept: set[tuple[str, str, str]] = set()
-        for call in self.callers(qualname):
-            caller_path = call.caller.partition("::")[0]
-            function = self.function(call.caller)
-            if function is None or not function.owner or self._class_named(caller_path, function, call.callee) != (path, qualname):
-                continue
-            kept.update((caller_path, function.owner, name[5:]) for name, value in function.locals
-                        if name.startswith("self.") and value == f"call:{call.callee}")
-        return tuple(sorted(kept))
-
-    def calls_of_kept(self, holder: tuple[str, str, str]) -> tuple[str, ...]:
-        """The functions of the holder's class, its bases and the classes derived from it
-        that use ``self.A`` as ``instance_uses`` reads a use (call it or a method of it,
-        iterate or index it, pass it on), whatever else the instance meets: a use seen is
-        made, even where the instance also escapes."""
-        path, owner, attribute = holder
-        attribute = attribute.removesuffix("[]")
-        written = f"self.{attribute}"
-        return tuple(sorted(
-            f"{class_path}::{function.qualname}"
-            for class_path, function in self._methods(self._lineage(path, owner) + self._derived(path, owner))
-            if attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls)
-        ))
-
-    def _methods(self, classes: list[tuple[str, str]]) -> Iterator[tuple[str, FunctionFacts]]:
-        """(path, function) of every function defined in one of ``classes`` (path, class)."""
-        for class_path, class_name in classes:
-            for function in self.facts(class_path).functions:
-                if function.qualname.startswith(class_name + "."):
-                    yield class_path, function
-
-    def _static_call(self, path: str, qualname: str, after: bytes) -> bool:
-        """``C.m(`` where ``m`` is a static method of the class: no instance is made."""
-        called = _MEMBER_CALL.match(after)
-        method = self.function(f"{path}::{qualname}.{called.group(1).decode()}") if called is not None else None
-        return method is not None and "staticmethod" in method.decorators
-
-    def instance_uses(self, holder: tuple[str, str, str]) -> tuple[str, ...] | None:
-        """The functions that may run the instances one holder keeps (``instance_holders``):
-        each that calls ``self.A(...)`` or any method of it (``self.A.encode(...)`` may call
-        its ``forward``), or hands ``self.A`` to a call, a loop or a subscript, in the holder
-        class, its bases and the classes derived from it. None where such a use lets the
-        instance escape, or a call of an ``A`` not on ``self`` may reach it."""
-        seen = self.instance_uses_seen(holder)
-        return None if seen is None or not seen.complete else seen.uses
-
-    def instance_uses_seen(self, holder: tuple[str, str, str]) -> SeenUses | None:
-        """The uses ``instance_uses`` reads, and whether they are all: not where a call of
-        an ``A`` on an object of unknown class (``self.image_encoder.visual(...)``) may reach
-        the instances too. None where a use lets the instance escape."""
-        if holder not in self._uses:
-            self._uses[holder] = self._instance_uses(holder)
-        return self._uses[holder]
-
-    def _instance_uses(self, holder: tuple[str, str, str]) -> SeenUses | None:
-        path, owner, attribute = holder
-        attribute = attribute.removesuffix("[]")
-        written = f"self.{attribute}"
-        classes = self._lineage(path, owner) + self._derived(path, owner)
-        complete = True
-        for call in self.callers(attribute):
-            # A bare ``A(...)`` is a name of its function or module, not this attribute (the
-            # instance reaches it only by being handed on, a use read below); a test's call
-            # runs in the test.
-            caller_path = call.caller.partition("::")[0]
-            if call.callee != written and call.target is None and "." in call.callee and not self._offline(caller_path):
-                receiver = self._receiver_class(caller_path, self.function(call.caller), call.callee.split(".")[:-1])
-                if receiver is None or receiver in classes:
-                    complete = False  # ``other.A(...)``: it may be one of these instances
-                    break
-        if any(f"{attribute}!" in function.instance_uses for _, function in self._methods(classes)):
-            return None
-        return SeenUses(self.calls_of_kept(holder), complete)
-
-    def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
-        """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
-        where ``self``'s class or a typed local and the attributes' types place it."""
-        if not parts or function is None:
-            return None
-        if parts[0] in ("self", "cls"):
-            cls = (path, function.owner) if function.owner else None
-        else:
-            cls = self._local_class(path, function, parts[0])
-        for attribute in parts[1:]:
-            cls = self._attribute_class(cls, attribute) if cls is not None else None
-        return cls
-
-    def _lineage(self, path: str, qualname: str, depth: int = 0) -> list[tuple[str, str]]:
+    def lineage(self, path: str, qualname: str, depth: int = 0) -> list[tuple[str, str]]:
         """The class and the bases of it the repository defines, nearest first."""
         found = [(path, qualname)]
-        facts = self._class(path, qualname)
+        facts = self.class_facts(path, qualname)
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
-            defined = self._class_named(path, None, base)
+            defined = self.class_named(path, None, base)
             if defined is not None:
-                found.extend(self._lineage(*defined, depth + 1))
+                found.extend(self.lineage(*defined, depth + 1))
         return found
 
-    def _derived(self, path: str, qualname: str) -> list[tuple[str, str]]:
+    def derived(self, path: str, qualname: str) -> list[tuple[str, str]]:
         """The repository's classes derived from a class, through any number of levels."""
         dotted = f"{_module_of(path)}.{qualname}"
         return [
             (mentioning, c.qualname)
-            for mentioning in self._texts.mentioning(qualname.rpartition(".")[2])
+            for mentioning in self.texts.mentioning(qualname.rpartition(".")[2])
             for c in self.facts(mentioning).classes
             if (mentioning, c.qualname) != (path, qualname) and dotted in self.qualified_bases(mentioning, c.qualname)
         ]
 
     def host_fields(self, markers: tuple[str, ...]) -> frozenset[str]:
         """Input fields the repository's files declare host-side (``RevisionTexts.host_fields``)."""
-        return self._texts.host_fields(markers)
+        return self.texts.host_fields(markers)
 
     def lineage_names(self, path: str, qualname: str) -> tuple[str, ...]:
         """The class ``qualname`` of ``path`` as a dotted name, then its ``qualified_bases``:
@@ -508,10 +333,10 @@ class Repository:
     def qualified_bases(self, path: str, qualname: str, depth: int = 0) -> tuple[str, ...]:
         """The bases of the class ``qualname`` of ``path``, each as a dotted name qualified
         through its file's imports, and the bases of those the repository defines, in order."""
-        facts = self._class(path, qualname)
+        facts = self.class_facts(path, qualname)
         found: list[str] = []
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
-            defined = self._class_named(path, None, base)
+            defined = self.class_named(path, None, base)
             if defined is not None:
                 found.append(f"{_module_of(defined[0])}.{defined[1]}")
                 found.extend(self.qualified_bases(*defined, depth + 1))
@@ -527,7 +352,7 @@ class Repository:
         target = self._imports.get(path, {}).get(head)
         return dotted if target is None else f"{target}.{rest}" if rest else target
 
-    def _class_named(self, path: str, function: FunctionFacts | None, written: str) -> tuple[str, str] | None:
+    def class_named(self, path: str, function: FunctionFacts | None, written: str) -> tuple[str, str] | None:
         name = type_name(written[5:] if written.startswith("call:") else written)
         if not name:
             return None
@@ -537,50 +362,18 @@ class Repository:
             found = self._inside(found, part, 0) if found is not None else None
         return (found[1], found[2]) if found is not None and found[0] == "class" else None
 
-    def _attribute_class(self, cls: tuple[str, str], attribute: str) -> tuple[str, str] | None:
-        self._class(*cls)  # its file's attributes are read with its facts
+    def attribute_class(self, cls: tuple[str, str], attribute: str) -> tuple[str, str] | None:
+        self.class_facts(*cls)  # its file's attributes are read with its facts
         written = self._attributes.get(cls, {}).get(attribute)
-        return self._class_named(cls[0], None, written) if written else None
+        return self.class_named(cls[0], None, written) if written else None
 
-    def _local_class(self, path: str, function: FunctionFacts | None, name: str) -> tuple[str, str] | None:
+    def local_class(self, path: str, function: FunctionFacts | None, name: str) -> tuple[str, str] | None:
         if function is None:
             return None
         written = [v for n, v in function.locals if n == name] + [t for n, t in function.params if n == name]
         if len(set(written)) != 1:  # assigned two ways: no one class
             return None
-        return self._class_named(path, function, written[0])
-
-
-_MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
-_ALIAS = re.compile(rb"^\s+as\s+(\w+)")
-_LOCAL_ALIAS = re.compile(rb"^\s*(\w+)\s*=\s*$")
-_BINDING = re.compile(rb"^\s*=(?!=)")
-_COMPARED_BEFORE = re.compile(rb"[=!]=\s*[\"']$")
-_COMPARED_AFTER = re.compile(rb"^[\"']\s*[=!]=")
-# The class's own definition (``class C:``), a class derived from it, an alias.
-_DEFINED_OR_ALIASED = re.compile(rb"(^\s*class\s+|\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
-_IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
-# What precedes a name in a type position: a variable's or parameter's annotation
-# (``x: C``, ``(self, x: C``), a return annotation, a subscript of a name (``Optional[C]``),
-# a union, a type test or cast; optionally opening a forward reference (``x: "C"``).
-_TYPE_POSITION = re.compile(
-    rb"((^|[(,])\s*\*{0,2}[\w.]+\s*:|->|\w\[|\||\bisinstance\(.*,|\bissubclass\(.*,|\bcast\()\s*\(?\s*[\"']?$")
-
-
-def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:
-    """A mention of a class's name (the text before and after it on its line) that makes
-    or hands on no instance, other than a construction (``C(``), which the facts place:
-    an import, an annotation, a type test, a class definition, a comment. A string that is
-    no annotation (a registry's ``"C"``) may name a class loaded by ``getattr``: not inert."""
-    if after.lstrip().startswith(b"(") or b"#" in before:
-        return True
-    if _IMPORT_LINE.match(before) or (imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")):
-        return True
-    if _COMPARED_BEFORE.search(before) or _COMPARED_AFTER.match(after):
-        return True  # a string compared with another (``arch == "C"``) names no class to load
-    if _ALIAS.match(after) or _DEFINED_OR_ALIASED.search(before):
-        return True  # imported under another name, which is searched too; a derived class, placed by its bases
-    return bool(_TYPE_POSITION.search(before)) or after.lstrip().startswith(b"|")
+        return self.class_named(path, function, written[0])
 
 
 def _calls_by_name(facts: FileFacts) -> dict[str, list[tuple[str, FunctionFacts | None, str, bool]]]:

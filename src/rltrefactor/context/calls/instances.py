@@ -1,0 +1,229 @@
+"""Where the instances of a class are kept and what runs them, read across the
+repository: every ``self.A = C(...)`` that holds an instance,
+found from every mention of the class's name, and every function that calls, iterates or
+hands on ``self.A``. How often such a class's ``forward`` runs follows from these
+(``CallContexts._by_instances``)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator, NamedTuple
+
+from .facts import FunctionFacts
+from .links import Repository
+
+MAX_DERIVED_LEVELS = 8  # levels of derived classes followed when every instance must be seen
+
+
+class SeenUses(NamedTuple):
+    """The functions seen using the instances one holder keeps, and whether they are all."""
+
+    uses: tuple[str, ...]
+    complete: bool  # no call on an object of unknown class may reach the instances
+
+
+class Instances:
+    """The instance questions of one repository, each answered once."""
+
+    def __init__(self, repository: Repository) -> None:
+        self._repository = repository
+        self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
+        self._uses: dict[tuple[str, str, str], SeenUses | None] = {}
+
+    def holders(self, path: str, qualname: str, depth: int = 0) -> tuple[tuple[str, str, str], ...] | None:
+        """Where every instance of the class ``qualname`` of ``path``, or of a class derived
+        from it, is kept: (holder's path, holder class, attribute), the attribute ending in
+        ``[]`` for a container of instances (``self.blocks = nn.ModuleList([Block() ...])``).
+        None unless each is seen: every mention of the class's name (or an alias it is
+        imported as) in the repository's code (``RevisionTexts.mentions``: comments,
+        docstrings and messages are prose) is an import, an annotation, a type test, a
+        class definition or a construction, and every construction is the value (or a
+        container element) of a ``self.A = ...`` in a method."""
+        if (path, qualname) not in self._holders:
+            self._holders[(path, qualname)] = None  # a class derived from itself through a cycle
+            self._holders[(path, qualname)] = self._holders_of(path, qualname, depth)
+        return self._holders[(path, qualname)]
+
+    def _holders_of(self, path: str, qualname: str, depth: int) -> tuple[tuple[str, str, str], ...] | None:
+        if "." in qualname or self._repository.class_facts(path, qualname) is None or depth > MAX_DERIVED_LEVELS:
+            return None
+        holders: set[tuple[str, str, str]] = set()
+        for derived_path, derived in self._repository.derived(path, qualname):  # their instances run this class's methods too
+            found = self.holders(derived_path, derived, depth + 1)
+            if found is None:
+                return None
+            holders.update(found)
+        names = {qualname}
+        local_aliases: set[tuple[str, str]] = set()  # (path, name): ``vision_cls = C`` in a function
+        for mentioning in self._repository.texts.mentioning(qualname):
+            if self._repository.offline(mentioning):
+                continue
+            facts = self._repository.facts(mentioning)
+            aliases = {m.group(1).decode() for _, after in self._repository.texts.mentions(mentioning, qualname)
+                       if (m := _ALIAS.match(after)) is not None}
+            names.update(aliases)
+            imported = any(local in aliases | {qualname} for local, _, _ in facts.imports)
+            for name in {qualname} | aliases:
+                for before, after in self._repository.texts.mentions(mentioning, name):
+                    local = self._local_alias(mentioning, before, after)
+                    if local:
+                        local_aliases.add((mentioning, local))
+                    elif not (_inert_mention(before, after, imported) or self._static_call(path, qualname, after)):
+                        return None
+        calls = [call for name in sorted(names) for call in self._repository.callers(name)]
+        calls += [call for alias_path, alias in sorted(local_aliases) for call in self._repository.callers(alias)
+                  if call.caller.partition("::")[0] == alias_path and call.callee == alias]
+        for call in calls:
+            caller_path, _, caller_qualname = call.caller.partition("::")
+            if self._repository.offline(caller_path):
+                continue
+            function = self._repository.function(call.caller)
+            made = (path, qualname) if (caller_path, call.callee) in local_aliases else \
+                self._repository.class_named(caller_path, function, call.callee) if function is not None else None
+            if function is None or made is None:
+                return None  # at import time, or a name no rule resolves: it may be this class
+            if made != (path, qualname):
+                continue
+            kept = [name for name, value in function.locals if name.startswith("self.") and value == f"call:{call.callee}"]
+            if not function.owner or not kept or function.calls.count(call.callee) != len(kept):
+                return None
+            holders.update((caller_path, function.owner, name[5:]) for name in kept)
+        return tuple(sorted(holders)) or None
+
+    def _local_alias(self, path: str, before: bytes, after: bytes) -> str:
+        """The name a function binds the class to (``vision_cls = C`` alone on its line,
+        indented), where the file writes that name nowhere but in such bindings and in
+        bare calls, one at least: every instance made through it is then a call of it (a
+        class attribute is never called bare, so it is no such name). "" otherwise."""
+        bound = _LOCAL_ALIAS.match(before)
+        if bound is None or after.strip() or not before[:1].isspace():
+            return ""
+        alias = bound.group(1).decode()
+        uses = self._repository.texts.mentions(path, alias)
+        called = [b for b, a in uses if a.lstrip().startswith(b"(") and not b.endswith(b".")]
+        bindings = [b for b, a in uses if not b.strip() and _BINDING.match(a)]
+        return alias if called and len(called) + len(bindings) == len(uses) else ""
+
+    def kept(self, path: str, qualname: str) -> tuple[tuple[str, str, str], ...]:
+        """Where some instance of the class ``qualname`` of ``path`` is kept, as
+        ``holders`` says it, without asking that every instance be seen: each
+        ``self.A = C(...)`` (or container element) of a method. Other instances may exist;
+        what these show holds for these."""
+        kept: set[tuple[str, str, str]] = set()
+        for call in self._repository.callers(qualname):
+            caller_path = call.caller.partition("::")[0]
+            function = self._repository.function(call.caller)
+            if function is None or not function.owner or self._repository.class_named(caller_path, function, call.callee) != (path, qualname):
+                continue
+            kept.update((caller_path, function.owner, name[5:]) for name, value in function.locals
+                        if name.startswith("self.") and value == f"call:{call.callee}")
+        return tuple(sorted(kept))
+
+    def calls_of_kept(self, holder: tuple[str, str, str]) -> tuple[str, ...]:
+        """The functions of the holder's class, its bases and the classes derived from it
+        that use ``self.A`` as ``uses`` reads a use (call it or a method of it,
+        iterate or index it, pass it on), whatever else the instance meets: a use seen is
+        made, even where the instance also escapes."""
+        path, owner, attribute = holder
+        attribute = attribute.removesuffix("[]")
+        written = f"self.{attribute}"
+        return tuple(sorted(
+            f"{class_path}::{function.qualname}"
+            for class_path, function in self._methods(self._repository.lineage(path, owner) + self._repository.derived(path, owner))
+            if attribute in function.instance_uses or any(c == written or c.startswith(f"{written}.") for c in function.calls)
+        ))
+
+    def _methods(self, classes: list[tuple[str, str]]) -> Iterator[tuple[str, FunctionFacts]]:
+        """(path, function) of every function defined in one of ``classes`` (path, class)."""
+        for class_path, class_name in classes:
+            for function in self._repository.facts(class_path).functions:
+                if function.qualname.startswith(class_name + "."):
+                    yield class_path, function
+
+    def _static_call(self, path: str, qualname: str, after: bytes) -> bool:
+        """``C.m(`` where ``m`` is a static method of the class: no instance is made."""
+        called = _MEMBER_CALL.match(after)
+        method = self._repository.function(f"{path}::{qualname}.{called.group(1).decode()}") if called is not None else None
+        return method is not None and "staticmethod" in method.decorators
+
+    def uses(self, holder: tuple[str, str, str]) -> tuple[str, ...] | None:
+        """The functions that may run the instances one holder keeps (``holders``):
+        each that calls ``self.A(...)`` or any method of it (``self.A.encode(...)`` may call
+        its ``forward``), or hands ``self.A`` to a call, a loop or a subscript, in the holder
+        class, its bases and the classes derived from it. None where such a use lets the
+        instance escape, or a call of an ``A`` not on ``self`` may reach it."""
+        seen = self.uses_seen(holder)
+        return None if seen is None or not seen.complete else seen.uses
+
+    def uses_seen(self, holder: tuple[str, str, str]) -> SeenUses | None:
+        """The uses ``uses`` reads, and whether they are all: not where a call of
+        an ``A`` on an object of unknown class (``self.image_encoder.visual(...)``) may reach
+        the instances too. None where a use lets the instance escape."""
+        if holder not in self._uses:
+            self._uses[holder] = self._uses_of(holder)
+        return self._uses[holder]
+
+    def _uses_of(self, holder: tuple[str, str, str]) -> SeenUses | None:
+        path, owner, attribute = holder
+        attribute = attribute.removesuffix("[]")
+        written = f"self.{attribute}"
+        classes = self._repository.lineage(path, owner) + self._repository.derived(path, owner)
+        complete = True
+        for call in self._repository.callers(attribute):
+            # A bare ``A(...)`` is a name of its function or module, not this attribute (the
+            # instance reaches it only by being handed on, a use read below); a test's call
+            # runs in the test.
+            caller_path = call.caller.partition("::")[0]
+            if call.callee != written and call.target is None and "." in call.callee and not self._repository.offline(caller_path):
+                receiver = self._receiver_class(caller_path, self._repository.function(call.caller), call.callee.split(".")[:-1])
+                if receiver is None or receiver in classes:
+                    complete = False  # ``other.A(...)``: it may be one of these instances
+                    break
+        if any(f"{attribute}!" in function.instance_uses for _, function in self._methods(classes)):
+            return None
+        return SeenUses(self.calls_of_kept(holder), complete)
+
+    def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
+        """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
+        where ``self``'s class or a typed local and the attributes' types place it."""
+        if not parts or function is None:
+            return None
+        if parts[0] in ("self", "cls"):
+            cls = (path, function.owner) if function.owner else None
+        else:
+            cls = self._repository.local_class(path, function, parts[0])
+        for attribute in parts[1:]:
+            cls = self._repository.attribute_class(cls, attribute) if cls is not None else None
+        return cls
+
+
+_MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
+_ALIAS = re.compile(rb"^\s+as\s+(\w+)")
+_LOCAL_ALIAS = re.compile(rb"^\s*(\w+)\s*=\s*$")
+_BINDING = re.compile(rb"^\s*=(?!=)")
+_COMPARED_BEFORE = re.compile(rb"[=!]=\s*[\"']$")
+_COMPARED_AFTER = re.compile(rb"^[\"']\s*[=!]=")
+# The class's own definition (``class C:``), a class derived from it, an alias.
+_DEFINED_OR_ALIASED = re.compile(rb"(^\s*class\s+|\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
+_IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
+# What precedes a name in a type position: a variable's or parameter's annotation
+# (``x: C``, ``(self, x: C``), a return annotation, a subscript of a name (``Optional[C]``),
+# a union, a type test or cast; optionally opening a forward reference (``x: "C"``).
+_TYPE_POSITION = re.compile(
+    rb"((^|[(,])\s*\*{0,2}[\w.]+\s*:|->|\w\[|\||\bisinstance\(.*,|\bissubclass\(.*,|\bcast\()\s*\(?\s*[\"']?$")
+
+
+def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:
+    """A mention of a class's name (the text before and after it on its line) that makes
+    or hands on no instance, other than a construction (``C(``), which the facts place:
+    an import, an annotation, a type test, a class definition, a comment. A string that is
+    no annotation (a registry's ``"C"``) may name a class loaded by ``getattr``: not inert."""
+    if after.lstrip().startswith(b"(") or b"#" in before:
+        return True
+    if _IMPORT_LINE.match(before) or (imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")):
+        return True
+    if _COMPARED_BEFORE.search(before) or _COMPARED_AFTER.match(after):
+        return True  # a string compared with another (``arch == "C"``) names no class to load
+    if _ALIAS.match(after) or _DEFINED_OR_ALIASED.search(before):
+        return True  # imported under another name, which is searched too; a derived class, placed by its bases
+    return bool(_TYPE_POSITION.search(before)) or after.lstrip().startswith(b"|")
