@@ -42,7 +42,8 @@ class FileFunction:
     call_sites: int = 0
     # Module-level tables (dicts, lists, tuples of functions) this function calls an entry of: ``TABLE[key](...)``.
     dispatched: set[str] = field(default_factory=set)
-    # Callee keys of ``calls`` whose every call here sits under a diagnostics gate (``under_gate``).
+    # Callee keys of ``calls`` whose every call here sits under a diagnostics gate or a
+    # one-time guard (``under_gate``).
     gated: set[str] = field(default_factory=set)
     kind: ExecutionKind = "unknown"
     evidence: str = ""
@@ -153,7 +154,8 @@ def collect_calls(root: Node, functions: list[FileFunction], gates: re.Pattern[s
     from the calls in its body. A call inside a nested function or class belongs to that
     definition (a class body's calls to none), a call in a definition's header
     (defaults, annotations) to none. ``gates``: names of diagnostics conditions; a key
-    whose every call sits under one is also in ``FileFunction.gated``."""
+    whose every call sits under one, or under a one-time guard (``under_gate``), is also
+    in ``FileFunction.gated``."""
     # Scopes nest: (first byte, end byte, the function whose body it is, or None).
     scopes: list[tuple[int, int, FileFunction | None]] = []
     for function in functions:

@@ -412,9 +412,11 @@ class CallContexts:
         too. A function called through its instance (``forward``, ``__call__``) has callers
         no name shows: none."""
         function = self.repository.function(function_id)
-        asked = function.none_tested if depth == 0 and function is not None else function.none_defaults if function else ()
-        if function is None or not asked or function.name.startswith("__") \
-                or function.name in _RUN_BY_CALLING or depth > _MAX_FORWARDED:
+        if function is None or function.name.startswith("__") or function.name in _RUN_BY_CALLING or depth > _MAX_FORWARDED:
+            return frozenset()
+        # Asked about its own fallbacks, a function's tested parameters; handed on, any such one.
+        asked = function.none_tested if depth == 0 else function.none_defaults
+        if not asked:
             return frozenset()
         passed = set(asked)
         seen_call = False

@@ -57,7 +57,8 @@ class FunctionFacts:
     # stored, anything else).
     instance_uses: tuple[str, ...] = ()
     # Callees whose every call here sits under a gate that holds only in opt-in
-    # diagnostics (``if self.validate_routing:``, ``if debug:``: ``cold-conditions``).
+    # diagnostics (``if self.validate_routing:``, ``if debug:``: ``cold-conditions``) or in
+    # code that runs once per instance (a guard its body closes): ``under_gate``.
     gated_calls: tuple[str, ...] = ()
     # Parameters that default to ``None``, and those of them the body tests against
     # ``None``: where every call passes one, its fallback never runs (``CallContexts.passed_parameters``).
@@ -175,7 +176,7 @@ class _Builder:
         self.loops: list[tuple[int, int]] = []
         self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
         self.instance_uses: list[str] = []
-        self.gated: set[str] = set()  # callees with a call under a diagnostics gate
+        self.gated: set[str] = set()  # callees with a call under a gate (``under_gate``)
         self.ungated: set[str] = set()  # ... and with one elsewhere
 
 

@@ -54,7 +54,7 @@ class Caller(NamedTuple):
     callee: str  # as written
     target: str | None  # the function id it resolves to; None where no rule resolves it
     in_loop: bool  # made inside the caller's long-running loop
-    gated: bool = False  # made only under a diagnostics gate (``FunctionFacts.gated_calls``)
+    gated: bool = False  # made only under a diagnostics gate or a one-time guard (``FunctionFacts.gated_calls``)
 
 
 # Method names builtin containers, strings and compiled patterns also have: a call by such

@@ -208,7 +208,7 @@ def _prose_spans(data: bytes) -> list[tuple[int, int, bool]]:
     return [(node.start_byte, node.end_byte, kind == "text") for kind, nodes in found.items() for node in nodes]
 
 
-_CLOSING = {ord("("): ord(")"), ord("["): ord("]"), ord("{"): ord("}")}
+_OPENING, _CLOSING, _QUOTES = frozenset(b"([{"), frozenset(b")]}"), frozenset(b"\"'")
 
 
 def _arguments(data: bytes, position: int) -> list[bytes] | None:
@@ -220,25 +220,25 @@ def _arguments(data: bytes, position: int) -> list[bytes] | None:
     while index < len(data):
         byte = data[index]
         if quote:
-            if byte == 92:  # a backslash escapes the next byte
+            if byte == ord("\\"):  # a backslash escapes the next byte
                 current += data[index:index + 2]
                 index += 2
                 continue
             quote = 0 if byte == quote else quote
-        elif byte in (34, 39):
+        elif byte in _QUOTES:
             quote = byte
-        elif byte == 35:  # a comment runs to the end of the line
+        elif byte == ord("#"):  # a comment runs to the end of the line
             end = data.find(b"\n", index)
             index = len(data) if end < 0 else end
             continue
-        elif byte in _CLOSING:
+        elif byte in _OPENING:
             depth += 1
-        elif byte in (41, 93, 125):
+        elif byte in _CLOSING:
             if depth == 0:
                 last = bytes(current).strip()
                 return items + [last] if last else items
             depth -= 1
-        elif byte == 44 and depth == 0:
+        elif byte == ord(",") and depth == 0:
             items.append(bytes(current).strip())
             current = bytearray()
             index += 1

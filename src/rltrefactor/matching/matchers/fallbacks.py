@@ -9,6 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .base import FileContext
+from .once import tested_against_none
 
 
 def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -42,13 +43,8 @@ def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
 
 def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
     """(``p``, True) for ``p is None``, (``p``, False) for ``p is not None``."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.left, cst.Name)):
-        return None
-    target = test.comparisons[0]
-    if not (isinstance(target.comparator, cst.Name) and target.comparator.value == "None"):
-        return None
-    if isinstance(target.operator, cst.Is):
-        return test.left.value, True
-    if isinstance(target.operator, cst.IsNot):
-        return test.left.value, False
+    for operator, is_none in ((cst.Is, True), (cst.IsNot, False)):
+        tested = tested_against_none(test, operator)
+        if isinstance(tested, cst.Name):
+            return tested.value, is_none
     return None

@@ -225,7 +225,7 @@ def _kept_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
     operands check that the value still fits (``and cache.device == device``)."""
     while isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         test = test.left
-    left = _tested_against_none(test, cst.IsNot)
+    left = tested_against_none(test, cst.IsNot)
     if isinstance(left, cst.Attribute) and isinstance(left.value, cst.Name) and left.value.value == "self":
         return left.attr.value
     return _kept_attribute(left, ctx) if isinstance(left, cst.Name) else None
@@ -272,7 +272,7 @@ def _cache_hit(test: cst.BaseExpression, ctx: FileContext) -> str | None:
     operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
     if isinstance(operator, cst.In):
         return ctx.code(right).strip()
-    present = _tested_against_none(test, cst.IsNot)
+    present = tested_against_none(test, cst.IsNot)
     left = present.value if isinstance(present, cst.NamedExpr) else present
     if isinstance(left, cst.Name):
         return _memo_lookup(left, ctx)
@@ -298,7 +298,7 @@ def _cached_attribute(test: cst.BaseExpression, *, missing: bool) -> str | None:
     """The attribute ``test`` finds missing (``missing``) or present, where the test reads
     nothing but that attribute in its other ``or`` operands."""
     if not missing:
-        present = _tested_against_none(test, cst.IsNot)
+        present = tested_against_none(test, cst.IsNot)
         return present.attr.value if isinstance(present, cst.Attribute) else None
     operands = list(_or_operands(test))
     for index, operand in enumerate(operands):
@@ -325,7 +325,7 @@ def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield test
 
 
-def _tested_against_none(test: cst.BaseExpression, operator: type[cst.Is] | type[cst.IsNot]) -> cst.BaseExpression | None:
+def tested_against_none(test: cst.BaseExpression, operator: type[cst.Is] | type[cst.IsNot]) -> cst.BaseExpression | None:
     """``x`` of ``x is None`` (``operator`` ``cst.Is``) or ``x is not None`` (``cst.IsNot``)."""
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, operator)
@@ -336,7 +336,7 @@ def _tested_against_none(test: cst.BaseExpression, operator: type[cst.Is] | type
 
 def _missing_attribute(test: cst.BaseExpression) -> str | None:
     """``self.x is None``: the attribute found missing."""
-    tested = _tested_against_none(test, cst.Is)
+    tested = tested_against_none(test, cst.Is)
     return tested.attr.value if isinstance(tested, cst.Attribute) else None
 
 
