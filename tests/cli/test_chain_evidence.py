@@ -13,9 +13,10 @@ def post_process_padding(num_tokens):
 ''')
 
 CPU_RUNNER = ("vllm/v1/worker/cpu_model_runner.py", '''from vllm.v1.worker.dp_utils import post_process_padding
+from vllm.v1.worker.gpu_model_runner import GPUModelRunner
 
 
-class CPUModelRunner:
+class CPUModelRunner(GPUModelRunner):
     def execute_model(self, scheduler_output):
         return post_process_padding(scheduler_output.num_tokens)
 ''')

@@ -8,12 +8,14 @@ ENGINE = "eng/runner.py"
 BASE = """import torch
 
 
-class Runner:
+class Runner(torch.nn.Module):
     def __init__(self, device):
+        super().__init__()
         self.device = device
 """
 # Two reads of values the functions do not place (conditional claims), and uploads: a
-# computed Python number, a literal one, one number in a list, and lists of host values.
+# computed Python number, a literal one, one number in a list, and lists of host values;
+# the module's ``forward`` calls each of them, so each runs per step.
 HEAD = BASE + """
     def read_step(self, batch):
         self.total = batch.sum().item()
@@ -37,6 +39,15 @@ HEAD = BASE + """
     def sizes_step(self, batch):
         sizes = [len(batch), 2]
         self.sizes = torch.tensor(sizes, device=self.device)
+
+    def forward(self, batch):
+        self.read_step(batch)
+        self.other_read_step(batch)
+        self.count_step(batch)
+        self.flag_step(batch)
+        self.ids_step(batch)
+        self.one_step(batch)
+        self.sizes_step(batch)
 """
 CAVEAT = "Where `batch.sum()` lives is not visible in this function"
 PINNED_FIX = "Stage the values in a persistent pinned CPU buffer"
@@ -60,7 +71,7 @@ def _line(needle: str) -> int:
 def test_the_default_view_leaves_the_caveats_to_explain_and_json(repo, cli):
     _changed(repo)
     plain = _review(repo, cli)
-    assert plain.code == 1 and "evidence: Per-step code: `read_step` runs per step." in plain.out
+    assert plain.code == 1 and "evidence: Per-step code: per step: `Runner.forward` → `Runner.read_step`." in plain.out
     assert CAVEAT not in plain.out and "note:" not in plain.out
     explained = _review(repo, cli, "--explain")
     assert f"note:     {CAVEAT}" in explained.out
@@ -69,7 +80,7 @@ def test_the_default_view_leaves_the_caveats_to_explain_and_json(repo, cli):
     assert CAVEAT not in markdown.out and CAVEAT in _review(repo, cli, "--format", "markdown", "--explain").out
     (read,) = [f for f in _review(repo, cli, "--format", "json").json()["findings"] if f["line"] == _line("batch.sum()")]
     assert read["impact"].startswith("`batch.sum()` is copied to the host here") and CAVEAT not in read["impact"]
-    assert read["evidence"] == "Per-step code: `read_step` runs per step."
+    assert read["evidence"] == "Per-step code: per step: `Runner.forward` → `Runner.read_step`."
     assert [note for note in read["notes"] if note.startswith(CAVEAT)]
 
 
@@ -85,7 +96,7 @@ def test_sarif_carries_a_rules_texts_once_for_its_two_results(repo, cli):
         assert problem not in str(result) and "title" not in result["properties"]
         # A short message of its own (impact, evidence, fix); the caveats are properties.
         message = result["message"]["text"]
-        assert " Per-step code: `" in message and " Fix: Keep `batch." in message and "lives is not visible" not in message
+        assert " Per-step code: per step: `Runner.forward` → " in message and " Fix: Keep `batch." in message and "lives is not visible" not in message
         assert [note for note in result["properties"]["notes"] if "lives is not visible" in note]
 
 

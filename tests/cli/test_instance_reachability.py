@@ -257,3 +257,79 @@ def test_a_public_helper_of_a_tower_whose_every_instance_is_seen_runs_as_the_tow
     found = _review(repo, cli, files, VLLM_TOWER[0], *HELPER_READ)
     assert ((VLLM_TOWER[0], 20) in found) is reported, found
 
+
+
+# The tower made by a factory: a method returning it, kept by its one caller, and a class
+# method returning ``cls(...)``; the tower's ``encode``, a method no root reaches, runs
+# through the same instances.
+FACTORY_MODEL = VLLM_MODEL[1].replace('''        self.visual = VisionTower(config.dim, config.depth)''', '''        self.visual = self._init_tower(config)''').replace('''    def _process_image_input(self, image_input):''', '''    def _init_tower(self, config):
+        return VisionTower(config.dim, config.depth)
+
+    def _process_image_input(self, image_input):''')
+CLASS_FACTORY_TOWER = VLLM_TOWER[1] + '''
+    @classmethod
+    def from_config(cls, config):
+        return cls(config.dim, config.depth)
+'''
+CLASS_FACTORY_MODEL = VLLM_MODEL[1].replace('''        self.visual = VisionTower(config.dim, config.depth)''', '''        self.visual = VisionTower.from_config(config)''')
+ENCODE_TOWER = VLLM_TOWER[1] + '''
+    def encode(self, x, grid_thw):
+        lengths = grid_thw.prod(-1)
+        return self(x[: lengths.sum()], grid_thw)
+'''
+ENCODE_MODEL = VLLM_MODEL[1].replace('''        return self.visual(image_input["pixel_values"], grid_thw=grid_thw)''', '''        return self.visual.encode(image_input["pixel_values"], grid_thw)''')
+
+
+@pytest.mark.parametrize(("tower", "model"), [
+    (VLLM_TOWER[1], FACTORY_MODEL), (CLASS_FACTORY_TOWER, CLASS_FACTORY_MODEL),
+], ids=["factory-method", "class-method"])
+@pytest.mark.parametrize("from_forward", [False, True], ids=["media-embedding-only", "also-the-models-forward"])
+def test_a_tower_a_factory_makes_runs_as_often_as_its_holders_uses(repo, cli, tower, model, from_forward):
+    if from_forward:
+        model = model.replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)''')
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], tower), (VLLM_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) in found) is from_forward, found
+
+
+def test_a_factory_whose_result_escapes_keeps_the_tower_per_step(repo, cli):
+    escaping = FACTORY_MODEL.replace('''    def _process_image_input(self, image_input):''', '''    def spare_tower(self, config):
+        return [self._init_tower(config)]
+
+    def _process_image_input(self, image_input):''')
+    files = dict([VLLM_INTERFACES, VLLM_TOWER, (VLLM_MODEL[0], escaping)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
+
+
+@pytest.mark.parametrize("from_forward", [False, True], ids=["media-embedding-only", "also-the-models-forward"])
+def test_a_towers_method_runs_as_often_as_the_code_that_uses_its_instances(repo, cli, from_forward):
+    model = ENCODE_MODEL
+    if from_forward:
+        model = model.replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual.encode(hidden_states, positions)
+        return self.lm_head(hidden_states)''')
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], ENCODE_TOWER), (VLLM_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], '''        lengths = grid_thw.prod(-1)
+''', '''        lengths = grid_thw.prod(-1)
+        longest = int(lengths.max().item())
+''')
+    line = next(n for n, text in enumerate(ENCODE_TOWER.splitlines(), start=1) if "lengths = grid_thw.prod(-1)" in text) + 1
+    assert ((VLLM_TOWER[0], line) in found) is from_forward, found
+
+
+SGLANG_FACTORY_FRONTEND = SGLANG_FRONTEND[1] + '''
+    @classmethod
+    def from_config(cls, hf_config):
+        return cls(hf_config.hop_length)
+'''
+
+
+@pytest.mark.parametrize("kept_by_a_model", [False, True], ids=["request-processor-only", "also-a-model-layer"])
+def test_a_module_a_class_method_makes_runs_as_often_as_its_holders_uses(repo, cli, kept_by_a_model):
+    processor = SGLANG_PROCESSOR[1].replace("MelFrontend(hf_config.hop_length)", "MelFrontend.from_config(hf_config)")
+    files = dict([(SGLANG_FRONTEND[0], SGLANG_FACTORY_FRONTEND), (SGLANG_PROCESSOR[0], processor), SGLANG_BASE])
+    if kept_by_a_model:
+        files[SGLANG_MODEL[0]] = SGLANG_MODEL[1].replace("MelFrontend(config.hop_length)", "MelFrontend.from_config(config)")
+    found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
+    assert ((SGLANG_FRONTEND[0], 12) in found) is kept_by_a_model, found

@@ -1,7 +1,8 @@
 """A function whose name says it runs per step (``_run_step``, ``_forward_step``) runs as
 often as its callers when every call of it is seen: only warm-up or capture code calls it,
-it runs at start-up; a per-step caller, or per-request code that may loop over steps,
-keeps it per step. Reviewed end to end with no configuration, in two engines' styles."""
+it runs at start-up; any other caller keeps its findings reported (per step where that
+caller is, else at an unknown frequency: a name is no proof). Reviewed end to end with no
+configuration, in two engines' styles."""
 
 from __future__ import annotations
 

@@ -111,3 +111,43 @@ def test_warm_up_behind_a_flag_is_not_per_step_and_look_alikes_are(repo, cli, st
     lines = {line for f in run.json()["findings"] if f["path"] == path for line in (f["line"], *f.get("also_at", []))}
     assert reported <= lines, run.json()["findings"]
     assert not (left_alone & lines), run.json()["findings"]
+
+
+# A first step's set-up: ``if not self.x:`` however nested, with the function's own body
+# setting ``self.x = True`` after the statement that holds it (DeepSpeed's fused
+# optimizer), against the same flag set only on one branch (a vLLM-style runner).
+DEEPSPEED_FIRST_STEP = ("deepspeed/runtime/fp16/fused_optimizer.py", '''import torch
+
+
+class FP16_Optimizer:
+    def step(self, closure=None):
+        for group in self.groups:
+            if not self.has_executed_step:
+                mask = torch.tensor(group.indices, device=self.device)
+                self.masks.append(mask)
+        self.has_executed_step = True
+''', 8)
+VLLM_BRANCH_SET = ("vllm/v1/worker/gpu/runner.py", '''import torch
+
+
+class Runner:
+    def execute_model(self, batch):
+        for group in batch.groups:
+            if not self.initialized_metadata:
+                ids = torch.tensor(group.indices, device=self.device)
+                self.ids.append(ids)
+        if batch.is_complete:
+            self.initialized_metadata = True
+''', 8)
+
+
+@pytest.mark.parametrize(("case", "reported"), [(DEEPSPEED_FIRST_STEP, False), (VLLM_BRANCH_SET, True)],
+                         ids=["deepspeed-set-after", "vllm-set-in-a-branch"])
+def test_a_first_calls_set_up_runs_once_where_the_function_then_sets_its_flag(repo, cli, case, reported):
+    path, text, line = case
+    repo.write("pyproject.toml", '[tool.rltrefactor]\nhot-functions = ["step", "execute_model"]\n')
+    repo.commit("base")
+    repo.write(path, text)
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    lines = {f["line"] for f in run.json()["findings"] if f["path"] == path}
+    assert (line in lines) is reported, run.json()["findings"]

@@ -103,7 +103,7 @@ def test_receivers_typed_by_assignment_or_annotation(tmp_path: Path) -> None:
             class Engine:
                 def __init__(self):
                     self.runner: ModelRunner = make_runner()
-                def step(self, other: "ModelRunner"):
+                def forward(self, other: "ModelRunner"):
                     self.runner.gather()
                     other.scatter()
                     w = Worker()
@@ -152,10 +152,10 @@ def test_a_serving_loop_body_is_per_step_and_what_runs_before_it_is_not(tmp_path
     index = _index(tmp_path, {
         "server.py": """
             class Server:
-                async def serve(self):
+                def serve(self):
                     self.open_sockets()
                     while True:
-                        item = await self.queue.get()
+                        item = self.queue.get()
                         self.handle(item)
                 def open_sockets(self):
                     pass
@@ -184,6 +184,42 @@ def test_a_serving_loop_body_is_per_step_and_what_runs_before_it_is_not(tmp_path
     # a loop that drains a queue ends when it is empty; one that waits until told to stop serves
     assert _context(index, "server.py", "merge") is None
     assert _context(index, "server.py", "handle_one") == ("per-step", "per step: `consume` → `handle_one`")
+
+
+def test_a_coroutines_loop_leaves_how_often_its_callees_run_unknown_and_a_threads_loop_is_no_root(tmp_path: Path) -> None:
+    # A coroutine's loop may serve requests (a front end's) rather than steps; a loop a
+    # thread runs beside the step is not waited for. The engine's own loop is a root.
+    index = _index(tmp_path, {
+        "server.py": """
+            import threading
+            class Frontend:
+                async def handle_loop(self):
+                    while True:
+                        request = await self.queue.get()
+                        self.tokenize(request)
+                def tokenize(self, request):
+                    pass
+            class Transfer:
+                def start(self):
+                    threading.Thread(target=self.transfer_worker, daemon=True).start()
+                def transfer_worker(self):
+                    while True:
+                        self.send(self.queue.get())
+                def send(self, chunk):
+                    pass
+            class EngineCore:
+                def run_busy_loop(self):
+                    while True:
+                        self.step_once(self.queue.get())
+                def step_once(self, work):
+                    pass
+            """,
+    })
+    kind, evidence = _context(index, "server.py", "Frontend.tokenize")
+    assert kind == "unknown" and "runs a coroutine's loop" in evidence, evidence
+    assert _context(index, "server.py", "Transfer.send") is None
+    assert _context(index, "server.py", "EngineCore.step_once") == (
+        "per-step", "per step: `EngineCore.run_busy_loop` → `EngineCore.step_once`")
 
 
 def test_a_closure_built_by_a_cached_factory_runs_per_call(tmp_path: Path) -> None:
@@ -259,9 +295,9 @@ def test_a_call_chain_outranks_a_name_word_and_the_name_word_stays_without_a_cal
         "engine.py": """
             from worker import Worker
             class Engine:
-                async def loop(self, worker: Worker):
+                def loop(self, worker: Worker):
                     while True:
-                        await self.queue.get()
+                        self.queue.get()
                         worker.idle_step()
             """,
     })

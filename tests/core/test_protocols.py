@@ -151,6 +151,14 @@ def test_a_named_method_outranks_the_wildcard_of_its_model():
     assert protocols.method(("acme.Other",), "run") is None
 
 
+def test_a_cpu_backends_method_is_named_by_its_model_and_no_other():
+    protocols = bundled_protocols()
+    found = protocols.host_method(("vllm.model_executor.custom_op.CustomOp",), "forward_cpu")
+    assert found is not None and found.pattern == "vllm.*.CustomOp"
+    assert protocols.host_method(("vllm.model_executor.custom_op.CustomOp",), "forward_cuda") is None
+    assert protocols.host_method(("torch.nn.modules.module.Module",), "forward_cpu") is None
+
+
 def test_the_bundled_models_load_and_answer():
     protocols = bundled_protocols()
     assert protocols.method(("torch.autograd.function.Function",), "backward").frequency == "per-layer"
@@ -165,6 +173,8 @@ def test_the_bundled_models_load_and_answer():
      "bases: 'torch..Module' is not a dotted name"),
     ("protocols:\n  - bases: [torch.nn.Module]\n    methods: {forward: per-step}\n    sorce: x\n",
      "sorce"),
+    ("protocols:\n  - bases: [acme.Op]\n    methods: {forward: per-layer}\n    host-methods: forward_cpu\n    source: x\n",
+     "host-methods: expected a list of method names"),
 ])
 def test_a_bad_model_is_a_one_line_error_naming_its_line(text, message):
     with pytest.raises(RuleLibraryError) as info:

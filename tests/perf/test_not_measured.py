@@ -31,7 +31,7 @@ class Runner:
     def step(self, x):
         return x * self.scale
 
-    def decode(self, x):
+    def forward(self, x):
         return x + 1
 
     def load_weights(self, path):
@@ -51,7 +51,7 @@ class Runner:
         scaled = x * self.scale
         return scaled
 
-    def decode(self, x):
+    def forward(self, x):
         return x + 2
 
     def load_weights(self, path):
@@ -74,7 +74,7 @@ def step(device):
     return lambda: runner.step(x)
 """
 
-DECODE_LINE = HEAD.splitlines().index("    def decode(self, x):") + 1
+FORWARD_LINE = HEAD.splitlines().index("    def forward(self, x):") + 1
 HELPER_LINE = HEAD.splitlines().index("def helper(x):") + 1
 STEP = "perf_hooks.checks:step"
 
@@ -87,7 +87,7 @@ def repo(make_repo):
     repo.write("perf_hooks/checks.py", CHECKS)
     repo.commit("base")
     repo.write("eng/runner.py", HEAD)
-    repo.write("tests/test_runner.py", "def test_decode():\n    assert True\n")
+    repo.write("tests/test_runner.py", "def test_forward():\n    assert True\n")
     return repo
 
 
@@ -106,41 +106,41 @@ def test_per_step_code_no_check_reached_is_listed_and_reached_or_one_time_code_i
     summary = measured.summary
     assert summary.checks == (STEP,) and summary.deltas == () and summary.errors == ()
     listed = [(f.path, f.line, f.qualname, f.execution) for f in summary.not_measured]
-    assert listed == [("eng/runner.py", DECODE_LINE, "Runner.decode", "per-step"),
+    assert listed == [("eng/runner.py", FORWARD_LINE, "Runner.forward", "per-step"),
                       ("eng/runner.py", HELPER_LINE, "helper", "unknown")]
-    assert summary.not_measured[0].evidence == "`decode` runs per step"
+    assert summary.not_measured[0].evidence == "forward of Runner runs per step"
 
 
 def test_perf_text_says_not_measured_for_each_and_names_the_scaffold_command(measured):
     text = render_perf_text(measured.summary)
     assert "no added or removed syncs, copies or allocations in the code the checks reached\n" in text
-    assert f"  not measured  eng/runner.py:{DECODE_LINE}  Runner.decode  (per-step: `decode` runs per step)\n" in text
+    assert f"  not measured  eng/runner.py:{FORWARD_LINE}  Runner.forward  (per-step: forward of Runner runs per step)\n" in text
     assert f"  not measured  eng/runner.py:{HELPER_LINE}  helper  (unknown)\n" in text
-    assert "  write a micro-check for the first: rltrefactor perf scaffold eng/runner.py::Runner.decode\n" in text
+    assert "  write a micro-check for the first: rltrefactor perf scaffold eng/runner.py::Runner.forward\n" in text
     assert text.count("not measured  ") == 2  # Runner.step was reached; __init__ and load_weights run once
 
 
 def test_perf_json_lists_what_nothing_measured(measured):
     document = json.loads(render_perf_json(measured.summary, measured.findings))
     assert [(f["qualname"], f["line"], f["status"]) for f in document["not_measured"]] == [
-        ("Runner.decode", DECODE_LINE, "not measured"), ("helper", HELPER_LINE, "not measured")]
-    assert document["not_measured"][0]["scaffold"] == "rltrefactor perf scaffold eng/runner.py::Runner.decode"
+        ("Runner.forward", FORWARD_LINE, "not measured"), ("helper", HELPER_LINE, "not measured")]
+    assert document["not_measured"][0]["scaffold"] == "rltrefactor perf scaffold eng/runner.py::Runner.forward"
 
 
 def test_review_text_json_and_markdown_list_what_nothing_measured(reviewed):
-    assert [f.qualname for f in reviewed.perf.not_measured] == ["Runner.decode", "helper"]
+    assert [f.qualname for f in reviewed.perf.not_measured] == ["Runner.forward", "helper"]
     text = render_text(reviewed)
     assert "Perf hook, not measured (2): changed functions that run per step, or might, and that no check reached" in text
-    assert f"  not measured  eng/runner.py:{DECODE_LINE}  Runner.decode  (per-step: `decode` runs per step)\n" in text
+    assert f"  not measured  eng/runner.py:{FORWARD_LINE}  Runner.forward  (per-step: forward of Runner runs per step)\n" in text
     perf = json.loads(render_json(reviewed))["perf"]
     assert [(f["path"], f["qualname"], f["execution"]) for f in perf["not_measured"]] == [
-        ("eng/runner.py", "Runner.decode", "per-step"), ("eng/runner.py", "helper", "unknown")]
+        ("eng/runner.py", "Runner.forward", "per-step"), ("eng/runner.py", "helper", "unknown")]
     markdown = render_markdown(reviewed)
     assert "No device synchronization, copy or allocation was added or removed in the code the checks reached." in markdown
     assert "#### Not measured" in markdown
-    assert f"- `eng/runner.py:{DECODE_LINE}` `Runner.decode` (per-step: `decode` runs per step): **not measured**" in markdown
+    assert f"- `eng/runner.py:{FORWARD_LINE}` `Runner.forward` (per-step: forward of Runner runs per step): **not measured**" in markdown
     assert f"- `eng/runner.py:{HELPER_LINE}` `helper` (unknown): **not measured**" in markdown
-    assert "`rltrefactor perf scaffold eng/runner.py::Runner.decode`" in markdown
+    assert "`rltrefactor perf scaffold eng/runner.py::Runner.forward`" in markdown
     assert "Runner.step" not in markdown.split("#### Not measured")[1]
 
 
@@ -148,14 +148,14 @@ def test_what_was_reached_is_an_input_and_counts_for_the_enclosing_function(repo
     change = collect_changes(str(repo.path), diff="main")
     classify = classifier(Config())
     nothing = [f.qualname for f in not_measured(change, frozenset(), classify)]
-    assert nothing == ["Runner.step", "Runner.decode", "helper"]
-    nested = {"eng/runner.py::Runner.decode.<locals>.inner", "eng/runner.py::Runner.step"}
+    assert nothing == ["Runner.step", "Runner.forward", "helper"]
+    nested = {"eng/runner.py::Runner.forward.<locals>.inner", "eng/runner.py::Runner.step"}
     assert [f.qualname for f in not_measured(change, nested, classify)] == ["helper"]
-    elsewhere = {"eng/other.py::helper", "eng/runner.py::Runner.decoder"}  # another file; a name that only starts alike
+    elsewhere = {"eng/other.py::helper", "eng/runner.py::Runner.forwarded"}  # another file; a name that only starts alike
     assert [f.qualname for f in not_measured(change, elsewhere, classify)] == nothing
 
 
 def test_declared_cold_functions_are_not_listed(repo):
     change = collect_changes(str(repo.path), diff="main")
-    cold = Config(cold_functions=("decode",))
+    cold = Config(cold_functions=("forward",))
     assert [f.qualname for f in not_measured(change, frozenset(), classifier(cold))] == ["Runner.step", "helper"]

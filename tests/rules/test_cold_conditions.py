@@ -241,7 +241,7 @@ EARLY_RETURNS = {
                 if value.numel() == 0:
                     value = torch.tensor([0.0], device=query.device)  # expect
                 if num_tokens == 0 or query.shape[0] > 1:
-                    return torch.tensor([], device=query.device)  # expect
+                    return torch.tensor([0], device=query.device)  # expect
                 return self.kernel(query, key, value, output)
         """),
     "loss-functions": (LOSSES, """

@@ -109,7 +109,7 @@ _KEYS = {
     "hot-functions": "list of function names (Class.method, *.step) or regular expressions",
     "cold-functions": "list of function names (Class.method, *.step) or regular expressions",
     "names": "table of extend-<list> / remove-<list> = [values]",
-    "protocols": "array of tables {bases, methods, source}",
+    "protocols": "array of tables {bases, methods, source, host-methods}",
     "test-paths": "list of globs",
     "exclude": "list of globs",
     "extend-exclude": "list of globs",

@@ -77,6 +77,9 @@ class FunctionExecution:
     # Per step because the configuration alone says so (``_configured_per_step``): every
     # per-step rule reads such a function as per step, whatever its own name lists say.
     configured: bool = False
+    # Why its tensors live in host memory: a method a protocol model says its framework
+    # runs only on its CPU backend (``host-methods``); "" where nothing says so.
+    on_host: str = ""
 
 
 @dataclass(frozen=True)
@@ -151,6 +154,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
                                             or _own_verdict(function, names, declared.hot_file))
         function.basis = ("configuration" if declared_verdict else "protocol" if by_protocol else "structure" if by_graph
                           else _own_basis(function))
+        function.on_host = _host_method(function, bases, protocols)
     if repository is not None:
         _proven_by_calls(functions, repository)
     _inherit_from_parents(functions)
@@ -168,7 +172,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     configured = _configured_per_step(functions)
     return ExecutionMap(tuple(
         FunctionExecution(f.qualname, f.kind, f.evidence, f.start_line, f.end_line, f.basis if f.kind != "unknown" else "",
-                          id(f) in configured)
+                          id(f) in configured, f.on_host or _host_parent(f))
         for f in sorted(functions, key=lambda f: (f.start_line, -f.end_line))
     ), repository.host_calls if repository is not None else frozenset(),
         repository.host_params if repository is not None else frozenset(),
@@ -217,8 +221,9 @@ def _proven_by_calls(functions: list[FileFunction], repository: RepositoryContex
 # Words of the call index's evidence where a class's ``forward`` is proven to run less often
 # than its protocol model says, by the calls of every instance of the class.
 INSTANCES_PROOF = "every instance is"
-# How the call index's evidence begins where those calls leave the frequency unknown.
-UNKNOWN_BY_INSTANCES = "frequency unknown: "
+# How the call index's evidence begins where it leaves the frequency unknown and says why:
+# the calls of a class's instances, or names alone calling code per step.
+FREQUENCY_UNKNOWN = "frequency unknown: "
 
 
 def _index_basis(evidence: str) -> str:
@@ -283,6 +288,27 @@ def class_bases(tree: Tree, definitions: DefinitionMap, imports_of: Callable[[],
         return tuple(found)
 
     return {qualname: qualified(qualname, frozenset({qualname})) for qualname in written}
+
+
+def _host_method(function: FileFunction, bases: dict[str, tuple[str, ...]], protocols: Protocols) -> str:
+    """Why a method's tensors live in host memory, where a protocol model says its framework
+    runs it only on its CPU backend (``host-methods``); "" otherwise."""
+    if function.owner is None or not bases.get(function.owner):
+        return ""
+    found = protocols.host_method(bases[function.owner], function.name)
+    if found is None:
+        return ""
+    return f"`{function.name}` of a `{found.base}` runs only on its framework's CPU backend (protocol model `{found.pattern}`)"
+
+
+def _host_parent(function: FileFunction) -> str:
+    """A nested function's CPU-backend reason, inherited from the method it is defined in."""
+    parent = function.parent
+    while parent is not None:
+        if parent.on_host:
+            return parent.on_host
+        parent = parent.parent
+    return ""
 
 
 def _protocol_verdict(

@@ -5,6 +5,8 @@ runs: ``per-layer``, ``per-step``, ``per-request`` or ``once``. A pattern is a d
 name whose ``*`` stands for any number of dotted parts, none included (``vllm.*.AttentionImpl``
 holds ``vllm.attention.backends.abstract.AttentionImpl`` and the same class in later module
 layouts), so one model covers a framework's releases and its forks that keep the names.
+A model may also name the methods its framework runs only on its CPU backend
+(``host-methods``: a custom op's ``forward_cpu``), whose tensors live in host memory.
 It is read like the rule library: unknown keys and values are ``file:line`` errors.
 
 The evidence is the class's base as the file's imports resolve it, never the method's
@@ -21,7 +23,7 @@ from typing import Literal, get_args
 
 Frequency = Literal["per-layer", "per-step", "per-request", "once"]
 FREQUENCIES: tuple[Frequency, ...] = get_args(Frequency)
-_MODEL_KEYS = ("bases", "methods", "source")
+_MODEL_KEYS = ("bases", "methods", "source", "host-methods")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ProtocolModel:
     bases: tuple[str, ...]  # qualified-name patterns; ``*`` spans dotted parts
     methods: tuple[tuple[str, Frequency], ...]
     source: str  # where the frequency is documented
+    host_methods: tuple[str, ...] = ()  # run only on the framework's CPU backend
 
     @functools.cached_property
     def _pattern(self) -> re.Pattern[str]:
@@ -63,6 +66,18 @@ class Protocols:
                 frequency = named.get(method, named.get("*"))
                 if frequency is not None and model.holds(base):
                     pattern = next(p for p in model.bases if re.fullmatch(_pattern_text(p), base))
+                    return ProtocolMatch(frequency, base, pattern)
+        return None
+
+
+    def host_method(self, bases: tuple[str, ...], method: str) -> ProtocolMatch | None:
+        """The model that says ``method`` of a class whose (qualified) ``bases`` are given
+        runs only on its framework's CPU backend, read by the nearest base as ``method``."""
+        for base in bases:
+            for model in self.models:
+                if method in model.host_methods and model.holds(base):
+                    pattern = next(p for p in model.bases if re.fullmatch(_pattern_text(p), base))
+                    frequency = dict(model.methods).get(method, "per-layer")
                     return ProtocolMatch(frequency, base, pattern)
         return None
 
@@ -105,7 +120,10 @@ def protocol_model(item: object) -> ProtocolModel:
     source = item.get("source", "")
     if not isinstance(source, str):
         raise ValueError("source: expected text saying where the frequency is documented; fix it")
-    return ProtocolModel(tuple(bases), tuple(pairs), source)
+    host = item.get("host-methods", [])
+    if not isinstance(host, list) or not all(isinstance(name, str) and name.isidentifier() for name in host):
+        raise ValueError("host-methods: expected a list of method names; list the methods run on the CPU backend")
+    return ProtocolModel(tuple(bases), tuple(pairs), source, tuple(host))
 
 
 @functools.lru_cache(maxsize=1)

@@ -342,6 +342,9 @@ class Engine:
         findings = []
         for hit in hits:
             rule = self._rule_by_id[hit.rule_id]
+            where = execution.at(hit.span.line)
+            if rule.area == "device-residency" and where is not None and where.on_host:
+                continue  # a CPU backend's method: no device to wait for or copy to
             definition = model.enclosing(hit.span.line).qualname
             finding = rule_finding(
                     rule,
@@ -355,7 +358,7 @@ class Engine:
                     guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
                 )
             if rule.applicability.per_step:
-                finding = with_execution(finding, rule, execution.at(hit.span.line))
+                finding = with_execution(finding, rule, where)
             if hit.residency == "unknown":
                 finding = with_unknown_residency(finding, hit.residency_of, hit.residency_why)
             elif hit.residency == "device" and hit.residency_why:

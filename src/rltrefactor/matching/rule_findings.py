@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from dataclasses import replace
 
-from ..context.execution import UNKNOWN_BY_INSTANCES
+from ..context.execution import FREQUENCY_UNKNOWN
 from ..severity import at_least
 from ..types import Finding, Span
 
@@ -208,8 +208,8 @@ def with_execution(finding: Finding, rule: "Rule", where: "FunctionExecution | N
         )
     if where is None:
         evidence = "module-level code"
-    elif where.evidence.startswith(UNKNOWN_BY_INSTANCES):  # the call index says why: the instances' uses
-        evidence = where.evidence.removeprefix(UNKNOWN_BY_INSTANCES)
+    elif where.evidence.startswith(FREQUENCY_UNKNOWN):  # the call index says why
+        evidence = where.evidence.removeprefix(FREQUENCY_UNKNOWN)
     else:
         evidence = f"nothing shows how often `{where.qualname}` runs"
     lowered = at_least(finding.severity, "error")

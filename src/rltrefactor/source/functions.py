@@ -49,6 +49,7 @@ class FileFunction:
     evidence: str = ""
     basis: str = ""  # what the verdict rests on (``context.execution.FunctionExecution.basis``)
     declared: bool = False  # the configuration names its verdict; nothing overrides it
+    on_host: str = ""  # why its tensors live in host memory (a CPU backend's method), "" if not known
 
 
 def code_text(tree: Tree) -> str:
@@ -223,13 +224,16 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     gate affirmatively (``if self.debug:``; not ``if not debug:`` nor ``if x is None:``),
     or in code that runs once per instance: the body of a guard that its own body closes
     (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
-    self._buf = ...``), or after ``if self._warmed_up: return`` where the function's own
-    body sets ``self._warmed_up = True``."""
+    self._buf = ...``), the body of ``if not self.x:`` where the function's own body sets
+    ``self.x = True`` after the statement holding it (a first call's set-up), or after
+    ``if self._warmed_up: return`` where the function's own body sets ``self._warmed_up =
+    True``."""
     child, parent = node, node.parent
     while parent is not None and parent != function:
         if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
             test = parent.child_by_field_name("condition")
-            if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)):
+            if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)
+                                     or _closed_later(test, parent, function)):
                 return True
         if parent.type == "block" and parent.parent == function and _after_flag_return(child, parent):
             return True
@@ -251,6 +255,21 @@ def _closes_itself(test: Node, body: Node) -> bool:
         if found:
             unset.add(next(group for group in found.groups() if group))
     return bool(unset) and bool(unset & _assigned_here(body.named_children))
+
+
+def _closed_later(test: Node, branch: Node, function: Node) -> bool:
+    """``if not self.x:`` (a branch, however nested) whose function's own body, not a branch
+    of it, assigns ``self.x = True`` after the statement that holds the branch."""
+    found = re.fullmatch(r"not\s+self\.(\w+)", text_of(test).strip())
+    body = function.child_by_field_name("body")
+    if found is None or body is None:
+        return False
+    top = branch
+    while top.parent is not None and top.parent != body:
+        top = top.parent
+    statements = body.named_children
+    index = next((i for i, s in enumerate(statements) if s == top), None)
+    return index is not None and found.group(1) in _assigned_here(statements[index + 1:], "True")
 
 
 def _after_flag_return(statement: Node, body: Node) -> bool:

@@ -11,17 +11,21 @@ and never resolves every call of the repository. Verdicts, strongest first:
   through them;
 - *per-request*/*one-time*/*offline* for a class's ``forward``/``__call__`` when every
   instance of the class is kept in a ``self`` attribute that only such code calls or hands
-  on (``Instances.holders``, ``uses``): a root no more;
+  on (``Instances.holders``, ``uses``): a root no more; the same for any other method
+  no root reaches;
 - a function named by a per-step verb that only one-time or offline code calls (every
   call seen, as for a private function below) is that: its name says what its author
   hoped, its callers what it does (per-request callers may loop over steps: a diffusion
   stage's ``_run_denoising_step``);
 - *per-step* when a per-step root reaches it through functions without such a verdict,
   by calls not made only under a diagnostics gate (``if self.validate_routing:``,
-  ``cold-conditions``), with the shortest chain as evidence: from a structural root (``forward``/``__call__``
-  of a class, ``hot-functions``, a compiled function, the body of a
-  long-running loop, a closure a cached factory returns) when one reaches it, else from a
-  function named by a per-step verb;
+  ``cold-conditions``), with the shortest chain as evidence, from a structural root:
+  ``forward``/``__call__`` of a class, ``hot-functions``, a compiled function, the body of
+  a long-running loop (not a background thread's, which the step does not wait for), a
+  closure a cached factory returns;
+- *unknown* when only an unproven root reaches it, or it is one: a function named by a
+  per-step verb (a name is no proof), or a coroutine's loop waiting for work (it may serve
+  requests rather than steps); full scans hold such findings back;
 - a name word (``dummy``, ``warmup``, ``test``), or a parameter holding a checkpoint's
   ``state_dict``: evidence of last resort;
 - *one-time*/*offline* for a private function when at least one call resolves to it and
@@ -43,7 +47,7 @@ from typing import Callable, Iterable
 from .facts import FunctionFacts
 from .instances import Instances
 from .links import Caller, Repository
-from ..execution import COLD_KINDS, INSTANCES_PROOF, UNKNOWN_BY_INSTANCES, verdict_by_annotations, verdict_by_name, verdict_by_parameters
+from ..execution import COLD_KINDS, INSTANCES_PROOF, FREQUENCY_UNKNOWN, verdict_by_annotations, verdict_by_name, verdict_by_parameters
 from ...config.function_patterns import first_match
 from ...library.globs import matches
 from ...library.names import Names
@@ -59,13 +63,17 @@ _RUN_BY_CALLING = ("forward", "__call__")
 # exhaust the interpreter's stack.
 _MAX_COLD_DEPTH = 100
 _MISSING: Verdict = ("", "")
+# A function named as the code a thread or process runs: ``target=self.worker``, ``target=worker``.
+_TARGET = re.compile(rb"\btarget\s*=\s*(self\.)?$")
 
 
 @dataclass(frozen=True)
 class _Own:
     """What a function's own definition says, before any call is read."""
 
-    root: str = ""  # "structural" or "named" for a per-step root, "" otherwise
+    # "structural" for a per-step root, "unproven" for one only a sign makes (a name, a
+    # coroutine's loop), "" otherwise.
+    root: str = ""
     evidence: str = ""  # why it is a root
     loop: bool = False  # a long-running loop: it reaches only what its loop calls
     # A root only as a class's ``forward``/``__call__``: the calls of its instances, where
@@ -114,9 +122,10 @@ class CallContexts:
         try:
             own = self._own_verdict(function_id)
             verdict = own.hard or (self._by_instances(function_id) if own.instances else None) \
-                or (self._once_by_callers(function_id) if own.root == "named" else None) \
+                or (self._once_by_callers(function_id) if own.root == "unproven" else None) \
                 or (self._per_step_by_instances(function_id) if own.by_calling else None) \
-                or self._per_step(function_id, own) or own.soft or self._cold_by_callers(function_id)
+                or self._per_step(function_id, own) or self._method_by_instances(function_id, own) \
+                or own.soft or self._cold_by_callers(function_id)
         finally:
             self._pending.discard(function_id)
         self._contexts[function_id] = verdict
@@ -183,26 +192,37 @@ class CallContexts:
             if name == "forward" or names.regex("per-step-functions").fullmatch(name):
                 return _Own("structural", f"{name} of {function.owner} runs per step", instances=True)
             return _Own(instances=True, by_calling=True)
-        if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
-            return _Own("named", f"`{name}` runs per step")
+        # What the code is (a compiled kernel, a loop waiting for work) outranks what its name says.
         if names.regex("per-step-decorators").search(function.decorators):
             return _Own("structural", "a compiled kernel")
         if function.loop_calls:
+            if self._thread_target(path, function):
+                return _Own(loop=True)  # a background worker: the step does not wait for its loop
+            if function.coroutine:
+                return _Own("unproven", f"`{function.qualname}` runs a coroutine's loop, which may serve requests rather "
+                                        "than steps", loop=True)
             return _Own("structural", f"`{function.qualname}` runs a long-running loop", loop=True)
+        if names.regex("per-step-functions").fullmatch(name) and name not in ("forward", "__call__"):
+            return _Own("unproven", f"only its name says `{name}` runs per step")
         by_parameters = verdict_by_parameters(function.parameters, names)
         return _Own(soft=by_parameters) if by_parameters is not None else _Own()
+
+    def _thread_target(self, path: str, function: FunctionFacts) -> bool:
+        """Whether the function is handed to a thread or process as the code it runs
+        (``Thread(target=self.transfer_worker)``) in its own file."""
+        return any(_TARGET.search(before) for before, _ in self.repository.texts.mentions(path, function.name))
 
     def _per_step(self, function_id: str, own: _Own) -> Verdict | None:
         """Per-step with the shortest chain from a root, searched from the callee's side
         (breadth first, so the first root met is the nearest); a structural root met at
-        any depth outranks a named one."""
+        any depth outranks an unproven one, which leaves how often it runs unknown."""
         if own.root == "structural":
             return ("per-step", own.evidence)
         toward: dict[str, str] = {function_id: ""}  # caller -> the function it calls on the way
-        frontier, named_root = [function_id], ""
+        frontier, unproven_root = [function_id], ""
         while frontier:
             structural: list[str] = []
-            named: list[str] = []
+            unproven: list[str] = []
             following: list[str] = []
             for node in frontier:
                 function = self.repository.function(node)
@@ -219,18 +239,21 @@ class CallContexts:
                     if around.root == "structural" or (around.by_calling and self._called_per_step(caller)):
                         structural.append(caller)
                         continue
-                    if around.root == "named":
-                        named.append(caller)
+                    if around.root == "unproven":
+                        unproven.append(caller)
                     following.append(caller)
             if structural:
                 return ("per-step", "per step: " + _shown(self._chain(min(structural, key=self._root_order), toward)))
-            if named and not named_root:
-                named_root = min(named, key=self._root_order)
+            if unproven and not unproven_root:
+                unproven_root = min(unproven, key=self._root_order)
             frontier = sorted(following)
-        if own.root == "named":
-            return ("per-step", own.evidence)
-        if named_root:
-            return ("per-step", "per step: " + _shown(self._chain(named_root, toward)))
+        # A step verb in a name is what its author hoped, and a coroutine's loop may serve
+        # requests: with no structural root reaching it, how often the code runs is unknown.
+        if own.root == "unproven":
+            return ("unknown", f"{FREQUENCY_UNKNOWN}{own.evidence}; no code that runs per step is seen calling it")
+        if unproven_root:
+            return ("unknown", f"{FREQUENCY_UNKNOWN}{self._own_verdict(unproven_root).evidence}, and only it is seen "
+                               f"calling this: {_shown(self._chain(unproven_root, toward))}")
         return None
 
     def _root_order(self, function_id: str) -> tuple[bool, str]:
@@ -239,10 +262,11 @@ class CallContexts:
         return matches(function_id.partition("::")[0], self._names.entry("host-backend-paths").values), function_id
 
     def _by_instances(self, function_id: str) -> Verdict | None:
-        """A class's ``forward``/``__call__`` runs per request, once or offline when every
-        instance of its class is kept in a ``self`` attribute (``Instances.holders``)
-        that only code of such a kind calls or hands on (``Instances.uses``): a
-        vision tower ``self.visual`` called only while one request's images are embedded."""
+        """A class's ``forward``/``__call__``, or a method no root reaches, runs per request,
+        once or offline when every instance of its class is kept in a ``self`` attribute
+        (``Instances.holders``) that only code of such a kind calls or hands on
+        (``Instances.uses``): a vision tower ``self.visual`` called only while one request's
+        images are embedded, and its ``encode``."""
         if function_id in self._instances:
             return self._instances[function_id]
         self._instances[function_id] = None  # a cycle of instances proves nothing
@@ -276,14 +300,23 @@ class CallContexts:
         self._cold_chains[function_id] = chain
         kept = f"{INSTANCES_PROOF} `self.{attribute.removesuffix('[]')}` of `{owner}`"
         if unresolved:
-            verdict = (kind, f"{UNKNOWN_BY_INSTANCES}{kept}, called per step nowhere it is seen ({_shown(chain)}), and a call "
+            verdict = (kind, f"{FREQUENCY_UNKNOWN}{kept}, called per step nowhere it is seen ({_shown(chain)}), and a call "
                              f"of `.{attribute.removesuffix('[]')}(...)` on an object of unknown class may run it too")
         elif kind != "unknown":
             verdict = (kind, f"{kind}, {kept}, only called from code that is: {_shown(chain)}")
         else:
-            verdict = (kind, f"{UNKNOWN_BY_INSTANCES}{kept}, only called from code seen running at no frequency: {_shown(chain)}")
+            verdict = (kind, f"{FREQUENCY_UNKNOWN}{kept}, only called from code seen running at no frequency: {_shown(chain)}")
         self._instances[function_id] = verdict
         return verdict
+
+    def _method_by_instances(self, function_id: str, own: _Own) -> Verdict | None:
+        """``_by_instances`` for a method no root or configuration places (not a ``forward``
+        or ``__call__``, asked first): one run through an instance, not static or a class method."""
+        function = self.repository.function(function_id)
+        if own.instances or own.hard is not None or function is None or not function.owner or function.parent \
+                or "staticmethod" in function.decorators or "classmethod" in function.decorators:
+            return None
+        return self._by_instances(function_id)
 
     def _called_per_step(self, function_id: str) -> bool:
         found = self.context(function_id)

@@ -64,6 +64,7 @@ class FunctionFacts:
     # ``None``: where every call passes one, its fallback never runs (``CallContexts.passed_parameters``).
     none_defaults: tuple[str, ...] = ()
     none_tested: tuple[str, ...] = ()
+    coroutine: bool = False  # ``async def``: its long-running loop may serve requests rather than steps
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -93,7 +94,7 @@ def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
                        f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls,
-                       f.none_defaults, f.none_tested]
+                       f.none_defaults, f.none_tested, f.coroutine]
                       for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
@@ -105,8 +106,8 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
                       tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)), tuple(map(str, nd)),
-                      tuple(map(str, nt)))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt in data["functions"]
+                      tuple(map(str, nt)), bool(co))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -280,6 +281,10 @@ def _names_any(text: bytes, names: set[str]) -> bool:
     return any(word.decode("utf-8", "replace") in names for word in _WORD.findall(text))
 
 
+def _is_coroutine(function: Node) -> bool:
+    return any(child.type == "async" for child in function.children[:1])
+
+
 def _waits(body: Node) -> bool:
     """A loop that waits for work: it awaits, or reads a queue, and does not stop once
     the queue is drained (``while not queue.empty():``)."""
@@ -298,7 +303,7 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
         return
     value = ""
     if right is not None and right.type == "call":
-        function = right.child_by_field_name("function")
+        function = _module_made(right).child_by_field_name("function")
         value = "call:" + callee_of(function) if function is not None else ""
     elif annotation is not None:
         value = type_name(_text(annotation))
@@ -318,6 +323,22 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
             owner.locals.append((attribute, value))
         # ``self.blocks = nn.ModuleList([Block() for _ in range(n)])``: the elements' class.
         owner.locals.extend((attribute + "[]", "call:" + callee) for callee in (_container_elements(right) if right is not None else ()))
+
+
+# ``nn.Module`` methods that return the module itself: ``C(...).to(device)`` is the ``C``.
+_RETURNS_MODULE = frozenset({"to", "cuda", "cpu", "eval", "train", "half", "float", "bfloat16", "requires_grad_"})
+
+
+def _module_made(call: Node) -> Node:
+    """The construction a chain of module-returning calls starts from (``C(...)`` of
+    ``C(...).to(dtype).eval()``), or ``call`` itself."""
+    while True:
+        function = call.child_by_field_name("function")
+        receiver = function.child_by_field_name("object") if function is not None and function.type == "attribute" else None
+        name = function.child_by_field_name("attribute") if receiver is not None and function is not None else None
+        if receiver is None or receiver.type != "call" or name is None or _text(name) not in _RETURNS_MODULE:
+            return call
+        call = receiver
 
 
 def _instance_use(node: Node) -> str:
@@ -421,7 +442,7 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
         tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
-        *_none_defaults(node, parameters),
+        *_none_defaults(node, parameters), _is_coroutine(node),
     )
 
 

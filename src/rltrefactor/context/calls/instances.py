@@ -38,7 +38,9 @@ class Instances:
         imported as) in the repository's code (``RevisionTexts.mentions``: comments,
         docstrings and messages are prose) is an import, an annotation, a type test, a
         class definition or a construction, and every construction is the value (or a
-        container element) of a ``self.A = ...`` in a method."""
+        container element) of a ``self.A = ...`` in a method, or what a factory returns
+        whose every call is such a value: a function returning ``C(...)``, a class method
+        of ``C`` returning ``cls(...)``."""
         if (path, qualname) not in self._holders:
             self._holders[(path, qualname)] = None  # a class derived from itself through a cycle
             self._holders[(path, qualname)] = self._holders_of(path, qualname, depth)
@@ -55,6 +57,7 @@ class Instances:
             holders.update(found)
         names = {qualname}
         local_aliases: set[tuple[str, str]] = set()  # (path, name): ``vision_cls = C`` in a function
+        factories: set[tuple[str, str]] = set()  # (path, callee): ``C.from_config(`` of a class method returning ``cls(...)``
         for mentioning in self._repository.texts.mentioning(qualname):
             if self._repository.offline(mentioning):
                 continue
@@ -66,8 +69,11 @@ class Instances:
             for name in {qualname} | aliases:
                 for before, after in self._repository.texts.mentions(mentioning, name):
                     local = self._local_alias(mentioning, before, after)
+                    factory = self._class_factory(path, qualname, after)
                     if local:
                         local_aliases.add((mentioning, local))
+                    elif factory:
+                        factories.add((mentioning, f"{name}.{factory}"))
                     elif not (_inert_mention(before, after, imported) or self._static_call(path, qualname, after)):
                         return None
         calls = [call for name in sorted(names) for call in self._repository.callers(name)]
@@ -84,11 +90,53 @@ class Instances:
                 return None  # at import time, or a name no rule resolves: it may be this class
             if made != (path, qualname):
                 continue
-            kept = [name for name, value in function.locals if name.startswith("self.") and value == f"call:{call.callee}"]
-            if not function.owner or not kept or function.calls.count(call.callee) != len(kept):
+            found = _kept_here(caller_path, function, call.callee)
+            if found is None and _returns_every(function, call.callee):
+                found = self._kept_by_callers(call.caller, function)  # a factory: its callers keep what it makes
+            if found is None:
                 return None
-            holders.update((caller_path, function.owner, name[5:]) for name in kept)
+            holders.update(found)
+        for factory_path, callee in sorted(factories):
+            for call in self._repository.callers(callee.rpartition(".")[2]):
+                if call.callee != callee or call.caller.partition("::")[0] != factory_path:
+                    continue
+                function = self._repository.function(call.caller)
+                found = _kept_here(factory_path, function, callee) if function is not None else None
+                if found is None:
+                    return None
+                holders.update(found)
         return tuple(sorted(holders)) or None
+
+    def _class_factory(self, path: str, qualname: str, after: bytes) -> str:
+        """``m`` where the mention is ``C.m(`` and ``m`` is a class method of the class that
+        returns ``cls(...)``: every call of it makes an instance. "" otherwise."""
+        called = _MEMBER_CALL.match(after)
+        method = self._repository.function(f"{path}::{qualname}.{called.group(1).decode()}") if called is not None else None
+        made = method is not None and "classmethod" in method.decorators and _returns_every(method, "cls")
+        return called.group(1).decode() if made and called is not None else ""
+
+    def _kept_by_callers(self, factory_id: str, factory: FunctionFacts) -> tuple[tuple[str, str, str], ...] | None:
+        """Where every instance a factory function returns is kept: each call of it, outside
+        tests, the value of a ``self.A = ...`` (``self.vit = self._init_backbone(...)``). None
+        where one call resolves elsewhere or keeps its result otherwise."""
+        found: set[tuple[str, str, str]] = set()
+        factory_path = factory_id.partition("::")[0]
+        overridden = {f"{path}::{cls}.{factory.name}" for path, cls in self._repository.lineage(factory_path, factory.owner)} \
+            if factory.owner else set()
+        for call in self._repository.callers(factory.name):
+            caller_path = call.caller.partition("::")[0]
+            # ``self.init_vision_module(...)`` in a base's ``__init__`` may run this override.
+            dispatched = call.target in overridden and call.callee.startswith("self.")
+            if (call.target not in (None, factory_id) and not dispatched) or self._repository.offline(caller_path):
+                continue  # another function of the name; a test
+            if call.target is None and not call.callee.startswith("self."):
+                return None  # an unresolved call of the name may be this factory's, kept anywhere
+            caller = self._repository.function(call.caller)
+            kept = _kept_here(caller_path, caller, call.callee) if caller is not None else None
+            if kept is None:
+                return None
+            found.update(kept)
+        return tuple(sorted(found)) or None
 
     def _local_alias(self, path: str, before: bytes, after: bytes) -> str:
         """The name a function binds the class to (``vision_cls = C`` alone on its line,
@@ -211,6 +259,21 @@ _IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
 # a union, a type test or cast; optionally opening a forward reference (``x: "C"``).
 _TYPE_POSITION = re.compile(
     rb"((^|[(,])\s*\*{0,2}[\w.]+\s*:|->|\w\[|\||\bisinstance\(.*,|\bissubclass\(.*,|\bcast\()\s*\(?\s*[\"']?$")
+
+
+def _kept_here(path: str, function: FunctionFacts, callee: str) -> tuple[tuple[str, str, str], ...] | None:
+    """Where a method keeps what each of its calls of ``callee`` makes: every such call the
+    value of a ``self.A = ...`` (or a container element of one). None where one is not."""
+    kept = [name for name, value in function.locals if name.startswith("self.") and value == f"call:{callee}"]
+    if not function.owner or not kept or function.calls.count(callee) != len(kept):
+        return None
+    return tuple((path, function.owner, name[5:]) for name in kept)
+
+
+def _returns_every(function: FunctionFacts, callee: str) -> bool:
+    """Whether each call of ``callee`` in the function is what one of its ``return``s returns."""
+    made = function.calls.count(callee)
+    return made > 0 and function.returns.count(f"call:{callee}") == made
 
 
 def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:

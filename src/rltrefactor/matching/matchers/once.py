@@ -28,8 +28,12 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
     again only when what it caches changes. So does ``if cond and not self._checked:``
     whose body sets ``self._checked``, and ``if x is None:`` after ``x = cache.get(key)``
     whose body stores into ``cache`` (once per key). A guard whose body fills a local or a
-    parameter's default (``if alpha is None: alpha = ...``) runs on every call that needs it."""
+    parameter's default (``if alpha is None: alpha = ...``) runs on every call that needs it.
+    So does ``if not self.x:``, however nested, where the function's own body (not a branch
+    of it) sets ``self.x = True`` after the statement holding it: a first call's set-up."""
     test = branch.test
+    if _closed_later(branch, ctx):
+        return True
     if not _may_guard_once(test, ctx.names):
         return False
     body = guard_body(branch, ctx)
@@ -194,6 +198,21 @@ def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
             if body is not None and body.exits:
                 return True
     return False
+
+
+def _closed_later(branch: cst.If, ctx: FileContext) -> bool:
+    """``if not self.x:`` whose function's own body sets ``self.x = True`` after the
+    statement holding the branch (the tree-sitter twin: ``source.functions._closed_later``)."""
+    test = branch.test
+    if not (isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)):
+        return False
+    flag = _self_flag(test.expression)
+    function = ctx.enclosing_function(branch)
+    if flag is None or function is None or not isinstance(function.body, cst.IndentedBlock):
+        return False
+    statements = function.body.body
+    top = next((a for a in (branch, *ctx.ancestors(branch)) if ctx.parent(a) is function.body), None)
+    return top in statements and flag in _flags_set(statements[statements.index(top) + 1:])
 
 
 def _self_flag(test: cst.BaseExpression) -> str | None:

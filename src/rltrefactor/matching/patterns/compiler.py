@@ -16,7 +16,9 @@ node), ``test-file: true``, ``per-step: true``
 (the enclosing function runs per step, see ``execution``), ``target: true`` (assigned
 or deleted), ``any: [<context>, ...]``. ``where: {X: {on-host: false}}`` keeps only
 values not known to live in host memory, ``pinned: false`` only values not known to be
-pinned (see ``residency``), ``host-named: false`` only code that names no host data (the
+pinned, ``pageable: true`` only values known to be pageable host memory,
+``handed-in: true`` only a parameter read before anything assigns it (see
+``residency``), ``host-named: false`` only code that names no host data (the
 ``host-names`` list of ``rules/names.yaml``). Nothing is ever evaluated.
 """
 

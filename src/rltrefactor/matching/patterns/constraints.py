@@ -1,6 +1,6 @@
 """The ``where:`` clause of a pattern block: constraints on what a metavariable binds.
 
-``where: {X: {regex: .., not-regex: .., qualified-name: [..], kind: .., on-host: .., pinned: .., host-named: ..}}``;
+``where: {X: {regex: .., not-regex: .., qualified-name: [..], kind: .., on-host: .., pinned: .., pageable: .., handed-in: .., host-named: ..}}``;
 each constraint is a check of one binding, and a metavariable the match left unbound passes.
 """
 
@@ -13,12 +13,14 @@ import libcst as cst
 
 from ..matchers.base import FileContext
 from ..matchers.options import MatcherSpecError
-from ..matchers.residency.locations import on_host, shown_on_host
-from ..matchers.residency.pinned import is_pinned
+from ..matchers.residency.locations import handed_in, on_host, shown_on_host
+from ..matchers.residency.pinned import is_pageable, is_pinned
 from .code import Bindings
 
-WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "host-named")
-RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {"on-host": on_host, "pinned": is_pinned}
+WHERE_KEYS = ("regex", "not-regex", "qualified-name", "kind", "on-host", "pinned", "pageable", "handed-in", "host-named")
+RESIDENCY_FACTS: Mapping[str, Callable[[cst.CSTNode, FileContext], bool]] = {
+    "on-host": on_host, "pinned": is_pinned, "pageable": is_pageable, "handed-in": handed_in,
+}
 KINDS: Mapping[str, tuple[type, ...]] = {
     "string": (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString),
     "number": (cst.Integer, cst.Float, cst.Imaginary),

@@ -383,6 +383,12 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
     return value is not None and on_host(value, ctx, depth + 1)
 
 
+def handed_in(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """``expr`` is a parameter of its function read before anything assigns it: the value
+    every call hands in."""
+    return isinstance(expr, cst.Name) and _parameter(expr, ctx) is not None
+
+
 def _parameter(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.Param] | None:
     """The enclosing function's parameter ``name`` reads, where nothing assigns it before
     this use: its value is what the caller passed."""
