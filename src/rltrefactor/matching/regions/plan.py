@@ -149,8 +149,9 @@ def _hit_lines(tokens: Prefilter, reach: MatcherReach, facts: _FileFacts, is_col
         assigned, functions = facts.assignments()
         attributes: set[int] = set()
         found = companion_lines(facts.code, root, hit_lines, reach.companions, assigned, attributes)
-        # A name is assigned in its function; ``self.x`` anywhere in its class.
-        hit_lines |= in_same_function(found - attributes, hit_lines, functions) | attributes
+        # A name is assigned in its function; ``self.x`` anywhere in its class, and the names
+        # such an assignment reads in the method that makes it (``self.w = w_tensor`` in ``__init__``).
+        hit_lines |= in_same_function(found - attributes, hit_lines | attributes, functions) | attributes
     elif hit_lines and reach.companions is not None:
         hit_lines |= companion_lines(facts.code, root, hit_lines, reach.companions)
     return hit_lines

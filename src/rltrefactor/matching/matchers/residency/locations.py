@@ -2,7 +2,8 @@
 
 A value is known to be on the host when it is, or is a view of, or was assigned from:
 ``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) or a
-``torch`` reduction or reshape (``torch.any(mask)``) or ``torch.nn.functional`` op
+``torch`` reduction, reshape or elementwise, sorting or sampling op (``torch.any(mask)``,
+``torch.clamp(x, ...)``, ``torch.multinomial(probs, 1)``) or ``torch.nn.functional`` op
 (``F.pad(index, ...)``) of host values, a ``torch`` factory called without a device or with
 a host device (or ``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``,
 a numpy call, ``.to(<host device>)``, a cast of a host value that names no device
@@ -44,10 +45,11 @@ HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
 # ``torch`` functions whose result lives where their first tensor argument does.
 _SAME_PLACE_FUNCTIONS = frozenset(
     "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round diff flatten reshape squeeze "
-    "unsqueeze transpose permute".split()
+    "unsqueeze transpose permute clamp clip exp log sqrt floor ceil sign sort argsort topk flip roll multinomial "
+    "repeat_interleave gather index_select masked_select nonzero unique bincount".split()
 )
 _FACTORIES = frozenset(
-    "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm "
+    "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
     "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
     "from_numpy frombuffer".split()
 )

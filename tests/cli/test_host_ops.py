@@ -1,0 +1,45 @@
+"""The result of a ``torch`` op lives where its input does: a clamp, a multinomial draw or a
+flip of a host tensor (``torch.normal(..., device="cpu")``, ``torch.tensor([...])``) is read
+without a device wait, and the same op of a tensor the function does not place is reported.
+End to end with no configuration, in two engines' styles."""
+
+from __future__ import annotations
+
+import pytest
+
+SGLANG_SIMULATED = ("sglang/srt/speculative/spec_utils.py", '''import torch
+
+
+class DraftWorker(torch.nn.Module):
+    def forward(self, accept_len, max_len, probs):
+        values = torch.normal(mean=accept_len, std=1.0, size=(1,), device="cpu")
+        values = torch.clamp(values, min=1.0, max=max_len)
+        drawn = int(values.round().item())
+        index = torch.multinomial(SOURCE, num_samples=1)
+        return drawn, index.item()
+''', 10)
+VLLM_LENGTHS = ("vllm/v1/attention/backends/utils.py", '''import torch
+
+
+class Builder(torch.nn.Module):
+    def forward(self, num_reqs, query_lens):
+        starts = torch.arange(num_reqs + 1, dtype=torch.int32)
+        ordered = torch.flip(SOURCE, dims=(0,))
+        longest = int(torch.clip(ordered, max=4096).max().item())
+        return starts, longest
+''', 8)
+
+
+@pytest.mark.parametrize("case", [SGLANG_SIMULATED, VLLM_LENGTHS], ids=["sglang-draws", "vllm-lengths"])
+@pytest.mark.parametrize(("source", "reported"), [("HOST", False), ("DEVICE", True)], ids=["host-input", "unplaced-input"])
+def test_an_op_of_a_host_tensor_is_a_host_tensor(repo, cli, case, source, reported):
+    path, text, line = case
+    host = "torch.tensor([0.5, 0.5])" if "multinomial" in text else "starts"
+    device = "probs" if "multinomial" in text else "query_lens"
+    repo.write("README.md", "engine\n")
+    repo.commit("base")
+    repo.write(path, text.replace("SOURCE", host if source == "HOST" else device))
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    lines = {f["line"] for f in run.json()["findings"] if f["rule"] == "host-sync-in-hot-path"}
+    assert (line in lines) is reported, run.json()["findings"]
+    assert line - 1 not in lines or "multinomial" not in text, run.json()["findings"]  # the clamped normal draw
