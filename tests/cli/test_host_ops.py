@@ -17,29 +17,29 @@ class DraftWorker(torch.nn.Module):
         drawn = int(values.round().item())
         index = torch.multinomial(SOURCE, num_samples=1)
         return drawn, index.item()
-''', 10)
+''', 10, "torch.tensor([0.5, 0.5])", "probs", 8)
 VLLM_LENGTHS = ("vllm/v1/attention/backends/utils.py", '''import torch
 
 
 class Builder(torch.nn.Module):
     def forward(self, num_reqs, query_lens):
         starts = torch.arange(num_reqs + 1, dtype=torch.int32)
+        last = int(torch.clip(starts, max=4096).max().item())
         ordered = torch.flip(SOURCE, dims=(0,))
         longest = int(torch.clip(ordered, max=4096).max().item())
-        return starts, longest
-''', 8)
+        return last, longest
+''', 9, "starts", "query_lens", 7)
 
 
+# (path, text, line read from SOURCE, a host SOURCE, an unplaced SOURCE, a line always on the host)
 @pytest.mark.parametrize("case", [SGLANG_SIMULATED, VLLM_LENGTHS], ids=["sglang-draws", "vllm-lengths"])
 @pytest.mark.parametrize(("source", "reported"), [("HOST", False), ("DEVICE", True)], ids=["host-input", "unplaced-input"])
 def test_an_op_of_a_host_tensor_is_a_host_tensor(repo, cli, case, source, reported):
-    path, text, line = case
-    host = "torch.tensor([0.5, 0.5])" if "multinomial" in text else "starts"
-    device = "probs" if "multinomial" in text else "query_lens"
+    path, text, line, host, device, host_line = case
     repo.write("README.md", "engine\n")
     repo.commit("base")
     repo.write(path, text.replace("SOURCE", host if source == "HOST" else device))
     run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
     lines = {f["line"] for f in run.json()["findings"] if f["rule"] == "host-sync-in-hot-path"}
     assert (line in lines) is reported, run.json()["findings"]
-    assert line - 1 not in lines or "multinomial" not in text, run.json()["findings"]  # the clamped normal draw
+    assert host_line not in lines, run.json()["findings"]  # a clamp of a CPU draw or a CPU arange: never a device read
