@@ -127,3 +127,39 @@ def test_a_closure_reads_the_values_its_function_bound(review_new_file, cast, of
     text = SGLANG_TRANSFER.format(cast=cast, offsets=offsets)
     found = review_new_file("sglang/srt/disaggregation/mooncake/conn.py", text)
     assert (12 in found) is reported, found
+
+
+# Names bound by unpacking: the parts of a split of a pinned staging buffer live where it
+# does (vLLM's indexer metadata), and a name unpacked from a tuple written out is its own
+# element (an SGLang-style pair of lengths and starts).
+VLLM_STAGING = '''import torch
+
+
+class IndexerMetadataBuilder(torch.nn.Module):
+    def forward(self, n, width, history_pages, device):
+        staging = torch.empty(3 * n + 1 + n * width, dtype=torch.int32, {pinned})
+        cu_seqlens_q, pages, offsets, table = staging.split([n + 1, n, n, n * width])
+        pages.copy_(history_pages)
+        return int(pages.max())
+'''
+SGLANG_PAIR = '''import torch
+
+
+class DraftBatch(torch.nn.Module):
+    def forward(self, num_reqs, device):
+        lens, starts = torch.zeros(num_reqs, dtype=torch.int32, device=device), torch.arange(num_reqs)
+        first = int(starts.max())
+        return first, int(lens.max())
+'''
+
+
+@pytest.mark.parametrize(("pinned", "reported"), [("pin_memory=True", False), ("device=device", True)],
+                         ids=["pinned-staging", "device-staging"])
+def test_the_parts_of_a_split_live_where_it_does(review_new_file, pinned, reported):
+    found = review_new_file("vllm/models/minimax_m3/indexer_metadata.py", VLLM_STAGING.format(pinned=pinned))
+    assert (9 in found) is reported, found
+
+
+def test_a_name_unpacked_from_a_written_tuple_is_its_own_element(review_new_file):
+    found = review_new_file("sglang/srt/speculative/draft_batch.py", SGLANG_PAIR)
+    assert 7 not in found and found.get(8) == "device-scalar-read-in-hot-path", found

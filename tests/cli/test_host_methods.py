@@ -34,15 +34,59 @@ class FusedQKNorm(BaseFusedOp):
 ''', 9)
 
 
+def _review(repo, cli, path: str, text: str) -> list[dict]:
+    """The findings of a review of the change that adds ``path`` with ``text``."""
+    repo.write("README.md", "engine\n")
+    repo.commit("base")
+    repo.write(path, text)
+    return cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path).json()["findings"]
+
+
 @pytest.mark.parametrize("case", [VLLM_OP, SGLANG_OP], ids=["vllm-custom-op", "sglang-fused-op"])
 @pytest.mark.parametrize(("method", "reported"), [("forward_cpu", False), ("forward_cuda", True)])
 def test_a_cpu_backend_method_has_no_device_to_wait_for(repo, cli, case, method, reported):
     path, text, line = case
-    repo.write("README.md", "engine\n")
-    repo.commit("base")
-    repo.write(path, text.replace("METHOD", method))
-    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
-    residency = [f for f in run.json()["findings"] if f["area"] == "device-residency"]
+    residency = [f for f in _review(repo, cli, path, text.replace("METHOD", method)) if f["area"] == "device-residency"]
     assert (line in {f["line"] for f in residency}) is reported, residency
     if not reported:
         assert residency == [], residency
+
+
+VLLM_HELPER = ("vllm/model_executor/layers/fused_moe/native.py", '''import torch
+
+from vllm.model_executor.custom_op import CustomOp
+
+
+def moe_forward_native(topk_ids, num_experts):
+    counts = torch.bincount(topk_ids.flatten(), minlength=num_experts)
+    return counts.max().item()
+
+
+class FusedMoE(CustomOp):
+    def METHOD(self, topk_ids):
+        return moe_forward_native(topk_ids, self.num_experts)
+''', 7)
+SGLANG_HELPER = ("sglang/kernels/ops/qk_norm_store.py", '''import torch
+
+from sglang.kernels.fused_op import BaseFusedOp
+
+
+class FusedQKNorm(BaseFusedOp):
+    def _store_kv(self, slots, cache):
+        if torch.any(slots < 0):
+            raise ValueError("slot out of range")
+        cache[slots] = 0
+
+    def METHOD(self, slots, cache):
+        self._store_kv(slots, cache)
+''', 8)
+
+
+@pytest.mark.parametrize("case", [VLLM_HELPER, SGLANG_HELPER], ids=["vllm-native-helper", "sglang-store-helper"])
+@pytest.mark.parametrize(("method", "reported"), [("forward_cpu", False), ("forward_cuda", True)])
+def test_code_only_a_cpu_backend_method_calls_runs_no_device_step(repo, cli, case, method, reported):
+    path, text, line = case
+    findings = _review(repo, cli, path, text.replace("METHOD", method))
+    per_step = [f for f in findings if f["area"] == "device-residency" and f["line"] == line
+                and (f.get("execution") or {}).get("context") == "per-step"]
+    assert bool(per_step) is reported, findings

@@ -1,5 +1,5 @@
-"""The result of a ``torch`` op lives where its input does: a clamp, a multinomial draw or a
-flip of a host tensor (``torch.normal(..., device="cpu")``, ``torch.tensor([...])``) is read
+"""The result of a ``torch`` op lives where its input does: a clamp, a multinomial draw, a
+flip or an elementwise minimum of a host tensor (``torch.normal(..., device="cpu")``, ``torch.tensor([...])``) is read
 without a device wait, and the same op of a tensor the function does not place is reported.
 End to end with no configuration, in two engines' styles."""
 
@@ -30,9 +30,19 @@ class Builder(torch.nn.Module):
         return last, longest
 ''', 9, "starts", "query_lens", 7)
 
+VLLM_WINDOWS = ("vllm/v1/attention/backends/rocm_aiter_fa.py", '''import torch
+
+
+class WindowBuilder(torch.nn.Module):
+    def forward(self, seq_lens, query_lens, window):
+        extend = torch.minimum(SOURCE, query_lens + window)
+        longest = extend.max().item()
+        offsets = torch.maximum(torch.zeros(4, dtype=torch.int32), torch.ones(4, dtype=torch.int32))
+        return longest, offsets.sum().item()
+''', 7, "seq_lens.cpu()", "seq_lens", 9)
 
 # (path, text, line read from SOURCE, a host SOURCE, an unplaced SOURCE, a line always on the host)
-@pytest.mark.parametrize("case", [SGLANG_SIMULATED, VLLM_LENGTHS], ids=["sglang-draws", "vllm-lengths"])
+@pytest.mark.parametrize("case", [SGLANG_SIMULATED, VLLM_LENGTHS, VLLM_WINDOWS], ids=["sglang-draws", "vllm-lengths", "vllm-windows"])
 @pytest.mark.parametrize(("source", "reported"), [("HOST", False), ("DEVICE", True)], ids=["host-input", "unplaced-input"])
 def test_an_op_of_a_host_tensor_is_a_host_tensor(repo, cli, case, source, reported):
     path, text, line, host, device, host_line = case

@@ -161,6 +161,19 @@ def test_a_class_named_in_prose_elsewhere_keeps_its_instances_seen(repo, cli, me
     assert ((VLLM_TOWER[0], 21) not in found) is per_request, found
 
 
+@pytest.mark.parametrize(("exports", "per_request"), [
+    ('__all__ = [\n    "VisionTower",\n    "describe",\n]', True),  # vLLM's and SGLang's export lists
+    ('__all__ += ("VisionTower",)', True),
+    ('EXPORTED = ["VisionTower"]', False),  # any other list of names may be a registry
+], ids=["all-list", "all-extended", "other-list"])
+def test_a_class_a_module_exports_by_name_keeps_its_instances_seen(repo, cli, exports, per_request):
+    files = _vllm()
+    files[VLLM_TOWER[0]] = VLLM_TOWER[1].replace("import torch\n", f"import torch\n\n{exports}\n", 1)
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    added = 21 + files[VLLM_TOWER[0]].count("\n") - VLLM_TOWER[1].count("\n")
+    assert ((VLLM_TOWER[0], added) not in found) is per_request, found
+
+
 SGLANG_FRONTEND = ("sglang/srt/multimodal/mel_frontend.py", '''import torch
 from torch import nn
 

@@ -46,8 +46,8 @@ class LogprobsLists:
         self.rows = rows
 
 
-def compute_topk_logprobs(logits, k):
-    return np.sort(np.asarray(logits))[:, -k:]
+def compute_topk_logprobs(logits: np.ndarray, k):
+    return logits.argsort(axis=-1)[:, -k:]
 
 
 def make_scale(n, device):

@@ -151,3 +151,66 @@ def test_a_first_calls_set_up_runs_once_where_the_function_then_sets_its_flag(re
     run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
     lines = {f["line"] for f in run.json()["findings"] if f["path"] == path}
     assert (line in lines) is reported, run.json()["findings"]
+
+
+# A return on a cache hit before the call that fills the cache: what the call reaches runs
+# once per instance, in another file too (the call index reads it), against the same
+# shape storing the result somewhere the test never reads.
+VLLM_CACHED_CONTEXT = ("vllm/models/kimi/kda_metadata.py", '''import torch
+
+from vllm.models.kimi.recoverssm import CommitContext
+
+
+class KDAMetadataBuilder(torch.nn.Module):
+    def _get_context(self):
+        context = self.commit_context
+        if context is not None:
+            return context
+        context = CommitContext.create(self.layers, self.device)
+        self.STORE = context
+        return context
+
+    def forward(self, batch):
+        return self._get_context().apply(batch)
+''')
+SGLANG_CACHED_META = ("sglang/srt/layers/attention/dsv4_backend.py", '''import torch
+
+from sglang.srt.layers.attention.recoverssm import CommitContext
+
+
+class DSV4Backend(torch.nn.Module):
+    def _graph_meta(self):
+        if self.graph_meta is not None:
+            return self.graph_meta
+        meta = CommitContext.create(self.layers, self.device)
+        self.STORE = meta
+        return meta
+
+    def forward(self, batch):
+        return self._graph_meta().apply(batch)
+''')
+CREATOR = '''import torch
+
+
+class CommitContext:
+    @classmethod
+    def create(cls, layers, device):
+        strides = torch.tensor([layer.stride for layer in layers], device=device)
+        return cls(strides)
+'''
+
+
+@pytest.mark.parametrize("case", [VLLM_CACHED_CONTEXT, SGLANG_CACHED_META], ids=["vllm-local-hit", "sglang-attribute-hit"])
+@pytest.mark.parametrize(("store", "per_step"), [("STORE", False), ("last_built", True)], ids=["fills-the-cache", "stores-elsewhere"])
+def test_what_a_cache_miss_calls_runs_once(repo, cli, case, store, per_step):
+    path, text = case
+    cache = "commit_context" if "commit_context" in text else "graph_meta"
+    repo.write("README.md", "engine\n")
+    repo.commit("base")
+    repo.write(path, text.replace("STORE", cache if store == "STORE" else store))
+    creator = path.rpartition("/")[0] + "/recoverssm.py"
+    repo.write(creator, CREATOR)
+    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+    uploads = [f for f in run.json()["findings"] if f["path"] == creator and f["line"] == 7
+               and (f.get("execution") or {}).get("context") == "per-step"]
+    assert bool(uploads) is per_step, run.json()["findings"]

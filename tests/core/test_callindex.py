@@ -333,6 +333,43 @@ def test_functions_that_return_host_tensors_only_make_their_callers_values_host(
     assert told is not None and told.host_calls == frozenset({"host_lens", "via"})
 
 
+def test_host_values_are_followed_through_casts_views_moves_and_numpy_calls(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "prep.py": """
+            import numpy as np
+            import torch
+            def merged(offsets):
+                starts = np.fromiter(offsets, dtype=np.int64)
+                return starts[1:] - starts[:-1]
+            def moved(buf):
+                work_device = torch.device("cpu")
+                return buf.detach().to(device=work_device).contiguous().view(torch.int64)
+            def cast(buf):
+                return buf.to("cpu").to(torch.int32)
+            def placed(buf, device):
+                return buf.to(device).contiguous()
+            def viewed(buf):
+                return buf.contiguous()[1:] * 2
+            """,
+        "runner.py": """
+            import torch
+            from prep import merged, moved, cast, placed, viewed
+            def read_slot(buf, lens, slot):
+                return int(buf[slot].item()) + int(lens[slot])
+            def step(data, offsets, device):
+                a = merged(offsets)
+                b = moved(data)
+                c = cast(data)
+                d = placed(data, device)
+                e = viewed(data)
+                read_slot(data.to("cpu").view(torch.int64), d, 0)
+            """,
+    })
+    told = index.for_file("runner.py")
+    assert told is not None and told.host_calls == frozenset({"merged", "moved", "cast"})
+    assert {parameter for function, parameter in told.host_params if function == "read_slot"} == {"buf"}
+
+
 def test_the_cache_reparses_only_changed_blobs(tmp_path: Path) -> None:
     cache = str(tmp_path / "cache")
     repo, head = _repo(tmp_path, MODEL)

@@ -414,8 +414,9 @@ def _spread_per_step(
 ) -> None:
     """Functions a per-step function calls run per step too (unless they are cold by name,
     or called only under a diagnostics gate), and so does every function of a module-level
-    table it calls an entry of (``ATTENTION[impl](q, k, v)``): any entry may be the one picked."""
-    queue = [f for f in functions if f.kind == "per-step"]
+    table it calls an entry of (``ATTENTION[impl](q, k, v)``): any entry may be the one picked.
+    A CPU backend's method (``on_host``) hands on no device step."""
+    queue = [f for f in functions if f.kind == "per-step" and not (f.on_host or _host_parent(f))]
     while queue:
         caller = queue.pop()
         for key in sorted(caller.calls - caller.gated):  # sorted: the evidence names the same caller every run

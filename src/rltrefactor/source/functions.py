@@ -225,9 +225,10 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     or in code that runs once per instance: the body of a guard that its own body closes
     (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
     self._buf = ...``), the body of ``if not self.x:`` where the function's own body sets
-    ``self.x = True`` after the statement holding it (a first call's set-up), or after
+    ``self.x = True`` after the statement holding it (a first call's set-up), after
     ``if self._warmed_up: return`` where the function's own body sets ``self._warmed_up =
-    True``."""
+    True``, or after a return on a cache hit of a cache the function's own body then fills
+    (``if self._ctx is not None: return self._ctx``; ``self._ctx = ...``)."""
     child, parent = node, node.parent
     while parent is not None and parent != function:
         if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
@@ -274,18 +275,47 @@ def _closed_later(test: Node, branch: Node, function: Node) -> bool:
 
 def _after_flag_return(statement: Node, body: Node) -> bool:
     """``statement`` of a function's ``body`` follows ``if self.x: return ...`` (no
-    ``else``), and the body itself, not a branch of it, assigns ``self.x = True`` after it."""
+    ``else``), and the body itself, not a branch of it, assigns ``self.x = True`` after it;
+    or it follows a return on a cache hit (``if self.x is not None: return self.x``, or
+    through a local: ``x = self.x; if x is not None: return x``) and the body then fills
+    the cache (``self.x = ...``)."""
     statements = body.named_children
     index = next((i for i, s in enumerate(statements) if s == statement), None)
     for position, earlier in enumerate(statements[:index] if index is not None else ()):
         if earlier.type != "if_statement" or earlier.child_by_field_name("alternative") is not None:
             continue
         test, consequence = earlier.child_by_field_name("condition"), earlier.child_by_field_name("consequence")
-        flag = _SET_FLAG.fullmatch(text_of(test).strip()) if test is not None else None
         exits = consequence is not None and any(s.type == "return_statement" for s in consequence.named_children)
-        if flag and exits and next(g for g in flag.groups() if g) in _assigned_here(statements[position + 1:], "True"):
+        if not exits or test is None:
+            continue
+        later = statements[position + 1:]
+        flag = _SET_FLAG.fullmatch(text_of(test).strip())
+        if flag and next(g for g in flag.groups() if g) in _assigned_here(later, "True"):
+            return True
+        cached = _cache_hit(text_of(test).strip(), statements[:position])
+        if cached is not None and cached in _assigned_here(later):
             return True
     return False
+
+
+_HIT = re.compile(r"(self\.)?(\w+)\s+is\s+not\s+None")
+
+
+def _cache_hit(test: str, before: list[Node]) -> str | None:
+    """``x`` of a test that finds ``self.x`` set: ``self.x is not None``, or ``c is not
+    None`` where a statement of ``before`` reads ``c = self.x``."""
+    found = _HIT.fullmatch(test)
+    if found is None:
+        return None
+    if found.group(1):
+        return found.group(2)
+    for statement in reversed(before):
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        if assignment is None or assignment.type != "assignment" or text_of(assignment.child_by_field_name("left")) != found.group(2):
+            continue
+        read = _SELF_ATTRIBUTE.fullmatch(text_of(assignment.child_by_field_name("right")).strip())
+        return read.group(1) if read else None
+    return None
 
 
 def _and_operands(test: Node) -> list[Node]:

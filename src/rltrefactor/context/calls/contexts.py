@@ -231,8 +231,9 @@ class CallContexts:
                     if call.target != node or caller in toward or caller.endswith(("::<module>", "::<main>")):
                         continue
                     around = self._own_verdict(caller)
-                    if around.hard is not None or (around.loop and not call.in_loop) or call.gated:
-                        continue  # cold code, a loop's set-up, a diagnostics gate: no step runs through it
+                    if (around.hard is not None or (around.loop and not call.in_loop) or call.gated
+                            or self._on_host_backend(caller)):
+                        continue  # cold code, a loop's set-up, a diagnostics gate, a CPU backend: no device step runs through it
                     if around.instances and self._by_instances(caller) is not None:
                         continue  # a module only code that runs less often calls
                     toward[caller] = node
@@ -255,6 +256,15 @@ class CallContexts:
             return ("unknown", f"{FREQUENCY_UNKNOWN}{self._own_verdict(unproven_root).evidence}, and only it is seen "
                                f"calling this: {_shown(self._chain(unproven_root, toward))}")
         return None
+
+    def _on_host_backend(self, function_id: str) -> bool:
+        """A method a protocol model says its framework runs only on its CPU backend
+        (``host-methods``: ``forward_cpu`` of a custom op)."""
+        function = self.repository.function(function_id)
+        if self._protocols is None or function is None or not function.owner or function.parent:
+            return False
+        lineage = self.repository.lineage_names(function_id.partition("::")[0], function.owner)
+        return self._protocols.host_method(lineage, function.name) is not None
 
     def _root_order(self, function_id: str) -> tuple[bool, str]:
         """Roots shown first: those outside an engine's CPU backend (``host-backend-paths``),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...source import treesitter
 from ...source.functions import under_gate
 from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
+from ...source.tensor_places import SAME_PLACE_METHODS
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -27,6 +28,7 @@ _CHAIN = re.compile(r"^[A-Za-z_][\w.]*$")
 _HOST_CALL = re.compile(rb"(\.cpu|\.numpy|\.tolist|from_numpy|frombuffer|\.pin_memory)\s*\($|pin_memory\s*=\s*True|device\s*=\s*['\"]cpu['\"]")
 _HOST_NAME = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
 _HOST_HINT = re.compile(rb"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_HOST_DEPTH = 8  # calls, subscripts and operands followed from a value
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 _TYPE_NAME = re.compile(r"[A-Za-z_][\w.]*")
 _WRAPPER_TYPES = frozenset("Optional Union typing.Optional typing.Union Final ClassVar Annotated None".split())
@@ -314,6 +316,8 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
         name = _text(left)
         if right is not None and _is_host(right, owner):
             owner.host_names.add(name)
+        else:  # the last assignment in source order decides, as ``residency.locations`` reads it
+            owner.host_names.discard(name)
         if value:
             (owner.locals if in_function else owner.attributes).append((name, value))
     elif left.type == "attribute" and in_function and _text(left.child_by_field_name("object")) == "self":
@@ -391,16 +395,57 @@ def _container_elements(value: Node) -> list[str]:
     return []
 
 
-def _is_host(value: Node, owner: _Builder) -> bool:
-    if value.type == "call":
-        function = value.child_by_field_name("function")
-        arguments = value.child_by_field_name("arguments")
-        head = (function.text or b"") + b"(" if function is not None else b""
-        return bool(_HOST_CALL.search(head) or (arguments is not None and _HOST_CALL.search(arguments.text or b"")))
-    if value.type == "identifier":
+def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
+    """Whether the function's code shows ``value`` in host memory, read as
+    ``residency.locations`` reads it, in less depth: ``.cpu()``, ``.numpy()``, ``.tolist()``,
+    ``.pin_memory()``, ``from_numpy``, a numpy call, ``device="cpu"``, ``pin_memory=True``,
+    ``torch.device("cpu")``, ``.to("cpu")`` or ``.to(<a host name>)``, a cast that names no
+    device or a same-place method (``.contiguous()``, ``.view(...)``, ``.sum()``) of a host
+    value, a subscript of one, arithmetic with one, and names assigned one (or named so:
+    ``x_cpu``)."""
+    if depth > _HOST_DEPTH:
+        return False
+    kind = value.type
+    if kind == "parenthesized_expression" and value.named_children:
+        return _is_host(value.named_children[0], owner, depth + 1)
+    if kind == "string":
+        return _text(value).strip("'\"") == "cpu"  # a device that names the host
+    if kind == "identifier":
         name = _text(value)
         return name in owner.host_names or bool(_HOST_NAME.search(name))
-    return False
+    if kind == "subscript":
+        subscripted = value.child_by_field_name("value")
+        return subscripted is not None and _is_host(subscripted, owner, depth + 1)
+    if kind == "binary_operator":  # a host tensor only combines with host values
+        return any(_is_host(side, owner, depth + 1) for side in (value.child_by_field_name("left"), value.child_by_field_name("right"))
+                   if side is not None)
+    if kind != "call":
+        return False
+    function = value.child_by_field_name("function")
+    arguments = value.child_by_field_name("arguments")
+    head = (function.text or b"") + b"(" if function is not None else b""
+    if _HOST_CALL.search(head) or (arguments is not None and _HOST_CALL.search(arguments.text or b"")):
+        return True
+    callee = callee_of(function) if function is not None else ""
+    if callee.partition(".")[0] in ("np", "numpy"):
+        return True
+    given = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
+    if callee == "torch.device":
+        return bool(given) and _is_host(given[0], owner, depth + 1)
+    if function is None or function.type != "attribute":
+        return False
+    method, receiver = _text(function.child_by_field_name("attribute")), function.child_by_field_name("object")
+    if receiver is None:
+        return False
+    if method == "to":
+        device = next((a.child_by_field_name("value") for a in given if a.type == "keyword_argument"
+                       and _text(a.child_by_field_name("name")) == "device"), None)
+        if device is None and given and given[0].type != "keyword_argument":
+            device = given[0]
+        if device is not None and not _text(device).startswith("torch."):  # ``.to(torch.int64)``: a cast
+            return _is_host(device, owner, depth + 1)
+        return _is_host(receiver, owner, depth + 1)
+    return method in SAME_PLACE_METHODS and _is_host(receiver, owner, depth + 1)
 
 
 def _return_kind(owner: _Builder, node: Node) -> str:

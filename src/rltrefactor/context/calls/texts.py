@@ -116,8 +116,8 @@ class RevisionTexts:
 
     def mentions(self, path: str, name: str) -> list[tuple[bytes, bytes]]:
         """(text before, text after) on the line of each whole-word ``name`` in ``path``'s
-        code. A word of a comment, a docstring or a message is prose and left out; a string
-        that is the name and nothing else (a registry's ``"Model"``) is not."""
+        code. A word of a comment, a docstring, a message or an ``__all__`` list is prose and
+        left out; a string that is the name and nothing else (a registry's ``"Model"``) is not."""
         cached = self._mentions.get((path, name))
         if cached is not None:
             return cached
@@ -201,11 +201,21 @@ class RevisionTexts:
         return cls(dict(contents))
 
 
+_PROSE = """
+(comment) @comment
+(string_content) @text
+(assignment left: (identifier) @target right: [(list) (tuple)] @exports (#eq? @target "__all__"))
+(augmented_assignment left: (identifier) @target right: [(list) (tuple)] @exports (#eq? @target "__all__"))
+"""
+
+
 def _prose_spans(data: bytes) -> list[tuple[int, int, bool]]:
-    """Byte spans of the comments (False) and of the text of the strings (True) of
+    """Byte spans of the comments and export lists (``__all__ = [...]``: names a module
+    exports, nothing that loads them), False, and of the text of the strings, True, of
     ``data``; an f-string's replacement fields are code and split its text."""
-    found = treesitter.captures("(comment) @comment (string_content) @text", treesitter.parse_bytes(data).root_node)
-    return [(node.start_byte, node.end_byte, kind == "text") for kind, nodes in found.items() for node in nodes]
+    found = treesitter.captures(_PROSE, treesitter.parse_bytes(data).root_node)
+    return [(node.start_byte, node.end_byte, kind == "text") for kind, nodes in found.items() if kind != "target"
+            for node in nodes]
 
 
 _OPENING, _CLOSING, _QUOTES = frozenset(b"([{"), frozenset(b")]}"), frozenset(b"\"'")

@@ -14,7 +14,8 @@ value guarded by ``if x.is_cpu:`` or read after ``assert x.device.type == "cpu"`
 given no device does not count there); a field the file declares host-side, read by its
 name (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device``
 of a host value, or a name last assigned one of those. The last assignment of a name before
-its use decides; anything else is unknown. A call to a function the call index shows
+its use decides (``assigned_value``: a name unpacked from a tuple written out takes its
+element, one unpacked from a split takes the whole); anything else is unknown. A call to a function the call index shows
 returns host tensors only (``execution.host_calls``) is a host value, and so is a
 parameter, not reassigned before its use, that every caller passes a host tensor
 (``execution.host_params``). Every device-residency rule asks these questions (``on_host``;
@@ -27,6 +28,7 @@ import re
 
 import libcst as cst
 
+from ....source.tensor_places import HOST_METHODS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
 from ..imports import dotted_name
@@ -34,19 +36,12 @@ from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_field
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
-# Methods whose result lives where their receiver lives.
-_SAME_PLACE = frozenset(
-    "view view_as reshape flatten contiguous detach clone float half bfloat16 int long bool squeeze unsqueeze "
-    "permute transpose t expand narrow select split chunk to_dense type_as "
-    "sum mean max min amax amin argmax argmin prod any all cumsum cumprod abs neg round diff clamp clamp_min clamp_max "
-    "floor ceil".split()
-)
-HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
 # ``torch`` functions whose result lives where their first tensor argument does.
 _SAME_PLACE_FUNCTIONS = frozenset(
     "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round diff flatten reshape squeeze "
     "unsqueeze transpose permute clamp clip exp log sqrt floor ceil sign sort argsort topk flip roll multinomial "
-    "repeat_interleave gather index_select masked_select nonzero unique bincount".split()
+    "repeat_interleave gather index_select masked_select nonzero unique bincount minimum maximum fmin fmax add sub "
+    "mul div remainder floor_divide eq ne lt le gt ge logical_and logical_or logical_not searchsorted where".split()
 )
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
@@ -60,7 +55,7 @@ _DTYPES = frozenset(
     "float8_e4m3fn float8_e5m2 complex64 complex128".split()
 )
 _LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
-DEPTH = 6  # assignments and views followed; device names add two steps
+DEPTH = 10  # assignments and views followed; device names add two steps
 
 
 def on_host(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
@@ -95,7 +90,7 @@ def _typed_host(expr: cst.CSTNode, ctx: FileContext) -> bool:
         answer = ctx.value_type(expr)
         if answer is not None:
             return is_host_type(answer, host_types)
-        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _SAME_PLACE):
+        if not (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in SAME_PLACE_METHODS):
             return False
         expr = expr.func.value
     return False
@@ -121,6 +116,18 @@ def names_host(device: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
 
 
 def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
+    """Memoized per file context: a value shown on the host stays so with any budget left,
+    and one not shown with at least as much budget left is not shown with less."""
+    known: dict[int, tuple[bool, int]] = ctx.__dict__.setdefault("_residency_host", {})
+    found = known.get(id(expr))
+    if found is not None and (found[0] or found[1] <= depth):
+        return found[0]
+    host = _read_on_host(expr, ctx, depth)
+    known[id(expr)] = (host, depth)
+    return host
+
+
+def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
     if reads_host_field(expr, ctx):
         return True
     if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
@@ -169,7 +176,7 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return True
         if method == "to":
             return _targets_host(call, ctx, depth) or (_keeps_place(call, ctx) and on_host(func.value, ctx, depth + 1))
-        if method in _SAME_PLACE:
+        if method in SAME_PLACE_METHODS:
             return on_host(func.value, ctx, depth + 1)
     if dotted_name(func) in ctx.execution.host_calls:
         return True  # the call index: every return of the callee, wherever it is defined, is a host tensor
@@ -275,7 +282,7 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
             if device is None and expr.args and expr.args[0].keyword is None:
                 device = expr.args[0].value
             return device is not None and not _is_dtype(device, ctx) and not names_host(device, ctx, depth + 1)
-        if method in _SAME_PLACE:
+        if method in SAME_PLACE_METHODS:
             return on_device(func.value, ctx, depth + 1)
         if method not in HOST_METHODS and is_tensor_type(ctx.value_type(expr)):
             return on_device(func.value, ctx, depth + 1)  # a tensor method's tensor result stays on its device
@@ -441,7 +448,7 @@ def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
         if node is name:
             break
         if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
-            value = node.value
+            value = assigned_value(node, name.value)
     if value is None and ctx.enclosing_function(function) is not None and not _binds(function, name.value):
         return _value_before(function, name.value, ctx)
     return value
@@ -480,8 +487,24 @@ def _value_before(nested: cst.FunctionDef, name: str, ctx: FileContext) -> cst.B
         if any(ancestor is nested for ancestor in ctx.ancestors(node)):
             break  # events come in source order: the nested function's own come after what precedes it
         if isinstance(node, cst.Assign):
-            value = node.value
+            value = assigned_value(node, name)
     return value
+
+
+def assigned_value(assign: cst.Assign, name: str) -> cst.BaseExpression:
+    """What ``assign`` gives ``name``: its value, or, unpacked into a tuple of names, the
+    element at the name's place in a tuple written out (``a, b = x.cpu(), y``), else the
+    whole value (``q, k = qkv.split(n)``: the parts of a split live where it does)."""
+    for target in assign.targets:
+        if not isinstance(target.target, (cst.Tuple, cst.List)):
+            continue
+        names = [e.value.value if isinstance(e, cst.Element) and isinstance(e.value, cst.Name) else None
+                 for e in target.target.elements]
+        value = assign.value
+        if name in names and isinstance(value, (cst.Tuple, cst.List)) and len(value.elements) == len(names) \
+                and all(isinstance(e, cst.Element) for e in value.elements):
+            return value.elements[names.index(name)].value
+    return assign.value
 
 
 def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.CSTNode]]:
@@ -496,6 +519,10 @@ def _events(function: cst.FunctionDef, ctx: FileContext) -> dict[str, list[cst.C
                 for target in node.targets:
                     if isinstance(target.target, cst.Name):
                         found.setdefault(target.target.value, []).append(node)
+                    elif isinstance(target.target, (cst.Tuple, cst.List)):  # ``a, b = ...``
+                        for element in target.target.elements:
+                            if isinstance(element, cst.Element) and isinstance(element.value, cst.Name):
+                                found.setdefault(element.value.value, []).append(node)
             elif isinstance(node, cst.Name):
                 found.setdefault(node.value, []).append(node)
             elif isinstance(node, cst.Assert):  # ``assert x.is_cpu``: an event for ``x``

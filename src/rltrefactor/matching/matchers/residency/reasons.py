@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ....source.tensor_places import HOST_METHODS
 from ..base import FileContext
 from .attributes import attribute_values
-from .locations import HOST_METHODS, on_device, typed_as_parameter
+from .locations import on_device, typed_as_parameter
 from .type_names import PARAMETER_TENSORS
 
 
