@@ -12,9 +12,11 @@ which writes it (the buffer is uninitialized, ``empty``, or the call is a kernel
 view) and that never leaves the function: not returned or yielded (itself, a view of it,
 or in a returned tuple), not stored on an object or in a container, not given to a call
 whose result is returned or kept. A function's output (``out = torch.empty(...);
-kernel(x, out); return out``) is not a workspace: the caller owns it; nor is a buffer one
-op writes and later ops read (an intermediate value), or a filled tensor given to
-``torch.cat`` (data).
+kernel(x, out); return out``) is not a workspace: the caller owns it, also where a wrapper
+given a view of it returns it under the buffer's name (``out = attn.run(q, out.view(...));
+return out``); nor is a buffer one op writes and later ops read (an intermediate value:
+the ``out=`` of a call whose result is used), or a filled tensor given to ``torch.cat``
+(data).
 
 An **unread** allocation is bound to a name that is bound again, in the same block,
 before anything reads it; or never read at all.
@@ -61,7 +63,7 @@ def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | 
     if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and not func.attr.value.startswith("_"):
         return device_allocation(func.value, ctx)  # ``x.fill_(0)``, ``x.scatter_(...)`` return ``x``
     if isinstance(func, cst.Attribute) and func.attr.value in _NEW:
-        return expr if not on_host(func.value, ctx) else None
+        return expr if not on_host(func.value, ctx) and not _no_elements(expr, func.attr.value) else None
     written = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
     if written not in _FACTORIES | _LIKE:
         return None  # checked before resolving the name, which costs more
@@ -70,10 +72,23 @@ def device_allocation(expr: cst.BaseExpression, ctx: FileContext) -> cst.Call | 
         return None
     device = next((a.value for a in expr.args if a.keyword is not None and a.keyword.value == "device"), None)
     if device is not None:
-        return None if names_host(device, ctx) else expr
+        return None if names_host(device, ctx) or _no_elements(expr, leaf) else expr
     if leaf in _LIKE and expr.args and expr.args[0].keyword is None:
         return None if on_host(expr.args[0].value, ctx) else expr
     return None  # a factory without a device allocates on the host
+
+
+def _no_elements(call: cst.Call, factory: str) -> bool:
+    """The size written at the call has a literal 0 in it (``x.new_empty((0, 0))``,
+    ``torch.empty(0, d, device=dev)``): a placeholder that allocates nothing. The fill of
+    ``full``/``new_full`` and the strides of ``empty_strided`` are not sizes."""
+    positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
+    sizes = positional[:1] if factory in ("full", "new_full", "empty_strided") else positional
+    for size in sizes:
+        dims = [e.value for e in size.elements] if isinstance(size, (cst.Tuple, cst.List)) else [size]
+        if any(isinstance(d, cst.Integer) and d.value == "0" for d in dims):
+            return True
+    return False
 
 
 def _allocations(
@@ -124,16 +139,27 @@ def _after(
     around = {id(a) for a in ctx.ancestors(assign) if isinstance(a, cst.IndentedBlock)}
     start = next((i for i, node in enumerate(nodes) if node is assign), len(nodes))
     window: list[cst.CSTNode] = []
+    held = {name}  # the name and its aliases so far
     for node in nodes[start + 1:]:  # an assignment comes before its targets and value
         if id(node) in inside:
             continue
         if isinstance(node, cst.Assign) and any(binds_name(t.target, name) for t in node.targets):
             block = next((a for a in ctx.ancestors(node) if isinstance(a, cst.IndentedBlock)), None)
-            if id(block) in around and not _refers(node.value, {name}):
+            if id(block) in around and not _refers(node.value, {name}) and not _hands_back(node.value, held, ctx):
                 window.extend(subtree(node.value))  # evaluated before the new binding
                 break  # ``name = ...`` or ``name, other = ...``: a new value from here on
+        if isinstance(node, cst.Assign) and _refers(node.value, held):
+            held.update(n.value for t in node.targets for n in subtree(t.target) if isinstance(n, cst.Name))
         window.append(node)
     return window
+
+
+def _hands_back(value: cst.BaseExpression, held: set[str], ctx: FileContext) -> bool:
+    """``value`` is a call outside ``torch`` given the buffer or a view of it: a wrapper that
+    writes its output argument may return it (``out = attn.run(q, out.view(...))``), so the
+    name it is bound to may still hold the buffer."""
+    return isinstance(value, cst.Call) and _mentions(value, held) \
+        and not (ctx.qualified_name(value.func) or "").startswith("torch.")
 
 
 def _aliases(window: list[cst.CSTNode], name: str) -> set[str]:
@@ -233,6 +259,14 @@ def _results_of_calls(window: list[cst.CSTNode], names: set[str], ctx: FileConte
     return held
 
 
+def _output_argument(consumer: cst.Call, names: set[str], ctx: FileContext) -> bool:
+    """The buffer is the consumer's ``out=`` and the consumer's result is used, not dropped
+    (``mixed = conv_update(x, state, out=buf)``): the op writes its output there and later
+    code reads it through the result."""
+    given = any(a.keyword is not None and a.keyword.value == "out" and _refers(a.value, names) for a in consumer.args)
+    return given and not isinstance(ctx.parent(consumer), cst.Expr)
+
+
 def _scratch(call: cst.Call, consumer: cst.Call, ctx: FileContext) -> bool:
     """What the consumer does with the buffer is write it: the buffer starts uninitialized
     (``empty``), or the consumer is a kernel (``device.KERNEL_CALLEES``); a filled buffer
@@ -274,6 +308,8 @@ class WorkspaceAllocationPerCall:
             # later ops read is an intermediate value, not scratch.
             if len(consumers) != 1 or not _scratch(call, consumers[0], ctx) or not _only_handed_on(window, names, ctx):
                 continue
+            if _output_argument(consumers[0], names, ctx):
+                continue  # the op's output, read through what it returns: an intermediate value
             if not _escapes(window, _results_of_calls(window, names, ctx), ctx):
                 yield Match(call, {"X": name.value})
 
