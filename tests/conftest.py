@@ -50,6 +50,23 @@ def cli():
 
 
 @pytest.fixture
+def review_added(repo: GitRepo):
+    """Reviews the change that adds files over a committed base (a README unless given):
+    the findings of ``review --diff main --format json``."""
+
+    def review(added: dict[str, str], base: dict[str, str] | None = None) -> list[dict]:
+        for path, text in (base or {"README.md": "engine\n"}).items():
+            repo.write(path, text)
+        repo.commit("base")
+        for path, text in added.items():
+            repo.write(path, text)
+        run = run_cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
+        assert run.code in (0, 1), run.err
+        return run.json()["findings"]
+    return review
+
+
+@pytest.fixture
 def review_new_file(repo: GitRepo):
     """Reviews the change that fills a path, committed empty, with a text: the rule of
     each finding, by line (the lines a finding also stands for included)."""

@@ -34,19 +34,11 @@ class FusedQKNorm(BaseFusedOp):
 ''', 9)
 
 
-def _review(repo, cli, path: str, text: str) -> list[dict]:
-    """The findings of a review of the change that adds ``path`` with ``text``."""
-    repo.write("README.md", "engine\n")
-    repo.commit("base")
-    repo.write(path, text)
-    return cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path).json()["findings"]
-
-
 @pytest.mark.parametrize("case", [VLLM_OP, SGLANG_OP], ids=["vllm-custom-op", "sglang-fused-op"])
 @pytest.mark.parametrize(("method", "reported"), [("forward_cpu", False), ("forward_cuda", True)])
-def test_a_cpu_backend_method_has_no_device_to_wait_for(repo, cli, case, method, reported):
+def test_a_cpu_backend_method_has_no_device_to_wait_for(review_added, case, method, reported):
     path, text, line = case
-    residency = [f for f in _review(repo, cli, path, text.replace("METHOD", method)) if f["area"] == "device-residency"]
+    residency = [f for f in review_added({path: text.replace("METHOD", method)}) if f["area"] == "device-residency"]
     assert (line in {f["line"] for f in residency}) is reported, residency
     if not reported:
         assert residency == [], residency
@@ -84,9 +76,9 @@ class FusedQKNorm(BaseFusedOp):
 
 @pytest.mark.parametrize("case", [VLLM_HELPER, SGLANG_HELPER], ids=["vllm-native-helper", "sglang-store-helper"])
 @pytest.mark.parametrize(("method", "reported"), [("forward_cpu", False), ("forward_cuda", True)])
-def test_code_only_a_cpu_backend_method_calls_runs_no_device_step(repo, cli, case, method, reported):
+def test_code_only_a_cpu_backend_method_calls_runs_no_device_step(review_added, case, method, reported):
     path, text, line = case
-    findings = _review(repo, cli, path, text.replace("METHOD", method))
+    findings = review_added({path: text.replace("METHOD", method)})
     per_step = [f for f in findings if f["area"] == "device-residency" and f["line"] == line
                 and (f.get("execution") or {}).get("context") == "per-step"]
     assert bool(per_step) is reported, findings

@@ -44,12 +44,9 @@ class WindowBuilder(torch.nn.Module):
 # (path, text, line read from SOURCE, a host SOURCE, an unplaced SOURCE, a line always on the host)
 @pytest.mark.parametrize("case", [SGLANG_SIMULATED, VLLM_LENGTHS, VLLM_WINDOWS], ids=["sglang-draws", "vllm-lengths", "vllm-windows"])
 @pytest.mark.parametrize(("source", "reported"), [("HOST", False), ("DEVICE", True)], ids=["host-input", "unplaced-input"])
-def test_an_op_of_a_host_tensor_is_a_host_tensor(repo, cli, case, source, reported):
+def test_an_op_of_a_host_tensor_is_a_host_tensor(review_added, case, source, reported):
     path, text, line, host, device, host_line = case
-    repo.write("README.md", "engine\n")
-    repo.commit("base")
-    repo.write(path, text.replace("SOURCE", host if source == "HOST" else device))
-    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
-    lines = {f["line"] for f in run.json()["findings"] if f["rule"] == "host-sync-in-hot-path"}
-    assert (line in lines) is reported, run.json()["findings"]
-    assert host_line not in lines, run.json()["findings"]  # a clamp of a CPU draw or a CPU arange: never a device read
+    findings = review_added({path: text.replace("SOURCE", host if source == "HOST" else device)})
+    lines = {f["line"] for f in findings if f["rule"] == "host-sync-in-hot-path"}
+    assert (line in lines) is reported, findings
+    assert host_line not in lines, findings  # a clamp of a CPU draw or a CPU arange: never a device read

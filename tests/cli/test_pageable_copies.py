@@ -60,11 +60,8 @@ class FlashAttn(torch.nn.Module):
     (VLLM_PAGEABLE, True), (VLLM_HANDED_IN, True), (VLLM_STAGED, False), (DEEPSPEED_PAGEABLE, True),
     (DEEPSPEED_HANDED_IN, False),
 ], ids=["vllm-built-here", "vllm-parameter", "vllm-staged-pinned", "deepspeed-numpy-view", "deepspeed-read-from-another-object"])
-def test_a_non_blocking_upload_blocks_only_from_memory_shown_pageable(repo, cli, case, reported):
+def test_a_non_blocking_upload_blocks_only_from_memory_shown_pageable(review_added, case, reported):
     path, text, line = case
-    repo.write("README.md", "engine\n")
-    repo.commit("base")
-    repo.write(path, text)
-    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
-    lines = {f["line"] for f in run.json()["findings"] if f["rule"] == "host-to-device-copy-per-call"}
-    assert (line in lines) is reported, run.json()["findings"]
+    findings = review_added({path: text})
+    lines = {f["line"] for f in findings if f["rule"] == "host-to-device-copy-per-call"}
+    assert (line in lines) is reported, findings

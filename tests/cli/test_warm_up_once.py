@@ -143,14 +143,11 @@ class Runner:
 
 @pytest.mark.parametrize(("case", "reported"), [(DEEPSPEED_FIRST_STEP, False), (VLLM_BRANCH_SET, True)],
                          ids=["deepspeed-set-after", "vllm-set-in-a-branch"])
-def test_a_first_calls_set_up_runs_once_where_the_function_then_sets_its_flag(repo, cli, case, reported):
+def test_a_first_calls_set_up_runs_once_where_the_function_then_sets_its_flag(review_added, case, reported):
     path, text, line = case
-    repo.write("pyproject.toml", '[tool.rltrefactor]\nhot-functions = ["step", "execute_model"]\n')
-    repo.commit("base")
-    repo.write(path, text)
-    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
-    lines = {f["line"] for f in run.json()["findings"] if f["path"] == path}
-    assert (line in lines) is reported, run.json()["findings"]
+    findings = review_added({path: text}, {"pyproject.toml": '[tool.rltrefactor]\nhot-functions = ["step", "execute_model"]\n'})
+    lines = {f["line"] for f in findings if f["path"] == path}
+    assert (line in lines) is reported, findings
 
 
 # A return on a cache hit before the call that fills the cache: what the call reaches runs
@@ -202,15 +199,11 @@ class CommitContext:
 
 @pytest.mark.parametrize("case", [VLLM_CACHED_CONTEXT, SGLANG_CACHED_META], ids=["vllm-local-hit", "sglang-attribute-hit"])
 @pytest.mark.parametrize(("store", "per_step"), [("STORE", False), ("last_built", True)], ids=["fills-the-cache", "stores-elsewhere"])
-def test_what_a_cache_miss_calls_runs_once(repo, cli, case, store, per_step):
+def test_what_a_cache_miss_calls_runs_once(review_added, case, store, per_step):
     path, text = case
     cache = "commit_context" if "commit_context" in text else "graph_meta"
-    repo.write("README.md", "engine\n")
-    repo.commit("base")
-    repo.write(path, text.replace("STORE", cache if store == "STORE" else store))
     creator = path.rpartition("/")[0] + "/recoverssm.py"
-    repo.write(creator, CREATOR)
-    run = cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path)
-    uploads = [f for f in run.json()["findings"] if f["path"] == creator and f["line"] == 7
+    findings = review_added({path: text.replace("STORE", cache if store == "STORE" else store), creator: CREATOR})
+    uploads = [f for f in findings if f["path"] == creator and f["line"] == 7
                and (f.get("execution") or {}).get("context") == "per-step"]
-    assert bool(uploads) is per_step, run.json()["findings"]
+    assert bool(uploads) is per_step, findings

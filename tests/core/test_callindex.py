@@ -370,6 +370,26 @@ def test_host_values_are_followed_through_casts_views_moves_and_numpy_calls(tmp_
     assert {parameter for function, parameter in told.host_params if function == "read_slot"} == {"buf"}
 
 
+def test_a_move_to_a_written_host_device_is_host_and_a_dtype_is_a_cast(tmp_path: Path) -> None:
+    index = _index(tmp_path, {
+        "prep.py": """
+            import torch
+            def moved(buf):
+                return buf.to(torch.device("cpu"))
+            def cast(buf):
+                return buf.to(torch.int64)
+            """,
+        "runner.py": """
+            from prep import moved, cast
+            def step(data):
+                a = moved(data)
+                b = cast(data)
+            """,
+    })
+    told = index.for_file("runner.py")
+    assert told is not None and told.host_calls == frozenset({"moved"})
+
+
 def test_the_cache_reparses_only_changed_blobs(tmp_path: Path) -> None:
     cache = str(tmp_path / "cache")
     repo, head = _repo(tmp_path, MODEL)

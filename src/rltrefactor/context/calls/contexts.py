@@ -107,6 +107,7 @@ class CallContexts:
         self._cold_chains: dict[str, tuple[str, ...]] = {}
         self._pending: set[str] = set()
         self._host: dict[str, bool] = {}
+        self._host_backend: dict[str, bool] = {}  # function id -> a CPU backend's method
         self._instances: dict[str, Verdict | None] = {}
 
     # -- contexts ---------------------------------------------------------------------------
@@ -259,12 +260,15 @@ class CallContexts:
 
     def _on_host_backend(self, function_id: str) -> bool:
         """A method a protocol model says its framework runs only on its CPU backend
-        (``host-methods``: ``forward_cpu`` of a custom op)."""
-        function = self.repository.function(function_id)
-        if self._protocols is None or function is None or not function.owner or function.parent:
-            return False
-        lineage = self.repository.lineage_names(function_id.partition("::")[0], function.owner)
-        return self._protocols.host_method(lineage, function.name) is not None
+        (``host-methods``: ``forward_cpu`` of a custom op); worked out once per function."""
+        found = self._host_backend.get(function_id)
+        if found is None:
+            function = self.repository.function(function_id)
+            found = self._host_backend[function_id] = (
+                self._protocols is not None and function is not None and bool(function.owner) and not function.parent
+                and self._protocols.host_method(self.repository.lineage_names(function_id.partition("::")[0], function.owner),
+                                                function.name) is not None)
+        return found
 
     def _root_order(self, function_id: str) -> tuple[bool, str]:
         """Roots shown first: those outside an engine's CPU backend (``host-backend-paths``),

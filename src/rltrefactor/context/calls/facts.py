@@ -442,8 +442,8 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
                        and _text(a.child_by_field_name("name")) == "device"), None)
         if device is None and given and given[0].type != "keyword_argument":
             device = given[0]
-        if device is not None and not _text(device).startswith("torch."):  # ``.to(torch.int64)``: a cast
-            return _is_host(device, owner, depth + 1)
+        if device is not None and not (device.type == "attribute" and _text(device).startswith("torch.")):
+            return _is_host(device, owner, depth + 1)  # ``.to(torch.int64)`` is a cast, read below
         return _is_host(receiver, owner, depth + 1)
     return method in SAME_PLACE_METHODS and _is_host(receiver, owner, depth + 1)
 
