@@ -17,25 +17,15 @@ import time
 
 import torch
 
+from queued_work import per_matmul_ms
+
 SIZES = [64 << (2 * i) for i in range(11)]  # 64 B, 256 B, ... 64 MiB
 SIZES = sorted(set(SIZES + [16 << 10, 32 << 10, 48 << 10, 96 << 10, 128 << 10, 192 << 10, 512 << 10]))
 
 
-def _queue_work(a: torch.Tensor, ms: float, per_matmul_ms: float) -> None:
-    for _ in range(max(1, round(ms / per_matmul_ms))):
+def _queue_work(a: torch.Tensor, ms: float, matmul_ms: float) -> None:
+    for _ in range(max(1, round(ms / matmul_ms))):
         torch.mm(a, a)
-
-
-def _per_matmul_ms(a: torch.Tensor) -> float:
-    torch.mm(a, a)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        torch.mm(a, a)
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 10
 
 
 def measure(source: torch.Tensor, queued_ms: float, a: torch.Tensor, per_mm: float, download: bool = False) -> tuple[float, bool]:
@@ -61,7 +51,7 @@ def main() -> None:
     parser.add_argument("--json")
     args = parser.parse_args()
     a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    per_mm = _per_matmul_ms(a)
+    per_mm = per_matmul_ms(a)
     rows = []
     for nbytes in [int(n) for n in args.sizes.split(",")] if args.sizes else SIZES:
         pageable = torch.ones(nbytes, dtype=torch.uint8)

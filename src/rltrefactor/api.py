@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from .matching.cache import ResultCache
 from .change.changeset import collect_changes
 from .config import Config, check_names, default_cache_dir, load_config
-from .context.typeengine import WARMED_FILES, engine_for, off_warning
+from .context.typeengine import WARMED_FILES, budget_for, engine_for, off_warning
 from .matching.engine import Engine, select_rules, skipped_experimental
 from .matching.executor import default_jobs, review_files
 from .matching.rule_options import check_rule_options
@@ -168,6 +168,8 @@ def _static_review(request: ReviewRequest) -> tuple[Matched, ReviewResult, _Load
     loaded_at = time.perf_counter()
 
     targets = [f for f in change.files if _reviewable(f, change, request.scope, config)]
+    if engine.type_engine is not None:
+        engine.type_engine.budget_s = budget_for(len(targets))
     types_key = engine.type_engine.cache_key() if engine.type_engine is not None else "no type engine"
     cache = ResultCache(cache_dir, repr((library, config, types_key))) if request.use_cache else None
     outcomes, sources, errors, changed_functions = _review_targets(request, change, targets, engine, cache, rules)

@@ -75,3 +75,62 @@ def test_a_helper_called_only_under_a_diagnostics_gate_is_not_per_step(repo, cli
 def test_the_same_helper_called_on_every_step_is_per_step(repo, cli, style, gate):
     shown, _ = _shown(repo, cli, style, gate)
     assert shown
+
+
+# The gate in a conditional expression: SGLang's model runner enters a KV-cache canary's
+# context only when one is installed; a vLLM runner takes a debug record's value only
+# with its debug switch on.
+SGLANG_CHOSEN = ("sglang/srt/model_executor/model_runner.py", '''import contextlib
+
+import torch
+from torch import nn
+
+
+def verify_kv_slots(forward_batch):
+    return torch.tensor([forward_batch.seq_lens.sum().item()], device="cuda")
+
+
+class ModelRunner(nn.Module):
+    def __init__(self, canary_manager, overlap_manager):
+        super().__init__()
+        self.canary_manager = canary_manager
+        self.overlap_manager = overlap_manager
+
+    def forward(self, forward_batch):
+        checked = (
+            verify_kv_slots(forward_batch)
+            if (c := GATED) is not None
+            else contextlib.nullcontext()
+        )
+        return forward_batch, checked
+''', 8)
+VLLM_CHOSEN = ("vllm/v1/worker/gpu_model_runner.py", '''import torch
+from torch import nn
+
+
+class GPUModelRunner(nn.Module):
+    def __init__(self, debug_dump, dump_lengths):
+        super().__init__()
+        self.debug_dump = debug_dump
+        self.dump_lengths = dump_lengths
+
+    def forward(self, input_ids, seq_lens):
+        longest = seq_lens.max().item() if GATED else -1
+        return input_ids[:longest]
+''', 12)
+CHOSEN = {  # the gate, and a look-alike switch that holds on ordinary steps
+    "sglang": (SGLANG_CHOSEN, "self.canary_manager", "self.overlap_manager"),
+    "vllm": (VLLM_CHOSEN, "self.debug_dump", "self.dump_lengths"),
+}
+
+
+@pytest.mark.parametrize("gated", [True, False], ids=["diagnostics-gate", "ordinary-switch"])
+@pytest.mark.parametrize("style", sorted(CHOSEN))
+def test_a_value_a_conditional_expression_chooses_under_a_diagnostics_gate_is_not_per_step(repo, cli, style, gated):
+    (path, text, line), gate, ordinary = CHOSEN[style]
+    repo.write(path, text.replace("GATED", gate if gated else ordinary))
+    repo.commit("engine")
+    run = cli("review", path, "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    shown = {f["line"] for f in run.json()["findings"]}
+    assert (line in shown) is not gated, run.json()["findings"]

@@ -346,3 +346,201 @@ def test_a_module_a_class_method_makes_runs_as_often_as_its_holders_uses(repo, c
         files[SGLANG_MODEL[0]] = SGLANG_MODEL[1].replace("MelFrontend(config.hop_length)", "MelFrontend.from_config(config)")
     found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
     assert ((SGLANG_FRONTEND[0], 12) in found) is kept_by_a_model, found
+
+
+# The tower kept by a wrapper the model keeps, and called through it from a public method
+# of an inner model (``self.model.get_encoder_outputs`` → ``self.encoder.tower(...)``):
+# every instance of the wrapper is seen, so the call of its attribute is a seen use.
+WRAPPED_MODEL = ("vllm/model_executor/models/speech_lm.py", '''import torch
+from torch import nn
+
+from .interfaces import SupportsMultiModal
+from .vision_tower import VisionTower
+
+
+class SpeechEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.tower = VisionTower(config.dim, config.depth)
+
+
+class SpeechModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.encoder = SpeechEncoder(config)
+        self.lm_head = nn.Linear(config.dim, config.vocab)
+
+    def get_encoder_outputs(self, speech, lengths):
+        return self.encoder.tower(speech, grid_thw=lengths)
+
+    def forward(self, input_ids, positions, hidden_states):
+        return self.lm_head(hidden_states)
+
+
+class SpeechLMForConditionalGeneration(nn.Module, SupportsMultiModal):
+    def __init__(self, config):
+        super().__init__()
+        self.model = SpeechModel(config)
+
+    def embed_multimodal(self, **kwargs):
+        return self.model.get_encoder_outputs(kwargs["input_features"], kwargs["lengths"])
+
+    def forward(self, input_ids, positions, hidden_states):
+        return self.model(input_ids, positions, hidden_states)
+''')
+
+
+@pytest.mark.parametrize("from_forward", [False, True], ids=["media-embedding-only", "also-the-models-forward"])
+def test_a_tower_called_through_the_object_that_keeps_it_runs_as_often_as_that_call(repo, cli, from_forward):
+    model = WRAPPED_MODEL[1]
+    if from_forward:
+        model = model.replace('''    def forward(self, input_ids, positions, hidden_states):
+        return self.lm_head(hidden_states)''', '''    def forward(self, input_ids, positions, hidden_states):
+        hidden_states = self.encoder.tower(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)''')
+    files = dict([VLLM_INTERFACES, VLLM_TOWER, (WRAPPED_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) in found) is from_forward, found
+
+
+def test_a_call_of_the_attribute_on_an_object_of_unknown_class_keeps_the_tower_per_step(repo, cli):
+    # ``runner.encoder.tower(...)`` with ``runner`` of no class the code shows may be one of these instances.
+    files = dict([VLLM_INTERFACES, VLLM_TOWER, WRAPPED_MODEL])
+    files["vllm/v1/worker/speech_runner.py"] = '''def run_encoder(runner, hidden_states, positions):
+    return runner.encoder.tower(hidden_states, grid_thw=positions)
+'''
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert found.get((VLLM_TOWER[0], 21)) == "host-sync-in-hot-path", found
+
+
+# A factory that casts what it makes before returning it (``return tower.to(dtype)``),
+# and a processor that keeps its front end moved to its device through a local.
+MOVED_FACTORY_MODEL = FACTORY_MODEL.replace('''        return VisionTower(config.dim, config.depth)''', '''        tower = VisionTower(config.dim, config.depth)
+        return tower.to(dtype=torch.float16)''')
+MOVED_PROCESSOR = SGLANG_PROCESSOR[1].replace('''        self.frontend = MelFrontend(hf_config.hop_length)''', '''        frontend = MelFrontend(hf_config.hop_length)
+        frontend.eval()
+        self.frontend = frontend.to(server_args.device)''')
+
+
+@pytest.mark.parametrize("from_forward", [False, True], ids=["media-embedding-only", "also-the-models-forward"])
+def test_a_tower_a_factory_returns_moved_runs_as_often_as_its_holders_uses(repo, cli, from_forward):
+    model = MOVED_FACTORY_MODEL
+    if from_forward:
+        model = model.replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)''')
+    files = dict([VLLM_INTERFACES, VLLM_TOWER, (VLLM_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) in found) is from_forward, found
+
+
+@pytest.mark.parametrize("kept_by_a_model", [False, True], ids=["request-processor-only", "also-a-model-layer"])
+def test_a_module_kept_moved_through_a_local_runs_as_often_as_its_holders_uses(repo, cli, kept_by_a_model):
+    files = dict([SGLANG_FRONTEND, (SGLANG_PROCESSOR[0], MOVED_PROCESSOR), SGLANG_BASE])
+    if kept_by_a_model:
+        files[SGLANG_MODEL[0]] = SGLANG_MODEL[1]
+    found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
+    assert ((SGLANG_FRONTEND[0], 12) in found) is kept_by_a_model, found
+
+
+def test_a_call_of_the_models_holder_attribute_elsewhere_runs_its_forward_not_its_encoder(repo, cli):
+    # ``runner.model(...)`` on an object of unknown class may run a ``SpeechModel``'s
+    # ``forward``; ``get_encoder_outputs`` is still called only where it is seen.
+    files = dict([VLLM_INTERFACES, VLLM_TOWER, WRAPPED_MODEL])
+    files["vllm/v1/worker/speech_runner.py"] = '''def execute_model(runner, input_ids, positions, hidden_states):
+    return runner.model(input_ids, positions, hidden_states)
+'''
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert (VLLM_TOWER[0], 21) not in found, found
+
+
+# A module a processor builds on first use and keeps behind a property (``self.frontend``
+# returns ``self._frontend``): every use of the property is a use of the instance.
+PROPERTY_PROCESSOR = SGLANG_PROCESSOR[1].replace('''        self.frontend = MelFrontend(hf_config.hop_length)
+''', '''        self.hop = hf_config.hop_length
+        self._frontend = None
+
+    @property
+    def frontend(self):
+        if self._frontend is None:
+            frontend = MelFrontend(self.hop)
+            self._frontend = frontend.to("cuda")
+        return self._frontend
+''')
+# The same module handed out by a plain method: its caller may keep it and run it at any time.
+ACCESSOR_PROCESSOR = PROPERTY_PROCESSOR.replace('''    @property
+    def frontend(self):''', '''    def frontend(self):''').replace("return self.frontend(waveform, lengths)", "return self.frontend()(waveform, lengths)")
+
+
+@pytest.mark.parametrize(("processor", "reported"), [(PROPERTY_PROCESSOR, False), (ACCESSOR_PROCESSOR, True)],
+                         ids=["kept-behind-a-property", "handed-out-by-a-method"])
+def test_a_module_a_property_returns_runs_as_often_as_the_propertys_uses(repo, cli, processor, reported):
+    files = dict([SGLANG_FRONTEND, (SGLANG_PROCESSOR[0], processor), SGLANG_BASE])
+    found = _review(repo, cli, files, SGLANG_FRONTEND[0], *FRONTEND_READ)
+    assert ((SGLANG_FRONTEND[0], 12) in found) is reported, found
+
+
+# vLLM's style: a transformers sequence feature extractor (per request, by its protocol
+# model) that keeps its filterbank module behind a property.
+VLLM_FEATURE_EXTRACTOR = ("vllm/transformers_utils/processors/speech_asr.py", '''import numpy as np
+import torch
+from torch import nn
+from transformers.feature_extraction_sequence_utils import SequenceFeatureExtractor
+
+
+class FilterbankFeatures(nn.Module):
+    def __init__(self, hop):
+        super().__init__()
+        self.hop = hop
+
+    def forward(self, audio, seq_len):
+        frames = seq_len // self.hop
+        return audio[..., : frames.max()]
+
+
+class SpeechFeatureExtractor(SequenceFeatureExtractor):
+    def __init__(self, hop, device="cuda", **kwargs):
+        super().__init__(feature_size=80, sampling_rate=16000, padding_value=0.0, **kwargs)
+        self._hop = hop
+        self._device = device
+        self._filterbank = None
+
+    @property
+    def filterbank(self):
+        if self._filterbank is None:
+            fb = FilterbankFeatures(self._hop)
+            fb.eval()
+            self._filterbank = fb.to(self._device)
+        return self._filterbank
+
+    def __call__(self, raw_speech, sampling_rate=None, **kwargs):
+        seq_len = torch.tensor([s.shape[0] for s in raw_speech], device=self._device)
+        padded = torch.from_numpy(np.stack(raw_speech)).to(self._device)
+        return self.filterbank(padded, seq_len)
+''')
+FILTERBANK_READ = ('''        return audio[..., : frames.max()]
+''', '''        longest = int(frames.max().item())
+        return audio[..., :longest]
+''')
+
+
+def test_a_feature_extractors_filterbank_behind_a_property_runs_per_request(repo, cli):
+    found = _review(repo, cli, dict([VLLM_FEATURE_EXTRACTOR]), VLLM_FEATURE_EXTRACTOR[0], *FILTERBANK_READ)
+    assert (VLLM_FEATURE_EXTRACTOR[0], 14) not in found, found
+
+
+def test_the_same_filterbank_a_model_layer_also_keeps_stays_per_step(repo, cli):
+    model = ("vllm/model_executor/models/speech_frontend.py", '''from torch import nn
+
+from vllm.transformers_utils.processors.speech_asr import FilterbankFeatures
+
+
+class SpeechFrontend(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.filterbank = FilterbankFeatures(config.hop)
+
+    def forward(self, audio, seq_len):
+        return self.filterbank(audio, seq_len)
+''')
+    found = _review(repo, cli, dict([VLLM_FEATURE_EXTRACTOR, model]), VLLM_FEATURE_EXTRACTOR[0], *FILTERBANK_READ)
+    assert found.get((VLLM_FEATURE_EXTRACTOR[0], 14)) == "host-sync-in-hot-path", found

@@ -167,6 +167,45 @@ def test_the_engines_own_busy_loop_is_a_step(repo, cli, case):
     assert execution["context"] == "per-step" and "EngineCore.run_busy_loop" in execution["evidence"], execution
 
 
+# A ``while True:`` that reads a mapping (``counts.get(key, 0)``) searches and stops: no
+# loop waiting for work. Beside it, the same search over a queue's items.
+VLLM_PLACEMENT = ("vllm/v1/worker/sentinel/placement.py", '''import torch
+
+
+def redistribute(placement, slots, replica_count, missing):
+    for logical_id in missing:
+        while True:
+            slot = next(slots, None)
+            if slot is None:
+                raise RuntimeError(f"no spare slot for {logical_id}")
+            if replica_count.get(slot, 0) > 1:
+                placement[slot] = logical_id
+                break
+    return placement.cpu()
+''', 13)
+SGLANG_SLOT_QUEUE = ("sglang/srt/managers/slot_server.py", '''import torch
+
+
+def serve_slots(requests, placement):
+    while True:
+        request = requests.get(timeout=1.0)
+        placement[request.slot] = request.logical_id
+        request.reply(placement.cpu())
+''', 8)
+
+
+@pytest.mark.parametrize(("case", "per_step"), [(VLLM_PLACEMENT, False), (SGLANG_SLOT_QUEUE, True)],
+                         ids=["vllm-mapping-search", "sglang-queue-server"])
+def test_a_loop_that_reads_a_mapping_waits_for_no_work(repo, cli, case, per_step):
+    path, text, line = case
+    repo.write(path, text)
+    repo.commit("engine")
+    scan = cli("review", path, "--format", "json", "--no-cache", "--show-unknown-frequency", cwd=repo.path)
+    executions = [f["execution"] for f in scan.json()["findings"] if f["line"] == line]
+    assert executions, scan.json()["findings"]
+    assert all((e["context"] == "per-step") is per_step for e in executions), executions
+
+
 # A training engine's optimizer step, per step by the framework's protocol model.
 DEEPSPEED_OPTIMIZER = ("deepspeed/runtime/fp16/fused_optimizer.py", '''import torch
 

@@ -126,3 +126,50 @@ def test_workers_find_what_one_process_finds_with_repository_local_rules(tmp_pat
     pooled = review_files(engine, texts, cache=None, jobs=2)
     assert _every_finding(pooled) == _every_finding(single)
     assert {rule for _, rule, *_ in _every_finding(single)} == {"host-sync-in-hot-path", "local-item-read"}
+
+
+class _TypesRunningOut:
+    """A test double of the type engine: answers nothing, and turns off at the first
+    question about a file past its first ``files`` in a process, as the real one does past
+    its time budget."""
+
+    def __init__(self, files: int):
+        self.files = files
+        self.asked: set[str] = set()
+        self.unavailable: str | None = None
+
+    def type_at(self, path, text, line, column):
+        self.asked.add(path)
+        if len(self.asked) > self.files:
+            self.turn_off("out of time (300 s of questions in one review)")
+        return None
+
+    def turn_off(self, why):
+        self.unavailable = why
+
+
+def test_a_type_engine_that_turns_off_in_a_worker_turns_the_review_off_and_keeps_nothing_it_matched(tmp_path):
+    engine, texts = _engine(), _texts(30)
+    engine.type_engine = _TypesRunningOut(files=0)
+    cache = ResultCache(str(tmp_path), "types on")
+    pooled = review_files(engine, texts, cache=cache, jobs=2)
+    assert engine.type_engine.unavailable == "out of time (300 s of questions in one review)"
+    assert list(tmp_path.rglob("*.json")) == []
+    assert all(findings == [("host-sync-in-hot-path", 3)] for findings in _summary(pooled).values())
+
+
+def test_one_process_keeps_what_it_matched_before_its_type_engine_turned_off(tmp_path):
+    engine, texts = _engine(), _texts(3)
+    engine.type_engine = _TypesRunningOut(files=1)  # a question about the second file turns it off
+    cache = ResultCache(str(tmp_path), "types on")
+    review_files(engine, texts, cache=cache, jobs=1)
+    assert engine.type_engine.unavailable is not None
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+
+
+def test_a_type_engine_that_stays_on_keeps_every_outcome(tmp_path):
+    engine, texts = _engine(), _texts(30)
+    engine.type_engine = _TypesRunningOut(files=30)
+    review_files(engine, texts, cache=ResultCache(str(tmp_path), "types on"), jobs=2)
+    assert engine.type_engine.unavailable is None
+    assert len(list(tmp_path.rglob("*.json"))) == 30

@@ -155,3 +155,21 @@ def test_a_warmed_file_answers_the_question_asked_not_the_warm_up(tmp_path):
         assert "ndarray" in (engine.type_at("a.py", text, 2, 0) or "")
     finally:
         engine.close()
+
+
+def test_past_its_budget_the_engine_turns_off_and_says_how_long_it_had(tmp_path):
+    (tmp_path / "a.py").write_text("import numpy as np\nm = np.zeros(3)\n")
+    engine = TypeEngine(str(tmp_path), budget_s=0.0)
+    engine.check()
+    if engine.unavailable is not None:
+        pytest.fail(f"the pinned type engine must be installed with the package: {engine.unavailable}")
+    engine.type_at("a.py", (tmp_path / "a.py").read_text(), 2, 0)
+    assert engine.unavailable == "out of time (0 s of questions in one review)"
+    engine.close()
+
+
+def test_a_review_of_many_files_gives_the_engine_more_time_than_one_of_a_few():
+    from rltrefactor.context.typeengine import budget_for
+
+    assert budget_for(1) == budget_for(100)  # a review's floor
+    assert budget_for(50_000) > budget_for(5_000) > budget_for(100)

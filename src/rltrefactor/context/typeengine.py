@@ -36,10 +36,13 @@ from ..config import Config
 
 ENGINE = "pyrefly"
 # Seconds for the first answer in a file (the engine checks it and what it imports), for
-# each later one, and for the whole process: past the budget the engine turns off.
+# each later one, and for the whole process: past the budget the engine turns off. The
+# budget grows with the files a review reads (``budget_for``), so that a full scan of a
+# large repository is not read partly without the engine, depending on the machine's load.
 FIRST_ANSWER_S = 60.0
 LATER_ANSWER_S = 10.0
 PROCESS_BUDGET_S = 300.0
+BUDGET_PER_FILE_S = 0.2
 # pyrefly's own settings for code no pyrefly configuration covers: infer the return types
 # of unannotated functions, as the review needs them.
 _SETTINGS = {"pyrefly": {"typeCheckingMode": "default", "displayTypeErrors": "force-off"}}
@@ -67,6 +70,7 @@ class TypeEngine:
     _cache: dict[str, dict[str, str | None]] = field(default_factory=dict, repr=False)
     _stamp: str | None = None
     _spent_s: float = 0.0
+    budget_s: float = PROCESS_BUDGET_S  # seconds of questions in one process (``budget_for``)
 
     def type_at(self, path: str, text: str, line: int, column: int) -> str | None:
         """The type of the expression whose name starts at ``line`` (1-based) and ``column``
@@ -99,7 +103,7 @@ class TypeEngine:
             self._opened[uri] = (1, hash(text))
             server.send_request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
         except _EngineError as exc:
-            self._turn_off(str(exc))
+            self.turn_off(str(exc))
 
     def check(self) -> None:
         """Turn the engine off at once where it is not installed, or the project's
@@ -143,12 +147,12 @@ class TypeEngine:
             self.questions += 1
             return hover_type(reply)
         except _EngineError as exc:
-            self._turn_off(str(exc))
+            self.turn_off(str(exc))
             return None
         finally:
             self._spent_s += time.perf_counter() - started
-            if self.unavailable is None and self._spent_s > PROCESS_BUDGET_S:
-                self._turn_off(f"out of time ({PROCESS_BUDGET_S:.0f} s of questions in one review)")
+            if self.unavailable is None and self._spent_s > self.budget_s:
+                self.turn_off(f"out of time ({self.budget_s:.0f} s of questions in one review)")
 
     def _running(self) -> "_Server":
         if self._server is not None and self._pid == os.getpid():
@@ -160,7 +164,8 @@ class TypeEngine:
         self._server = _Server.start(executable, self.root, self.python)
         return self._server
 
-    def _turn_off(self, why: str) -> None:
+    def turn_off(self, why: str) -> None:
+        """No more questions: the review goes on from the code alone, and says ``why``."""
         self.unavailable = why
         self.close()
 
@@ -203,6 +208,11 @@ class TypeEngine:
             os.replace(temporary, where)
         except OSError:
             pass  # a cache that cannot be written only costs the next run its questions
+
+
+def budget_for(files: int) -> float:
+    """Seconds of questions one process may spend in a review of ``files`` files."""
+    return max(PROCESS_BUDGET_S, BUDGET_PER_FILE_S * files)
 
 
 def engine_for(root: str, config: Config, cache_dir: str | None) -> TypeEngine | None:

@@ -44,23 +44,36 @@ def review_files(
             todo.append(path)
     limits = lines or {}
     report = progress or (lambda done, total: None)
+    # Outcomes matched after the type engine turned off mid-review: their cache key says
+    # it was on, so they are not kept.
+    degraded: set[str] = set()
     if jobs > 1 and len(todo) >= _POOL_MIN_FILES and _can_fork():
-        fresh = _in_pool(engine, [(p, texts[p], limits.get(p), kept_on_lines) for p in todo], jobs, report)
+        fresh = _in_pool(engine, [(p, texts[p], limits.get(p), kept_on_lines) for p in todo], jobs, report, degraded)
     else:
         fresh = {}
+        was_on = _types_on(engine)
         for done, path in enumerate(todo, start=1):
             fresh[path] = engine.review_file(path, texts[path], limits.get(path), kept_on_lines=kept_on_lines)
+            if was_on and not _types_on(engine):
+                degraded.add(path)
             report(done, len(todo))
     for path, outcome in fresh.items():
-        if cache is not None and path not in limits and not outcome.errors:
+        if cache is not None and path not in limits and path not in degraded and not outcome.errors:
             cache.put(path, texts[path], outcome, salt=engine.context_digest(path))
         outcomes[path] = outcome
     return outcomes
 
 
+def _types_on(engine: Engine) -> bool:
+    return engine.type_engine is not None and engine.type_engine.unavailable is None
+
+
 def _in_pool(
-    engine: Engine, items: list[_Item], jobs: int, report: Callable[[int, int], None]
+    engine: Engine, items: list[_Item], jobs: int, report: Callable[[int, int], None], degraded: set[str],
 ) -> dict[str, FileOutcome]:
+    """Outcomes of ``items`` from forked workers. A worker whose type engine turns off
+    says why; the first reason turns this engine off too, so that the review reports it,
+    and the paths of each chunk a worker finished with its engine off go to ``degraded``."""
     # Imported here: a review of a few files never starts a pool.
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing import get_context
@@ -77,9 +90,14 @@ def _in_pool(
         max_workers=jobs, mp_context=get_context("fork"), initializer=_init_worker, initargs=(engine,),
     ) as pool:
         results: dict[str, FileOutcome] = {}
-        for chunk_result, seconds in pool.map(_review_chunk, chunks):
+        was_on = _types_on(engine)
+        for chunk_result, seconds, off in pool.map(_review_chunk, chunks):
             results.update(chunk_result)
             engine.add_rule_seconds(seconds)
+            if was_on and off is not None:
+                degraded.update(chunk_result)
+                if engine.type_engine is not None and engine.type_engine.unavailable is None:
+                    engine.type_engine.turn_off(off)
             report(len(results), len(items))
     return results
 
@@ -96,11 +114,14 @@ def _init_worker(engine: Engine) -> None:
     _worker_engine = engine
 
 
-def _review_chunk(items: list[_Item]) -> tuple[dict[str, FileOutcome], dict[str, float]]:
+def _review_chunk(items: list[_Item]) -> tuple[dict[str, FileOutcome], dict[str, float], str | None]:
+    """The chunk's outcomes, the seconds per rule, and why the worker's type engine is off
+    once the chunk is done (None while it runs, or where there is none)."""
     assert _worker_engine is not None
     _worker_engine.rule_seconds.clear()
     outcomes = {
         path: _worker_engine.review_file(path, text, limit, kept_on_lines=kept_on_lines)
         for path, text, limit, kept_on_lines in items
     }
-    return outcomes, dict(_worker_engine.rule_seconds)
+    type_engine = _worker_engine.type_engine
+    return outcomes, dict(_worker_engine.rule_seconds), type_engine.unavailable if type_engine is not None else None

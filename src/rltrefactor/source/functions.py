@@ -220,8 +220,9 @@ def collect_calls(root: Node, functions: list[FileFunction], gates: re.Pattern[s
 
 
 def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
-    """``node`` sits in the body of an ``if``/``elif`` of ``function`` whose test names a
-    gate affirmatively (``if self.debug:``; not ``if not debug:`` nor ``if x is None:``),
+    """``node`` sits in the body of an ``if``/``elif`` of ``function``, or the chosen value of
+    a conditional expression, whose test names a gate affirmatively (``if self.debug:``;
+    not ``if not debug:`` nor ``if x is None:``),
     or in code that runs once per instance: the body of a guard that its own body closes
     (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
     self._buf = ...``), the body of ``if not self.x:`` where the function's own body sets
@@ -231,6 +232,9 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     (``if self._ctx is not None: return self._ctx``; ``self._ctx = ...``)."""
     child, parent = node, node.parent
     while parent is not None and parent != function:
+        if parent.type == "conditional_expression" and parent.named_children[:1] == [child] \
+                and len(parent.named_children) > 1 and _gated_condition(parent.named_children[1], gates):
+            return True  # ``A if self.debug else B``: ``A`` is chosen only with the gate on
         if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
             test = parent.child_by_field_name("condition")
             if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)

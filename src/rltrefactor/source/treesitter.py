@@ -48,14 +48,25 @@ def query(source: str) -> tree_sitter.Query:
 
 
 def captures(source: str, node: tree_sitter.Node) -> dict[str, list[tree_sitter.Node]]:
-    """The nodes under ``node`` that the query ``source`` captures, by capture name."""
+    """The nodes under ``node`` that the query ``source`` captures, by capture name, each
+    list in source order (an enclosing node before the nodes it holds). The cursor's own
+    order varies from run to run where patterns nest; what is read from it must not."""
     import tree_sitter
 
-    return tree_sitter.QueryCursor(query(source)).captures(node)
+    found = tree_sitter.QueryCursor(query(source)).captures(node)
+    return {name: sorted(nodes, key=_source_order) for name, nodes in found.items()}
 
 
 def matches(source: str, node: tree_sitter.Node) -> list[tuple[int, dict[str, list[tree_sitter.Node]]]]:
-    """Each match of the query ``source`` under ``node``: its pattern index and captures."""
+    """Each match of the query ``source`` under ``node``: its pattern index and captures,
+    in source order of their first captured node (see ``captures``)."""
     import tree_sitter
 
-    return tree_sitter.QueryCursor(query(source)).matches(node)
+    found = [(pattern, {name: sorted(nodes, key=_source_order) for name, nodes in captured.items()})
+             for pattern, captured in tree_sitter.QueryCursor(query(source)).matches(node)]
+    return sorted(found, key=lambda match: (min((_source_order(n) for ns in match[1].values() for n in ns),
+                                                default=(0, 0)), match[0]))
+
+
+def _source_order(node: tree_sitter.Node) -> tuple[int, int]:
+    return node.start_byte, -node.end_byte

@@ -361,13 +361,15 @@ class CallContexts:
         return bool(own.root) and not (own.instances and self._by_instances(function_id) is not None)
 
     def _closed(self, function_id: str) -> bool:
-        """The function is a method of a class whose every instance, and every use of one,
-        the repository shows (``Instances.holders``, ``uses``)."""
+        """The function is a method of a class whose every instance the repository shows
+        kept (``Instances.holders``) and none handed on (``Instances.uses_seen``): its callers
+        by name are all its callers. A call of the holder's attribute on an object of unknown
+        class (``other.model(...)``) runs the instance's ``forward``, not this method."""
         function = self.repository.function(function_id)
         if function is None or not function.owner or function.parent:
             return False
         holders = self.instances.holders(function_id.partition("::")[0], function.owner)
-        return holders is not None and all(self.instances.uses(h) is not None for h in holders)
+        return holders is not None and all(self.instances.uses_seen(h) is not None for h in holders)
 
     def _chain(self, root: str, toward: dict[str, str]) -> tuple[str, ...]:
         chain = [root]

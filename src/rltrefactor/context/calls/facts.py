@@ -30,6 +30,9 @@ _HOST_NAME = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
 _HOST_HINT = re.compile(rb"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
 _HOST_DEPTH = 8  # calls, subscripts and operands followed from a value
 _WORD = re.compile(rb"[A-Za-z_]\w*")
+# A queue's or a connection's read: ``q.get()``, ``q.get(timeout=1)``, ``q.get(True, 0.1)``,
+# ``q.get_nowait()``, ``conn.recv()``; not a mapping's ``d.get(key)``, which names a key.
+_QUEUE_READ = re.compile(rb"\.get\(\s*(\)|block\s*=|timeout\s*=|True\b|False\b)|\.get_nowait\(|\.recv")
 _TYPE_NAME = re.compile(r"[A-Za-z_][\w.]*")
 _WRAPPER_TYPES = frozenset("Optional Union typing.Optional typing.Union Final ClassVar Annotated None".split())
 
@@ -46,7 +49,9 @@ class FunctionFacts:
     loop_calls: tuple[str, ...]  # the subset made inside a long-running loop
     params: tuple[tuple[str, str], ...]  # (name, annotation)
     locals: tuple[tuple[str, str], ...]  # (name, callee of ``name = C()`` or annotation)
-    returns: tuple[str, ...]  # "host", "call:<callee>", "name:<identifier>" or "other"
+    # "host", "none", "call:<callee>", "made:<callee>" (the module ``C(...).to(d)`` makes),
+    # "name:<identifier>" or "other"
+    returns: tuple[str, ...]
     # Every parameter in order ("*" where only keywords follow; ``**kwargs`` left out).
     parameters: tuple[str, ...] = ()
     # (callee, arguments) of every call site of a callee that is passed a host value at one
@@ -55,8 +60,8 @@ class FunctionFacts:
     call_args: tuple[tuple[str, str], ...] = ()
     # ``self`` attributes the function reads as a whole value, other than to call it or
     # read its members: "A" where the value is passed to a call, iterated or indexed (what
-    # runs it then runs in this function's call), "A!" where it escapes (assigned, returned,
-    # stored, anything else).
+    # runs it then runs in this function's call), "A^" where it is returned, "A!" where it
+    # escapes otherwise (assigned, stored, anything else).
     instance_uses: tuple[str, ...] = ()
     # Callees whose every call here sits under a gate that holds only in opt-in
     # diagnostics (``if self.validate_routing:``, ``if debug:``: ``cold-conditions``) or in
@@ -173,6 +178,7 @@ class _Builder:
         self.calls: list[str] = []
         self.loop_calls: list[str] = []
         self.locals: list[tuple[str, str]] = []
+        self.made_through: set[str] = set()  # locals assigned ``C(...).to(...)``, ``fb.to(...)``
         self.attributes: list[tuple[str, str]] = []
         self.returns: list[str] = []
         self.host_names: set[str] = set()
@@ -291,7 +297,7 @@ def _waits(body: Node) -> bool:
     """A loop that waits for work: it awaits, or reads a queue, and does not stop once
     the queue is drained (``while not queue.empty():``)."""
     text = body.text or b""
-    if not (b"await " in text or b".get(" in text or b".get_nowait(" in text or b".recv" in text):
+    if not (b"await " in text or _QUEUE_READ.search(text)):
         return False
     condition = body.parent.child_by_field_name("condition") if body.parent is not None else None
     tested = condition.child_by_field_name("argument") if condition is not None and condition.type == "not_operator" else None
@@ -305,8 +311,9 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
         return
     value = ""
     if right is not None and right.type == "call":
-        function = _module_made(right).child_by_field_name("function")
-        value = "call:" + callee_of(function) if function is not None else ""
+        value = _made_value(owner, right)
+        if left.type == "identifier" and value != _made_value(owner, right, chained=False):
+            owner.made_through.add(_text(left))  # the module it makes, moved or cast: no call's returned value
     elif annotation is not None:
         value = type_name(_text(annotation))
     if value == "call:":
@@ -375,6 +382,8 @@ def _instance_use(node: Node) -> str:
         return attribute + "!" if not called or called[:1].isupper() else attribute
     if parent.type in _HANDED_ON and parent.child_by_field_name("body") != node:
         return attribute
+    if parent.type == "return_statement":
+        return attribute + "^"
     return attribute + "!"
 
 
@@ -455,16 +464,41 @@ def _return_kind(owner: _Builder, node: Node) -> str:
     if _is_host(value, owner):
         return "host"
     if value.type == "call":
+        made = _made_value(owner, value)
+        if made and made != _made_value(owner, value, chained=False):
+            return "made:" + made[5:]  # ``return C(...).to(device)``: the instance, not a value of the call's
         function = value.child_by_field_name("function")
         callee = callee_of(function) if function is not None else ""
         return "call:" + callee if callee else "other"
     if value.type == "identifier":
         name = _text(value)
-        assigned = [v for n, v in owner.locals if n == name]
-        if len(assigned) == 1 and assigned[0].startswith("call:"):
-            return assigned[0]
-        return "name:" + name
+        made = _local_made(owner, name)
+        if made and name in owner.made_through:
+            return "made:" + made[5:]
+        return made or "name:" + name
     return "other"
+
+
+def _made_value(owner: _Builder, call: Node, chained: bool = True) -> str:
+    """"call:<callee>" of what ``call`` makes: its own callee, or, through a chain of
+    module-returning calls (``chained``), that of the construction it starts from, which
+    may be a local's (``fb = C(...)`` then ``fb.to(device)``); "" where no callee reads."""
+    made = _module_made(call) if chained else call
+    function = made.child_by_field_name("function")
+    if function is None:
+        return ""
+    receiver = function.child_by_field_name("object") if function.type == "attribute" else None
+    method = function.child_by_field_name("attribute") if receiver is not None else None
+    if chained and receiver is not None and receiver.type == "identifier" and method is not None and _text(method) in _RETURNS_MODULE:
+        return _local_made(owner, _text(receiver)) or "call:" + callee_of(function)
+    callee = callee_of(function)
+    return "call:" + callee if callee else ""
+
+
+def _local_made(owner: _Builder, name: str) -> str:
+    """The "call:<callee>" a local is assigned, where it is assigned once, by a call."""
+    assigned = [v for n, v in owner.locals if n == name]
+    return assigned[0] if len(assigned) == 1 and assigned[0].startswith("call:") else ""
 
 
 def _function_facts(builder: _Builder) -> FunctionFacts:

@@ -198,8 +198,10 @@ class Instances:
         """The functions that may run the instances one holder keeps (``holders``):
         each that calls ``self.A(...)`` or any method of it (``self.A.encode(...)`` may call
         its ``forward``), or hands ``self.A`` to a call, a loop or a subscript, in the holder
-        class, its bases and the classes derived from it. None where such a use lets the
-        instance escape, or a call of an ``A`` not on ``self`` may reach it."""
+        class, its bases and the classes derived from it; each that does so to a property
+        returning ``self.A``; each that calls ``x.A(...)`` on an ``x`` of those classes.
+        None where such a use lets the instance escape, or a call of an ``A`` on an object
+        of unknown class may reach it."""
         seen = self.uses_seen(holder)
         return None if seen is None or not seen.complete else seen.uses
 
@@ -214,22 +216,45 @@ class Instances:
     def _uses_of(self, holder: tuple[str, str, str]) -> SeenUses | None:
         path, owner, attribute = holder
         attribute = attribute.removesuffix("[]")
-        written = f"self.{attribute}"
         classes = self._repository.lineage(path, owner) + self._repository.derived(path, owner)
+        methods = [function for _, function in self._methods(classes)]
+        if any(f"{attribute}!" in function.instance_uses for function in methods):
+            return None
+        # Returned only by a property (``return self._filterbank`` of ``filterbank``): a use
+        # of the property is a use of the instance, where the property's value does not escape.
+        properties = [function for function in methods if f"{attribute}^" in function.instance_uses]
+        if any("property" not in function.decorators or f"{function.name}!" in other.instance_uses
+               or f"{function.name}^" in other.instance_uses for function in properties for other in methods):
+            return None
+        uses: set[str] = set()
         complete = True
+        for name in (attribute, *(function.name for function in properties)):
+            uses.update(self.calls_of_kept((path, owner, name)))
+            through = self._calls_through(name, classes)
+            if through is None:
+                complete = False
+            else:
+                uses.update(through)
+        return SeenUses(tuple(sorted(uses)), complete)
+
+    def _calls_through(self, attribute: str, classes: list[tuple[str, str]]) -> set[str] | None:
+        """The functions calling ``x.A(...)`` with ``x`` an object of one of ``classes``
+        (``self.encoder.audio_encoder(...)``); None where such a call is made on an object of
+        unknown class, which may be one of these instances."""
+        through: set[str] = set()
         for call in self._repository.callers(attribute):
             # A bare ``A(...)`` is a name of its function or module, not this attribute (the
-            # instance reaches it only by being handed on, a use read below); a test's call
-            # runs in the test.
+            # instance reaches it only by being handed on, a use ``calls_of_kept`` reads); a
+            # test's call runs in the test.
             caller_path = call.caller.partition("::")[0]
-            if call.callee != written and call.target is None and "." in call.callee and not self._repository.offline(caller_path):
+            if call.callee != f"self.{attribute}" and call.target is None and "." in call.callee \
+                    and not self._repository.offline(caller_path):
                 receiver = self._receiver_class(caller_path, self._repository.function(call.caller), call.callee.split(".")[:-1])
-                if receiver is None or receiver in classes:
-                    complete = False  # ``other.A(...)``: it may be one of these instances
-                    break
-        if any(f"{attribute}!" in function.instance_uses for _, function in self._methods(classes)):
-            return None
-        return SeenUses(self.calls_of_kept(holder), complete)
+                if receiver is None:
+                    return None
+                if receiver in classes:
+                    through.add(call.caller)
+        return through
 
     def _receiver_class(self, path: str, function: FunctionFacts | None, parts: list[str]) -> tuple[str, str] | None:
         """The class of the object a dotted receiver (``self.encoder``, ``runner.model``) names,
@@ -271,9 +296,10 @@ def _kept_here(path: str, function: FunctionFacts, callee: str) -> tuple[tuple[s
 
 
 def _returns_every(function: FunctionFacts, callee: str) -> bool:
-    """Whether each call of ``callee`` in the function is what one of its ``return``s returns."""
+    """Whether each call of ``callee`` in the function is what one of its ``return``s returns,
+    itself or moved and cast (``return resampler.to(dtype)``)."""
     made = function.calls.count(callee)
-    return made > 0 and function.returns.count(f"call:{callee}") == made
+    return made > 0 and function.returns.count(f"call:{callee}") + function.returns.count(f"made:{callee}") == made
 
 
 def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:

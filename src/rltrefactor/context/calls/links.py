@@ -57,12 +57,15 @@ class Caller(NamedTuple):
     gated: bool = False  # made only under a diagnostics gate or a one-time guard (``FunctionFacts.gated_calls``)
 
 
-# Method names builtin containers, strings and compiled patterns also have: a call by such
-# a name (``_PATTERN.match(k)``) proves nothing about a method of the repository.
+# Method names builtin containers, strings, compiled patterns and loggers also have: a call
+# by such a name (``_PATTERN.match(k)``, ``logger.debug(...)``) proves nothing about a method
+# of the repository.
 _COMMON_METHODS = frozenset(
     name for kind in (dict, list, set, str, bytes, tuple, frozenset, re.Pattern, re.Match)
     for name in dir(kind) if not name.startswith("_")
-) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split())
+) | frozenset("to cuda cpu item size view run start stop close wait join put send result".split()) | frozenset(
+    name for level in ("debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log")
+    for name in (level, f"{level}_once"))
 
 
 class Repository:

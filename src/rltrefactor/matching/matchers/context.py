@@ -48,7 +48,8 @@ def guarded_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.If]:
 
 def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` runs once, offline or never: in a function the execution stage found so
-    (configuration included; never a name alone), in a message, under a cold condition,
+    (configuration included; never a name alone), in a message, under a cold condition
+    (an ``if``'s or a conditional expression's),
     a one-time guard or a condition that is false as written, after a return on a cache
     hit of a cache the function fills (once per key), in an early return on a
     degenerate input (``early_returns``), or in a fallback for an optional parameter
@@ -61,7 +62,19 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
         is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx)
         or is_degenerate_exit(branch, ctx)
         for branch in guarded_by(node, ctx)
-    )
+    ) or any(is_cold_condition(choice.test, ctx.names) for choice in chosen_by(node, ctx))
+
+
+def chosen_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.IfExp]:
+    """Every conditional expression whose chosen value (``A`` of ``A if c else B``) contains
+    ``node``, within its statement."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            return
+        if isinstance(ancestor, cst.IfExp) and child is ancestor.body:
+            yield ancestor
+        child = ancestor
 
 
 def in_sync_allowing_block(node: cst.CSTNode, ctx: FileContext) -> bool:

@@ -23,7 +23,7 @@ from ..companions import residency_companions
 from ..context import bound_before, comparison_sides, is_cold_condition, truth_conditions
 from ..options import Option
 from .device import TensorToHostConversion
-from .locations import on_host
+from .locations import on_device, on_host, shown_on_host
 from .tensor_values import is_device_tensor
 
 # What ``device-scalar-read-in-hot-path`` reads: reductions and host-returning comparisons.
@@ -191,8 +191,30 @@ def _boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) ->
     return False
 
 
+def _host_boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+    """``expr`` is a boolean mask the host holds, as far as the function shows: a comparison
+    of a host tensor or array with anything, ``~mask``, ``a & b`` of such, or a name bound
+    to one."""
+    if depth > 4:
+        return False
+    if isinstance(expr, cst.Comparison):
+        return len(expr.comparisons) == 1 and not isinstance(expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) \
+            and not isinstance(expr.left, (cst.Integer, cst.Float, cst.SimpleString)) and shown_on_host(expr.left, ctx)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
+        return _host_boolean_mask(expr.expression, ctx, depth + 1)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _MASK_OPERATORS):
+        return _host_boolean_mask(expr.left, ctx, depth + 1) and _host_boolean_mask(expr.right, ctx, depth + 1)
+    if isinstance(expr, cst.Name):
+        value = bound_before(expr, ctx)
+        return value is not None and _host_boolean_mask(value, ctx, depth + 1)
+    return False
+
+
 class BooleanMaskWrite:
-    """``x[mask] = tensor`` or ``x[mask] += v`` with a device boolean mask: a ``nonzero`` over the mask, read by the host."""
+    """``x[mask] = tensor`` or ``x[mask] += v`` with a device boolean mask: a ``nonzero`` over
+    the mask, read by the host. ``x[mask] = v``, a number too, with a mask the host holds
+    into a tensor the function places on the device: the write waits for the device
+    (measured: ``bench/probes/host_mask_reads.py``)."""
 
     reach = MatcherReach(reads="function", hits_at_tokens=True)
     prefilter: Prefilter = (_SUBSCRIPT_WRITE,)
@@ -203,12 +225,34 @@ class BooleanMaskWrite:
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):
-            # ``x[mask] = 0`` (a Python number) becomes ``masked_fill_`` and does not wait:
-            # only a tensor value goes through ``index_put_``, which turns the mask into indices.
-            if len(assign.targets) == 1 and is_device_tensor(assign.value, ctx):
-                yield from self._masked(assign.targets[0].target, ctx, "assigning a tensor through it")
+            if len(assign.targets) != 1:
+                continue
+            target = assign.targets[0].target
+            # ``x[mask] = 0`` (a Python number) with a device mask becomes ``masked_fill_``
+            # and does not wait: only a tensor value goes through ``index_put_``, which turns
+            # the mask into indices. A mask the host holds waits whatever is written.
+            host_masked = self._host_masked(target, ctx)
+            if host_masked is not None:
+                yield host_masked
+            elif is_device_tensor(assign.value, ctx):
+                yield from self._masked(target, ctx, "assigning a tensor through it")
         for update in ctx.nodes(cst.AugAssign):
-            yield from self._masked(update.target, ctx, "reading it for the update")
+            host_masked = self._host_masked(update.target, ctx)
+            if host_masked is not None:
+                yield host_masked
+            else:
+                yield from self._masked(update.target, ctx, "reading it for the update")
+
+    def _host_masked(self, target: cst.BaseExpression, ctx: FileContext) -> Match | None:
+        """``x[mask]`` written, ``x`` placed on the device in the function and ``mask`` a
+        boolean mask the host holds."""
+        if not isinstance(target, cst.Subscript) or not on_device(target.value, ctx):
+            return None
+        for element in target.slice:
+            if isinstance(element.slice, cst.Index) and _host_boolean_mask(element.slice.value, ctx):
+                use = "a mask the host holds, which the write copies to the device and waits for"
+                return Match(target, {"X": ctx.code(target), "M": ctx.code(element.slice.value), "USE": use})
+        return None
 
     def _masked(self, target: cst.BaseExpression, ctx: FileContext, use: str) -> Iterator[Match]:
         if not isinstance(target, cst.Subscript) or on_host(target.value, ctx):
