@@ -114,15 +114,45 @@ class DelCallsIntoModules:
 
 def _unprotected_calls(body: cst.CSTNode) -> Iterator[cst.Call]:
     """Calls ``body`` runs outside ``try`` blocks, ``with contextlib.suppress(...)`` blocks
-    and nested definitions, in source order."""
+    and nested definitions, in source order; not the shutdown guard ``sys.is_finalizing()``
+    itself, nor what runs only while the interpreter is not shutting down (the body of
+    ``if not sys.is_finalizing():``, what follows ``if sys.is_finalizing(): return``)."""
     stack: list[cst.CSTNode] = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.Try, cst.TryStar, cst.FunctionDef, cst.Lambda, cst.ClassDef)) or _suppressing(node):
             continue
+        if isinstance(node, cst.If) and _finalizing_test(node.test) is False:
+            stack.extend(reversed([node.orelse] if node.orelse is not None else []))
+            continue
         if isinstance(node, cst.Call):
+            if (dotted_name(node.func) or "").rpartition(".")[2] == "is_finalizing":
+                continue
             yield node
-        stack.extend(reversed(child_nodes(node)))
+        children = list(child_nodes(node))
+        if isinstance(node, cst.IndentedBlock):
+            children = _until_finalizing_return(children)
+        stack.extend(reversed(children))
+
+
+def _finalizing_test(test: cst.BaseExpression) -> bool | None:
+    """True for ``sys.is_finalizing()``, False for ``not sys.is_finalizing()``, None otherwise."""
+    negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+    called = test.expression if isinstance(test, cst.UnaryOperation) and negated else test
+    if isinstance(called, cst.Call) and (dotted_name(called.func) or "").rpartition(".")[2] == "is_finalizing":
+        return not negated
+    return None
+
+
+def _until_finalizing_return(statements: list[cst.CSTNode]) -> list[cst.CSTNode]:
+    """The statements of a block up to ``if sys.is_finalizing(): return`` (itself left out):
+    what follows runs only while the interpreter is not shutting down."""
+    for index, statement in enumerate(statements):
+        if isinstance(statement, cst.If) and statement.orelse is None and _finalizing_test(statement.test) is True \
+                and any(isinstance(s, cst.SimpleStatementLine) and any(isinstance(part, cst.Return) for part in s.body)
+                        for s in statement.body.body):
+            return statements[:index]
+    return statements
 
 
 def _suppressing(node: cst.CSTNode) -> bool:
