@@ -311,8 +311,8 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
         return
     value = ""
     if right is not None and right.type == "call":
-        value = _made_value(owner, right)
-        if left.type == "identifier" and value != _made_value(owner, right, chained=False):
+        value, through = _made_value(owner, right)
+        if left.type == "identifier" and through:
             owner.made_through.add(_text(left))  # the module it makes, moved or cast: no call's returned value
     elif annotation is not None:
         value = type_name(_text(annotation))
@@ -464,12 +464,10 @@ def _return_kind(owner: _Builder, node: Node) -> str:
     if _is_host(value, owner):
         return "host"
     if value.type == "call":
-        made = _made_value(owner, value)
-        if made and made != _made_value(owner, value, chained=False):
+        made, through = _made_value(owner, value)
+        if through:
             return "made:" + made[5:]  # ``return C(...).to(device)``: the instance, not a value of the call's
-        function = value.child_by_field_name("function")
-        callee = callee_of(function) if function is not None else ""
-        return "call:" + callee if callee else "other"
+        return made or "other"
     if value.type == "identifier":
         name = _text(value)
         made = _local_made(owner, name)
@@ -479,19 +477,24 @@ def _return_kind(owner: _Builder, node: Node) -> str:
     return "other"
 
 
-def _made_value(owner: _Builder, call: Node, chained: bool = True) -> str:
-    """"call:<callee>" of what ``call`` makes: its own callee, or, through a chain of
-    module-returning calls (``chained``), that of the construction it starts from, which
-    may be a local's (``fb = C(...)`` then ``fb.to(device)``); "" where no callee reads."""
-    made = _module_made(call) if chained else call
-    function = made.child_by_field_name("function")
-    if function is None:
-        return ""
-    receiver = function.child_by_field_name("object") if function.type == "attribute" else None
-    method = function.child_by_field_name("attribute") if receiver is not None else None
-    if chained and receiver is not None and receiver.type == "identifier" and method is not None and _text(method) in _RETURNS_MODULE:
-        return _local_made(owner, _text(receiver)) or "call:" + callee_of(function)
-    callee = callee_of(function)
+def _made_value(owner: _Builder, call: Node) -> tuple[str, bool]:
+    """("call:<callee>" of what ``call`` makes, whether that came through a chain of
+    module-returning calls): its own callee, or that of the construction the chain starts
+    from, which may be a local's (``fb = C(...)`` then ``fb.to(device)``); "" where no
+    callee reads."""
+    own = _call_value(call.child_by_field_name("function"))
+    function = _module_made(call).child_by_field_name("function")
+    receiver = function.child_by_field_name("object") if function is not None and function.type == "attribute" else None
+    method = function.child_by_field_name("attribute") if function is not None and receiver is not None else None
+    value = _call_value(function)
+    if receiver is not None and receiver.type == "identifier" and method is not None and _text(method) in _RETURNS_MODULE:
+        value = _local_made(owner, _text(receiver)) or value
+    return value, value != own
+
+
+def _call_value(function: Node | None) -> str:
+    """"call:<callee>" of a call's function node; "" where no callee reads."""
+    callee = callee_of(function) if function is not None else ""
     return "call:" + callee if callee else ""
 
 

@@ -172,41 +172,43 @@ _MASK_OPERATORS = (cst.BitAnd, cst.BitOr, cst.BitXor)
 _SUBSCRIPT_WRITE = re.compile(r"\]\s*(?:[-+*/|&^%@]|//|\*\*|<<|>>)?=(?!=)")
 
 
-def _boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+def _boolean_mask(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     """``expr`` is a boolean tensor on the device, as far as the function shows: a tensor
     comparison, ``~mask``, ``a & b``, ``isnan()``/``logical_*``/``.bool()``, or a name bound to one."""
-    if depth > 4:
-        return False
-    if isinstance(expr, cst.Comparison):
-        return is_device_tensor(expr, ctx)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return _boolean_mask(expr.expression, ctx, depth + 1)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _MASK_OPERATORS):
-        return _boolean_mask(expr.left, ctx, depth + 1) or _boolean_mask(expr.right, ctx, depth + 1)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MASK_METHODS:
-        return is_device_tensor(expr, ctx)
-    if isinstance(expr, cst.Name):
-        value = bound_before(expr, ctx)
-        return value is not None and _boolean_mask(value, ctx, depth + 1)
-    return False
+    return _mask(expr, ctx, on_device_side=True)
 
 
-def _host_boolean_mask(expr: cst.BaseExpression, ctx: FileContext, depth: int = 0) -> bool:
+def _host_boolean_mask(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     """``expr`` is a boolean mask the host holds, as far as the function shows: a comparison
     of a host tensor or array with anything, ``~mask``, ``a & b`` of such, or a name bound
     to one."""
+    return _mask(expr, ctx, on_device_side=False)
+
+
+def _mask(expr: cst.BaseExpression, ctx: FileContext, on_device_side: bool, depth: int = 0) -> bool:
+    """The walk both mask questions share: a device mask is one whose comparison or mask
+    method the code shows on a tensor not on the host, and ``a & b`` is one where either
+    side is; a host mask compares a value the code shows on the host, on both sides of
+    ``a & b``."""
     if depth > 4:
         return False
     if isinstance(expr, cst.Comparison):
+        if on_device_side:
+            return is_device_tensor(expr, ctx)
         return len(expr.comparisons) == 1 and not isinstance(expr.comparisons[0].operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)) \
             and not isinstance(expr.left, (cst.Integer, cst.Float, cst.SimpleString)) and shown_on_host(expr.left, ctx)
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.BitInvert):
-        return _host_boolean_mask(expr.expression, ctx, depth + 1)
+        return _mask(expr.expression, ctx, on_device_side, depth + 1)
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, _MASK_OPERATORS):
-        return _host_boolean_mask(expr.left, ctx, depth + 1) and _host_boolean_mask(expr.right, ctx, depth + 1)
+        left = _mask(expr.left, ctx, on_device_side, depth + 1)
+        if left is on_device_side:  # the device side needs one, the host side both
+            return left
+        return _mask(expr.right, ctx, on_device_side, depth + 1)
+    if on_device_side and isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value in _MASK_METHODS:
+        return is_device_tensor(expr, ctx)
     if isinstance(expr, cst.Name):
         value = bound_before(expr, ctx)
-        return value is not None and _host_boolean_mask(value, ctx, depth + 1)
+        return value is not None and _mask(value, ctx, on_device_side, depth + 1)
     return False
 
 
