@@ -544,3 +544,111 @@ class SpeechFrontend(nn.Module):
 ''')
     found = _review(repo, cli, dict([VLLM_FEATURE_EXTRACTOR, model]), VLLM_FEATURE_EXTRACTOR[0], *FILTERBANK_READ)
     assert found.get((VLLM_FEATURE_EXTRACTOR[0], 14)) == "host-sync-in-hot-path", found
+
+
+# An accessor kept for a library's interface (``get_vision_tower``) that no code calls or
+# names hands the tower to no one; once some code calls it, the tower may run anywhere.
+ACCESSOR_MODEL = VLLM_MODEL[1].replace('''    def embed_multimodal(self, **kwargs):''', '''    def get_vision_tower(self):
+        return self.visual
+
+    def embed_multimodal(self, **kwargs):''')
+ACCESSOR_CALLER = ("vllm/v1/worker/tower_probe.py", '''def run_tower(model, pixels, grid_thw):
+    return model.get_vision_tower()(pixels, grid_thw)
+''')
+
+
+@pytest.mark.parametrize(("called", "reported"), [(False, False), (True, True)],
+                         ids=["accessor-no-code-names", "accessor-called-elsewhere"])
+def test_a_tower_an_unnamed_accessor_returns_runs_as_often_as_its_holders_uses(repo, cli, called, reported):
+    files = _vllm(ACCESSOR_MODEL)
+    if called:
+        files[ACCESSOR_CALLER[0]] = ACCESSOR_CALLER[1]
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) in found) is reported, found
+
+
+# SGLang's style: a multimodal model embeds images through ``get_image_feature`` (per
+# request, by its protocol model); its base hands the vision tower out through
+# ``get_vision_tower``, and a wrapper's accessor of the same name hands that on; neither is
+# called.
+SGLANG_VL_MODEL = ("sglang/srt/models/tower_vl.py", '''from torch import nn
+
+
+class VisionTower(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, pixels, grid_thw):
+        return self.proj(pixels)
+
+
+class VLModelBase(nn.Module):
+    def get_vision_tower(self):
+        return self.visual
+
+
+class TowerVLModel(VLModelBase):
+    def __init__(self, dim):
+        super().__init__()
+        self.visual = VisionTower(dim)
+
+    def get_image_feature(self, items):
+        return self.visual(items.pixels, items.grid_thw)
+
+
+class TowerVLForConditionalGeneration(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.model = TowerVLModel(dim)
+
+    def get_vision_tower(self):
+        return self.model.get_vision_tower()
+
+    def get_image_feature(self, items):
+        return self.model.get_image_feature(items)
+''')
+TOWER_READ = ('''        return self.proj(pixels)
+''', '''        longest = int(grid_thw.prod(-1).max().item())
+        return self.proj(pixels[:longest])
+''')
+
+
+@pytest.mark.parametrize(("called", "reported"), [(False, False), (True, True)],
+                         ids=["accessor-no-code-names", "accessor-called-elsewhere"])
+def test_a_vision_tower_behind_unnamed_accessors_runs_per_request(repo, cli, called, reported):
+    files = dict([SGLANG_VL_MODEL])
+    if called:
+        files["sglang/srt/model_executor/tower_probe.py"] = '''def run_tower(model, pixels, grid_thw):
+    return model.get_vision_tower()(pixels, grid_thw)
+'''
+    found = _review(repo, cli, files, SGLANG_VL_MODEL[0], *TOWER_READ)
+    assert ((SGLANG_VL_MODEL[0], 10) in found) is reported, found
+
+
+# A block class chosen by a conditional expression (``block_cls = FP8Block if fp8 else
+# VisionBlock``), then called: every instance of either is kept where the call's value is.
+CHOSEN_TOWER = VLLM_TOWER[1].replace('''class VisionTower(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([VisionBlock(dim) for _ in range(depth)])
+''', '''class FP8VisionBlock(VisionBlock):
+    pass
+
+
+class VisionTower(nn.Module):
+    def __init__(self, dim, depth, fp8=False):
+        super().__init__()
+        block_cls = FP8VisionBlock if fp8 else VisionBlock
+        self.blocks = nn.ModuleList([block_cls(dim) for _ in range(depth)])
+''')
+
+
+@pytest.mark.parametrize(("per_step", "reported"), [(False, False), (True, True)],
+                         ids=["tower-embeds-media", "tower-in-the-models-forward"])
+def test_a_block_class_chosen_by_a_conditional_expression_runs_as_often_as_its_holder(repo, cli, per_step, reported):
+    model = VLLM_MODEL[1].replace('''        return self.lm_head(hidden_states)''', '''        hidden_states = self.visual(hidden_states, grid_thw=positions)
+        return self.lm_head(hidden_states)''') if per_step else VLLM_MODEL[1]
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], CHOSEN_TOWER), (VLLM_MODEL[0], model)])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["block"])
+    assert ((VLLM_TOWER[0], 11) in found) is reported, found

@@ -1,5 +1,5 @@
 """The body of a function a kernel decorator compiles (``kernel-decorators`` in
-``rules/names.yaml``: ``@cute.kernel``, ``@triton.jit``...) is traced into a device
+``rules/names.yaml``: ``@cute.kernel``, ``@triton.jit``, ``@flyc.kernel``...) is traced into a device
 program, not run as Python: no rule reads it, nested or a method. The same body in a
 plain or ``torch.compile``d function is still read. End to end, no configuration."""
 
@@ -38,8 +38,25 @@ def step(x):
     return x.sum().item()
 '''
 
+# FlyDSL style (vLLM's ROCm decode kernels): a kernel nested in a launcher builder, whose
+# branch on a device expression compiles to a device-side branch.
+FLYDSL = '''import torch
+import flydsl.compiler as flyc
+import flydsl.expr as fx
+
+
+class MonoDecode(torch.nn.Module):
+    def forward(self, topk_ids, bound):
+        @DECORATOR
+        def mono_kernel(j):
+            if j < fx.min(topk_ids.max().item(), bound):
+                return j
+        return mono_kernel
+'''
+
 CASES = {
     "cute": ("vllm/v1/attention/ops/compress.py", CUTE, "cute.kernel", 11, "collaborator-container-mutation"),
+    "flydsl": ("vllm/models/mono/kernel.py", FLYDSL, "flyc.kernel(known_block_size=[256, 1, 1])", 10, "device-scalar-read-in-hot-path"),
     "triton": ("sglang/srt/layers/sampler.py", TRITON, "triton.jit", 12, "host-sync-in-hot-path"),
 }
 

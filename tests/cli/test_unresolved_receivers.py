@@ -49,41 +49,32 @@ class QwenVLForConditionalGeneration(nn.Module, SupportsMultiModal):
 }
 
 SGLANG_FILES = {
-    "sglang/multimodal_gen/runtime/models/encoders/base.py": '''from torch import nn
+    "sglang/srt/models/qwen_image_vl.py": '''from torch import nn
 
 
-class TextEncoder(nn.Module):
-    pass
-''',
-    "sglang/multimodal_gen/runtime/models/encoders/qwen_image_text.py": '''import torch
-from torch import nn
-
-from sglang.multimodal_gen.runtime.models.encoders.base import TextEncoder
+class QwenImageVisionTower(nn.Module):
+    def forward(self, pixels, grid_thw):
+        lengths = grid_thw.prod(-1).tolist()
+        return pixels, lengths
 
 
-class QwenImageLanguageModel(nn.Module):
-    def forward(self, input_ids, attention_mask):
-        lengths = attention_mask.sum(-1).tolist()
-        return input_ids, lengths
-
-
-class QwenImageTextEncoder(TextEncoder):
+class QwenImageVLForConditionalGeneration(nn.Module):
     def __init__(self):
         super().__init__()
-        self.model = QwenImageLanguageModel()
+        self.visual = QwenImageVisionTower()
 
-    def forward(self, input_ids, attention_mask):
-        return self.model(input_ids, attention_mask)
+    def get_image_feature(self, items):
+        return self.visual(items.pixels, items.grid_thw)
 ''',
     "sglang/srt/model_executor/eager_runner.py": '''def run_extend(model, batch):
-    return model.model(batch.input_ids, batch.attention_mask)
+    return model.visual(batch.pixels, batch.grid_thw)
 ''',
 }
 
 CASES = {
     # files, the file of the module, its line held back, the line that stays per step (or None)
     "vllm": (VLLM_FILES, "vllm/model_executor/models/qwen_vl.py", 9, 15),
-    "sglang": (SGLANG_FILES, "sglang/multimodal_gen/runtime/models/encoders/qwen_image_text.py", 9, None),
+    "sglang": (SGLANG_FILES, "sglang/srt/models/qwen_image_vl.py", 6, None),
 }
 
 

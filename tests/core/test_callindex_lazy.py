@@ -194,9 +194,14 @@ def test_a_pattern_method_name_does_not_resolve_to_the_one_method_of_that_name(t
         "offline", "offline, only called from code that is: `_strip_test_envs` → `LayoutModel._fullscan`")
 
 
-# A module kept in a model whose base, in another file, hands it out (``get_decoder``): its
-# instances escape, so the protocol's per step stands, whichever file was read first.
+# A module kept in a model whose base, in another file, hands it out (``get_decoder``, which
+# a server calls): its instances escape, so the protocol's per step stands, whichever file
+# was read first.
 LINEAGE = {
+    "eng/serve.py": """
+        def decode(model, x):
+            return model.get_decoder()(x)
+        """,
     "eng/models/base_vl.py": """
         from torch import nn
         class VLModelBase(nn.Module):

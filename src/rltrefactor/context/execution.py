@@ -40,7 +40,7 @@ from ..source.functions import ExecutionKind as ExecutionKind  # re-exported: th
 from ..source.functions import FileFunction, Mentions, collect_calls, file_functions, function_tables, registered_names, text_of
 from ..library.names import Names, bundled_names, name_words
 from ..library.protocols import Protocols, bundled_protocols
-from ..source.aliases import ImportTable, import_table
+from ..source.aliases import ImportTable, import_table, module_of
 from ..source.syntax import DefinitionMap, innermost, parameter_annotations, walk_definitions
 
 if TYPE_CHECKING:
@@ -89,6 +89,9 @@ class ExecutionMap:
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor (call index)
     host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side (call index)
     passed_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes, never None (call index)
+    withheld_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) no per-step caller passes (call index)
+    # (callee as written, parameter, position or -1): the call returns where that argument lives (call index)
+    following_calls: frozenset[tuple[str, str, int]] = frozenset()
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -114,6 +117,12 @@ class RepositoryContexts(Protocol):
     @property
     def passed_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) every caller passes, never None
 
+    @property
+    def withheld_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) no per-step caller passes
+
+    @property
+    def following_calls(self) -> frozenset[tuple[str, str, int]]: ...  # calls returning where an argument lives
+
     def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
 
     def __hash__(self) -> int: ...  # a key of the per-tree cache
@@ -121,7 +130,7 @@ class RepositoryContexts(Protocol):
 
 def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
                   repository: RepositoryContexts | None = None, *, definitions: DefinitionMap | None = None,
-                  imports: Callable[[], ImportTable] | None = None) -> ExecutionMap:
+                  imports: Callable[[], ImportTable] | None = None, path: str = "") -> ExecutionMap:
     """Classify every function of the file whose tree-sitter ``tree`` is given.
 
     Under ``cold-paths`` every function is offline; under ``hot-paths`` every function
@@ -131,7 +140,9 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     ``repository``: the call index's verdicts for this file; a context it proves by a
     call chain replaces what the file alone says, never what the configuration declares.
     ``definitions``: the file's definition walk, when already made (``FileModel`` hands
-    over its own); walked here otherwise.
+    over its own); walked here otherwise. ``path``: where the file lies in its
+    repository, which names its classes for the protocol models (a framework's class is
+    its own nearest base).
     """
     definitions = definitions if definitions is not None else walk_definitions(tree)
     functions = file_functions(definitions)
@@ -141,7 +152,7 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     collect_calls(tree.root_node, functions, names.regex("cold-conditions"))
     by_key = {_key(f): f for f in functions}
     imports_of = _once(imports or (lambda: import_table(tree)))
-    bases = class_bases(tree, definitions, imports_of)
+    bases = class_bases(tree, definitions, imports_of, module_of(path) if path else "")
     protocols = declared.protocols or bundled_protocols()
     qualify = lambda dotted: imports_of().qualify(dotted)  # noqa: E731
     for function in functions:
@@ -177,7 +188,9 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
     ), repository.host_calls if repository is not None else frozenset(),
         repository.host_params if repository is not None else frozenset(),
         repository.host_fields if repository is not None else frozenset(),
-        repository.passed_params if repository is not None else frozenset())
+        repository.passed_params if repository is not None else frozenset(),
+        repository.withheld_params if repository is not None else frozenset(),
+        repository.following_calls if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"
@@ -262,10 +275,12 @@ def _declared_verdict(name: str, qualname: str, declared: Declared) -> tuple[Exe
     return None
 
 
-def class_bases(tree: Tree, definitions: DefinitionMap, imports_of: Callable[[], ImportTable]) -> dict[str, tuple[str, ...]]:
+def class_bases(tree: Tree, definitions: DefinitionMap, imports_of: Callable[[], ImportTable],
+                module: str = "") -> dict[str, tuple[str, ...]]:
     """Each class of the file (by qualified name) with its bases qualified through the
     file's imports (``imports_of``: asked only when a class names a base), a base defined
-    in the file standing for its own bases too."""
+    in the file standing for its own bases too; the class's own dotted name first, where
+    the file's ``module`` is known (as the call index's ``Repository.lineage_names``)."""
     written: dict[str, tuple[str, ...]] = {}
     for site in definitions.sites:
         if site.definition.kind != "class":
@@ -287,7 +302,8 @@ def class_bases(tree: Tree, definitions: DefinitionMap, imports_of: Callable[[],
                 found.extend(qualified(base, seen | {base}))
         return tuple(found)
 
-    return {qualname: qualified(qualname, frozenset({qualname})) for qualname in written}
+    own = (lambda qualname: (f"{module}.{qualname}",)) if module else (lambda qualname: ())
+    return {qualname: own(qualname) + qualified(qualname, frozenset({qualname})) for qualname in written}
 
 
 def _host_method(function: FileFunction, bases: dict[str, tuple[str, ...]], protocols: Protocols) -> str:

@@ -81,7 +81,7 @@ class FileModel:
     def execution(self) -> ExecutionMap:
         """Where each function runs, from the same definition walk."""
         return execution_map(self.tree, self.declared, self.repository, definitions=self.definitions,
-                             imports=lambda: self.imports)
+                             imports=lambda: self.imports, path=self.path)
 
     @cached_property
     def imports(self) -> ImportTable:

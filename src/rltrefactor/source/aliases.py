@@ -113,3 +113,13 @@ def _dotted(node: Node) -> str:
 
 def _text(node: Node) -> str:
     return (node.text or b"").decode("utf-8", "surrogatepass")
+
+
+def module_of(path: str) -> str:
+    """The dotted module a repository path holds (``pkg/sub/mod.py`` -> ``pkg.sub.mod``,
+    a package's ``__init__.py`` -> the package)."""
+    stem = path[:-3] if path.endswith(".py") else path
+    parts = [p for p in stem.split("/") if p]
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)

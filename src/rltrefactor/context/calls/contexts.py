@@ -484,6 +484,36 @@ class CallContexts:
                     return frozenset()
         return frozenset(passed) if seen_call else frozenset()
 
+    def withheld_parameters(self, function_id: str) -> frozenset[str]:
+        """Parameters with a literal default the body compares (``FunctionFacts.default_tested``)
+        that only code seen not running per step passes: at least one call by the function's
+        name is seen, and each call (in code that runs outside tests, resolved to it or not,
+        one to another function of the name aside) that names the parameter, fills its
+        position or unpacks arguments before it is in a function proven one-time or
+        per-request. What runs only when such a parameter differs from its default (``if
+        padding is not None:``, ``if norm_type == inf:`` of ``norm_type=2``) runs that often."""
+        function = self.repository.function(function_id)
+        if function is None or function.name.startswith("__") or function.name in _RUN_BY_CALLING \
+                or not function.default_tested:
+            return frozenset()
+        withheld = set(function.default_tested)
+        seen_call = False
+        for call in self.repository.callers(function.name):
+            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
+                    or self._offline_file(call.caller.partition("::")[0]):
+                continue
+            sites = self.repository.call_arguments(call.caller, call.callee)
+            if not sites:
+                return frozenset()
+            for arguments in sites:
+                seen_call = True
+                given = _given(function, call.callee, arguments) & withheld
+                if given and (self.context(call.caller) or ("", ""))[0] not in ("one-time", "per-request"):
+                    withheld -= given
+                if not withheld:
+                    return frozenset()
+        return frozenset(withheld) if seen_call else frozenset()
+
     def _passing(self, function: FunctionFacts, asked: set[str], call: Caller, caller: FunctionFacts | None,
                  arguments: list[bytes], depth: int) -> set[str]:
         """The parameters among ``asked`` that one call site passes a value that cannot be
@@ -516,6 +546,57 @@ class CallContexts:
             for callee, target in self.repository.calls(function_id)
             if self.returns_host(target)
         )
+
+    def following_calls(self, function_ids: Iterable[str]) -> frozenset[tuple[str, str, int]]:
+        """(callee as written, parameter, its position in such a call or -1) of each call in
+        the functions whose callee returns only host tensors and values keeping one
+        parameter's place (``return torch.clamp(lens, max=n)``): given a host tensor there,
+        the call returns one."""
+        found: set[tuple[str, str, int]] = set()
+        for function_id in function_ids:
+            for callee, target in self.repository.calls(function_id):
+                function = self.repository.function(target)
+                followed = _followed_parameter(function) if function is not None else None
+                if function is not None and followed is not None:
+                    positional = _positional(function, callee)
+                    place = positional.index(followed) if followed in positional and "*" not in \
+                        positional[:positional.index(followed) + 1] else -1
+                    found.add((callee, followed, place))
+        return frozenset(found)
+
+
+def _followed_parameter(function: FunctionFacts) -> str | None:
+    """The one parameter whose place every value the function returns keeps, host values
+    and ``None`` aside (``FunctionFacts.returns``: ``param:`` kinds, or the parameter's own
+    name); None where a return is anything else."""
+    followed: set[str] = set()
+    for kind in function.returns:
+        if kind.startswith("param:"):
+            followed.add(kind[6:])
+        elif kind.startswith("name:") and kind[5:] in function.parameters:
+            followed.add(kind[5:])
+        elif kind not in ("host", "none"):
+            return None
+    return followed.pop() if len(followed) == 1 else None
+
+
+def _given(function: FunctionFacts, callee: str, arguments: list[bytes]) -> set[str]:
+    """Parameters of ``function`` one call site may pass: those it names or fills by
+    position, and every one an unpacking (``*args``, ``**kwargs``) may fill."""
+    positional = _positional(function, callee)
+    given: set[str] = set()
+    for index, item in enumerate(argument.decode("utf-8", "replace") for argument in arguments):
+        keyword = _KEYWORD.match(item)
+        if item.startswith("**"):
+            return set(function.parameters)
+        if item.startswith("*"):
+            given.update(positional[index:])
+            positional = positional[:index]
+        elif keyword:
+            given.add(keyword.group(1))
+        elif index < len(positional) and "*" not in positional[:index + 1]:
+            given.add(positional[index])
+    return given
 
 
 def _host_arguments(function: FunctionFacts, callee: str, arguments: str) -> set[str]:

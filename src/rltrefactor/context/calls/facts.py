@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ...source import treesitter
 from ...source.functions import under_gate
 from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
-from ...source.tensor_places import SAME_PLACE_METHODS
+from ...source.tensor_places import RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -50,7 +50,7 @@ class FunctionFacts:
     params: tuple[tuple[str, str], ...]  # (name, annotation)
     locals: tuple[tuple[str, str], ...]  # (name, callee of ``name = C()`` or annotation)
     # "host", "none", "call:<callee>", "made:<callee>" (the module ``C(...).to(d)`` makes),
-    # "name:<identifier>" or "other"
+    # "name:<identifier>", "param:<parameter>" (a value keeping its place: ``_follows``) or "other"
     returns: tuple[str, ...]
     # Every parameter in order ("*" where only keywords follow; ``**kwargs`` left out).
     parameters: tuple[str, ...] = ()
@@ -72,6 +72,10 @@ class FunctionFacts:
     none_defaults: tuple[str, ...] = ()
     none_tested: tuple[str, ...] = ()
     coroutine: bool = False  # ``async def``: its long-running loop may serve requests rather than steps
+    # Parameters with a literal default (``norm_type=2``, ``padding=None``) the body compares
+    # (``==``, ``!=``, ``is``): what runs only when one differs from its default runs as often
+    # as the calls that give it (``CallContexts.withheld_parameters``).
+    default_tested: tuple[str, ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -101,7 +105,7 @@ def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
                        f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls,
-                       f.none_defaults, f.none_tested, f.coroutine]
+                       f.none_defaults, f.none_tested, f.coroutine, f.default_tested]
                       for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
@@ -113,8 +117,8 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
                       tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)), tuple(map(str, nd)),
-                      tuple(map(str, nt)), bool(co))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co in data["functions"]
+                      tuple(map(str, nt)), bool(co), tuple(map(str, dt)))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co, dt in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
@@ -182,6 +186,9 @@ class _Builder:
         self.attributes: list[tuple[str, str]] = []
         self.returns: list[str] = []
         self.host_names: set[str] = set()
+        self.follows: dict[str, str] = {}  # local -> the parameter whose place it keeps (``_follows``)
+        found = node.child_by_field_name("parameters") if node.type == "function_definition" else None
+        self.parameters = frozenset(parameter_names(found)) - {"self", "cls", "*"}
         self.loops: list[tuple[int, int]] = []
         self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
         self.instance_uses: list[str] = []
@@ -325,6 +332,11 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
             owner.host_names.add(name)
         else:  # the last assignment in source order decides, as ``residency.locations`` reads it
             owner.host_names.discard(name)
+        followed = _follows(right, owner) if right is not None and in_function else None
+        if followed:
+            owner.follows[name] = followed
+        else:
+            owner.follows.pop(name, None)
         if value:
             (owner.locals if in_function else owner.attributes).append((name, value))
     elif left.type == "attribute" and in_function and _text(left.child_by_field_name("object")) == "self":
@@ -410,11 +422,17 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
     ``.pin_memory()``, ``from_numpy``, a numpy call, ``device="cpu"``, ``pin_memory=True``,
     ``torch.device("cpu")``, ``.to("cpu")`` or ``.to(<a host name>)``, a cast that names no
     device or a same-place method (``.contiguous()``, ``.view(...)``, ``.sum()``) of a host
-    value, a subscript of one, arithmetic with one, and names assigned one (or named so:
-    ``x_cpu``)."""
+    value, a subscript of one, arithmetic with one, the ``.values`` of a same-place method's
+    result, and names assigned one (or named so: ``x_cpu``, ``batch.seq_lens_cpu``,
+    ``getattr(batch, "seq_lens_cpu", None)``)."""
     if depth > _HOST_DEPTH:
         return False
     kind = value.type
+    if kind == "attribute":
+        field, of = _text(value.child_by_field_name("attribute")), value.child_by_field_name("object")
+        if field in RESULT_FIELDS and of is not None and of.type == "call":
+            return _is_host(of, owner, depth + 1)
+        return bool(_HOST_NAME.search(field))
     if kind == "parenthesized_expression" and value.named_children:
         return _is_host(value.named_children[0], owner, depth + 1)
     if kind == "string":
@@ -439,6 +457,8 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
     if callee.partition(".")[0] in ("np", "numpy"):
         return True
     given = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
+    if callee == "getattr" and len(given) >= 2 and given[1].type == "string":
+        return bool(_HOST_NAME.search(_text(given[1]).strip("'\"")))
     if callee == "torch.device":
         return bool(given) and _is_host(given[0], owner, depth + 1)
     if function is None or function.type != "attribute":
@@ -457,12 +477,63 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
     return method in SAME_PLACE_METHODS and _is_host(receiver, owner, depth + 1)
 
 
+def _follows(value: Node, owner: _Builder, depth: int = 0) -> str | None:
+    """The parameter whose place ``value`` keeps: the parameter itself (or a local last
+    assigned such a value), a subscript of it, arithmetic with it, a same-place method of it
+    (``lens.unsqueeze(0)``, ``.to(torch.int64)``) or ``torch`` function of it (``torch.clamp(lens,
+    max=n)``): a host tensor where the caller passes one. None otherwise."""
+    if depth > _HOST_DEPTH:
+        return None
+    kind = value.type
+    if kind == "identifier":
+        name = _text(value)
+        return name if name in owner.parameters else owner.follows.get(name)
+    if kind == "parenthesized_expression" and value.named_children:
+        return _follows(value.named_children[0], owner, depth + 1)
+    if kind == "subscript":
+        subscripted = value.child_by_field_name("value")
+        return _follows(subscripted, owner, depth + 1) if subscripted is not None else None
+    if kind == "binary_operator":
+        for side in (value.child_by_field_name("left"), value.child_by_field_name("right")):
+            found = _follows(side, owner, depth + 1) if side is not None else None
+            if found:
+                return found
+        return None
+    if kind != "call":
+        return None
+    function = value.child_by_field_name("function")
+    arguments = value.child_by_field_name("arguments")
+    if function is None or function.type != "attribute":
+        return None
+    method, receiver = _text(function.child_by_field_name("attribute")), function.child_by_field_name("object")
+    given = [a for a in arguments.named_children if a.type not in ("comment", "keyword_argument")] if arguments is not None else []
+    if receiver is not None and _text(receiver) == "torch":
+        return _follows(given[0], owner, depth + 1) if method in SAME_PLACE_FUNCTIONS and given else None
+    if receiver is None or method not in SAME_PLACE_METHODS and not (method == "to" and _casts_only(arguments)):
+        return None
+    return _follows(receiver, owner, depth + 1)
+
+
+def _casts_only(arguments: Node | None) -> bool:
+    """``.to(torch.int64)``, ``.to(dtype=...)``: a cast naming no device."""
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type == "keyword_argument":
+            if _text(argument.child_by_field_name("name")) != "dtype":
+                return False
+        elif argument.type != "comment" and not _text(argument).startswith("torch."):
+            return False
+    return True
+
+
 def _return_kind(owner: _Builder, node: Node) -> str:
     value = node.named_children[0] if node.named_children else None
     if value is None or value.type == "none":
         return "none"
     if _is_host(value, owner):
         return "host"
+    followed = _follows(value, owner) if value.type != "identifier" or _text(value) not in owner.parameters else None
+    if followed:
+        return "param:" + followed  # where the caller's argument lives: ``return torch.clamp(lens, max=n)``
     if value.type == "call":
         made, through = _made_value(owner, value)
         if through:
@@ -524,22 +595,48 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
         tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
-        *_none_defaults(node, parameters), _is_coroutine(node),
+        *_none_defaults(node, parameters), _is_coroutine(node), _default_tested(node, parameters),
+    )
+
+
+# A default ``withheld_parameters`` can tell apart from what a caller passes.
+_LITERALS = frozenset({"none", "true", "false", "integer", "float", "string", "unary_operator"})
+
+
+def _literal_defaults(parameters: Node | None) -> list[tuple[str, str]]:
+    """(name, node type of its default) of each parameter written with a literal default
+    (``p=None``, ``p: int = 2``, ``policy="probs"``)."""
+    found: list[tuple[str, str]] = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        value = parameter.child_by_field_name("value")
+        name = parameter.child_by_field_name("name")
+        if parameter.type in ("default_parameter", "typed_default_parameter") and value is not None \
+                and value.type in _LITERALS and name is not None:
+            found.append((_text(name), value.type))
+    return found
+
+
+def _body_text(node: Node) -> bytes:
+    body = node.child_by_field_name("body")
+    return (body.text or b"") if body is not None else b""
+
+
+def _default_tested(node: Node, parameters: Node | None) -> tuple[str, ...]:
+    """Parameters with a literal default that the body compares: ``p ==``, ``p !=``,
+    ``p is``, ``p is not`` (either side of the operator)."""
+    text = _body_text(node)
+    return tuple(
+        name for name, _ in _literal_defaults(parameters)
+        if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s*(?:[=!]=|\bis\b)|(?:[=!]=|\bis(?:\s+not)?)\s*"
+                     + re.escape(name.encode()) + rb"(?![\w(])", text)
     )
 
 
 def _none_defaults(node: Node, parameters: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Parameters written ``p=None`` (or ``p: T = None``), and those of them the body tests
     with ``p is None`` or ``p is not None``."""
-    body = node.child_by_field_name("body")
-    text = (body.text or b"") if body is not None else b""
-    defaults: list[str] = []
-    for parameter in parameters.named_children if parameters is not None else ():
-        value = parameter.child_by_field_name("value")
-        name = parameter.child_by_field_name("name")
-        if parameter.type in ("default_parameter", "typed_default_parameter") and value is not None \
-                and value.type == "none" and name is not None:
-            defaults.append(_text(name))
+    text = _body_text(node)
+    defaults = [name for name, kind in _literal_defaults(parameters) if kind == "none"]
     tested = [name for name in defaults
               if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s+is\s+(?:not\s+)?None\b", text)]
     return tuple(defaults), tuple(tested)

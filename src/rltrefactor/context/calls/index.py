@@ -52,7 +52,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "14"
+_FORMAT = "18"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -67,6 +67,9 @@ class FileContexts:
     host_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes a host tensor
     host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side, every file alike
     passed_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes, never None
+    withheld_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) no per-step caller passes
+    # (callee as written, parameter, position or -1) of calls returning where that argument lives
+    following_calls: frozenset[tuple[str, str, int]] = frozenset()
 
     @cached_property
     def _by_name(self) -> dict[str, tuple[str, str]]:
@@ -80,7 +83,8 @@ class FileContexts:
     def digest(self) -> str:
         """Changes whenever what the file is told does (a result-cache key part)."""
         return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params),
-                                    sorted(self.host_fields), sorted(self.passed_params))).encode()).hexdigest()[:16]
+                                    sorted(self.host_fields), sorted(self.passed_params),
+                                    sorted(self.withheld_params), sorted(self.following_calls))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -142,8 +146,9 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
                 verdicts.append((function_id.partition("::")[2], *verdict))
         host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
         passed = {(f.partition("::")[2], p) for f in asked for p in contexts.passed_parameters(f)}
+        withheld = {(f.partition("::")[2], p) for f in asked for p in contexts.withheld_parameters(f)}
         files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields,
-                                   frozenset(passed))
+                                   frozenset(passed), frozenset(withheld), contexts.following_calls(asked))
     return CallIndex(files, indexed=len(repository.paths))
 
 
@@ -376,8 +381,10 @@ class _FactsCache:
             files = {
                 path: FileContexts(path, tuple((str(q), str(k), str(e)) for q, k, e in functions), frozenset(map(str, calls)),
                                    frozenset((str(q), str(p)) for q, p in params), frozenset(map(str, fields)),
-                                   frozenset((str(q), str(p)) for q, p in passed))
-                for path, (functions, calls, params, fields, passed) in data["files"].items()
+                                   frozenset((str(q), str(p)) for q, p in passed),
+                                   frozenset((str(q), str(p)) for q, p in withheld),
+                                   frozenset((str(c), str(p), int(i)) for c, p, i in following))
+                for path, (functions, calls, params, fields, passed, withheld, following) in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
         except (OSError, ValueError, KeyError, TypeError):
@@ -385,7 +392,7 @@ class _FactsCache:
 
     def put_index(self, key: str, index: CallIndex) -> None:
         files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params), sorted(told.host_fields),
-                        sorted(told.passed_params)]
+                        sorted(told.passed_params), sorted(told.withheld_params), sorted(told.following_calls)]
                  for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
 

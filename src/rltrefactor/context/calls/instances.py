@@ -140,10 +140,15 @@ class Instances:
 
     def _local_alias(self, path: str, before: bytes, after: bytes) -> str:
         """The name a function binds the class to (``vision_cls = C`` alone on its line,
-        indented), where the file writes that name nowhere but in such bindings and in
-        bare calls, one at least: every instance made through it is then a call of it (a
-        class attribute is never called bare, so it is no such name). "" otherwise."""
+        indented, or as one choice of a conditional expression: ``mlp_cls = C8 if fp8 else
+        C``), where the file writes that name nowhere but in such bindings and in bare
+        calls, one at least: every instance made through it is then a call of it (a class
+        attribute is never called bare, so it is no such name). "" otherwise."""
         bound = _LOCAL_ALIAS.match(before)
+        if bound is not None and _FIRST_CHOICE.match(after):
+            after = b""
+        elif bound is None and not after.strip():
+            bound = _SECOND_CHOICE.match(before)
         if bound is None or after.strip() or not before[:1].isspace():
             return ""
         alias = bound.group(1).decode()
@@ -222,7 +227,10 @@ class Instances:
             return None
         # Returned only by a property (``return self._filterbank`` of ``filterbank``): a use
         # of the property is a use of the instance, where the property's value does not escape.
-        properties = [function for function in methods if f"{attribute}^" in function.instance_uses]
+        # An accessor that no code outside tests names (``get_decoder`` kept for a library's
+        # interface) hands the instance to no one.
+        properties = [function for function in methods if f"{attribute}^" in function.instance_uses
+                      and ("property" in function.decorators or not self._unnamed(function))]
         if any("property" not in function.decorators or f"{function.name}!" in other.instance_uses
                or f"{function.name}^" in other.instance_uses for function in properties for other in methods):
             return None
@@ -236,6 +244,21 @@ class Instances:
             else:
                 uses.update(through)
         return SeenUses(tuple(sorted(uses)), complete)
+
+    def _unnamed(self, function: FunctionFacts) -> bool:
+        """Whether nothing outside tests names the method but its definitions (``def name``)
+        and accessors of the same name handing it on (``def get_decoder(self): return
+        self.model.get_decoder()``): no call, reference or string lookup may reach it. A
+        dunder method runs unnamed."""
+        name = function.name
+        if name.startswith("__"):
+            return False
+        online = [path for path in self._repository.texts.mentioning(name) if not self._repository.offline(path)]
+        mentions = [(before, after) for path in online for before, after in self._repository.texts.mentions(path, name)]
+        if not all(before.rstrip().endswith(b"def") or after.lstrip().startswith(b"(") for before, after in mentions):
+            return False
+        callers = [c for c in self._repository.callers(name) if not self._repository.offline(c.caller.partition("::")[0])]
+        return all(c.caller.rpartition(".")[2] == name for c in callers)
 
     def _calls_through(self, attribute: str, classes: list[tuple[str, str]]) -> set[str] | None:
         """The functions calling ``x.A(...)`` with ``x`` an object of one of ``classes``
@@ -273,6 +296,9 @@ class Instances:
 _MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
 _ALIAS = re.compile(rb"^\s+as\s+(\w+)")
 _LOCAL_ALIAS = re.compile(rb"^\s*(\w+)\s*=\s*$")
+# The rest of ``alias = C if cond else D`` after ``C``, and what precedes ``D`` in it.
+_FIRST_CHOICE = re.compile(rb"^\s+if\s.+\selse\s+[\w.]+\s*$")
+_SECOND_CHOICE = re.compile(rb"^\s*(\w+)\s*=\s*[\w.]+\s+if\s.+\selse\s+$")
 _BINDING = re.compile(rb"^\s*=(?!=)")
 _COMPARED_BEFORE = re.compile(rb"[=!]=\s*[\"']$")
 _COMPARED_AFTER = re.compile(rb"^[\"']\s*[=!]=")

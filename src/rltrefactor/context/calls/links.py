@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
+from ...source.aliases import module_of
 from .texts import RevisionTexts
 from .facts import ClassFacts, FileFacts, FunctionFacts, type_name
 
@@ -92,7 +93,7 @@ class Repository:
         self._attributes: dict[tuple[str, str], dict[str, str]] = {}  # (path, class) -> attribute -> written type
         self._modules: dict[str, list[str]] = {}  # dotted module name (and each suffix) -> paths
         for path in self.paths:
-            parts = _module_of(path).split(".")
+            parts = module_of(path).split(".")
             for start in range(len(parts)):
                 self._modules.setdefault(".".join(parts[start:]), []).append(path)
         self._unique: dict[str, str | None] = {}  # method name -> the one file defining it, if one
@@ -316,7 +317,7 @@ class Repository:
 
     def derived(self, path: str, qualname: str) -> list[tuple[str, str]]:
         """The repository's classes derived from a class, through any number of levels."""
-        dotted = f"{_module_of(path)}.{qualname}"
+        dotted = f"{module_of(path)}.{qualname}"
         return [
             (mentioning, c.qualname)
             for mentioning in self.texts.mentioning(qualname.rpartition(".")[2])
@@ -331,7 +332,7 @@ class Repository:
     def lineage_names(self, path: str, qualname: str) -> tuple[str, ...]:
         """The class ``qualname`` of ``path`` as a dotted name, then its ``qualified_bases``:
         a framework's class (a diffusion ``ParallelTiledVAE``) is its own nearest base."""
-        return (f"{_module_of(path)}.{qualname}", *self.qualified_bases(path, qualname))
+        return (f"{module_of(path)}.{qualname}", *self.qualified_bases(path, qualname))
 
     def qualified_bases(self, path: str, qualname: str, depth: int = 0) -> tuple[str, ...]:
         """The bases of the class ``qualname`` of ``path``, each as a dotted name qualified
@@ -341,7 +342,7 @@ class Repository:
         for base in facts.bases if facts is not None and depth < MAX_BASE_CLASSES else ():
             defined = self.class_named(path, None, base)
             if defined is not None:
-                found.append(f"{_module_of(defined[0])}.{defined[1]}")
+                found.append(f"{module_of(defined[0])}.{defined[1]}")
                 found.extend(self.qualified_bases(*defined, depth + 1))
                 continue
             found.append(self.qualify(path, base))
@@ -393,18 +394,10 @@ def _calls_by_name(facts: FileFacts) -> dict[str, list[tuple[str, FunctionFacts 
     return by_name
 
 
-def _module_of(path: str) -> str:
-    stem = path[:-3] if path.endswith(".py") else path
-    parts = [p for p in stem.split("/") if p]
-    if parts and parts[-1] == "__init__":
-        parts = parts[:-1]
-    return ".".join(parts)
-
-
 def _absolute(target: str, level: int, path: str) -> str:
     if not level:
         return target
-    package = _module_of(path).split(".")
+    package = module_of(path).split(".")
     if not path.endswith("__init__.py"):
         package = package[:-1]
     base = package[: len(package) - (level - 1)] if level > 1 else package

@@ -1,8 +1,10 @@
-"""Fallbacks no caller takes: code that runs only when an optional parameter is left
-``None`` (``if cu_seqlens_host is None: cu_seqlens_host = cu_seqlens.tolist()``), in a
-function every caller of which passes that parameter a value (the call index's
-``execution.passed_params``). ``context.runs_cold`` asks this; a finding of a per-step
-rule there is dropped."""
+"""Branches on an optional parameter that no per-step caller takes: code that runs only
+when the parameter is left ``None`` (``if cu_seqlens_host is None: cu_seqlens_host =
+cu_seqlens.tolist()``) in a function every caller of which passes it a value (the call
+index's ``execution.passed_params``), and code that runs only when it differs from its
+default (``if param_padding is not None:``, ``if norm_type == inf:`` of ``norm_type=2``) in
+a function only one-time or per-request code passes it to (``execution.withheld_params``).
+``context.runs_cold`` asks this; a finding of a per-step rule there is dropped."""
 
 from __future__ import annotations
 
@@ -10,35 +12,43 @@ import libcst as cst
 
 from .base import FileContext
 from .once import tested_against_none
+from .walk import subtree
 
 
 def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
-    """``node`` lies where a parameter of its function is ``None``: the body of ``if p is
+    """``node`` lies where a parameter of its function is ``None`` (the body of ``if p is
     None:``, the ``else`` of ``if p is not None:``, or the matching branch of a conditional
-    expression; and every caller passes ``p`` (``execution.passed_params``)."""
-    passed = ctx.execution.passed_params
-    if not passed:
+    expression) and every caller passes ``p`` (``execution.passed_params``); or where the
+    parameter differs from its default and no per-step caller passes it
+    (``execution.withheld_params``), the function never rebinding it."""
+    passed, withheld = ctx.execution.passed_params, ctx.execution.withheld_params
+    if not passed and not withheld:
         return False
-    missing: set[str] = set()  # parameters found None on the way up
+    branches: list[tuple[cst.If | cst.IfExp, cst.CSTNode]] = []  # each test on the way up, with the branch taken
     child: cst.CSTNode = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
             break
-        if isinstance(ancestor, (cst.If, cst.IfExp)):
-            tested = _none_test(ancestor.test)
-            if tested is not None:
-                name, is_none = tested
-                taken = ancestor.body if is_none else ancestor.orelse
-                if child is taken:
-                    missing.add(name)
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child in (ancestor.body, ancestor.orelse):
+            branches.append((ancestor, child))
         child = ancestor
     else:
         return False
-    if not isinstance(ancestor, cst.FunctionDef) or not missing:
+    if not isinstance(ancestor, cst.FunctionDef) or not branches:
         return False
     where = ctx.execution.at(ctx.span(ancestor.name).line)
-    parameters = {p.name.value for p in (*ancestor.params.params, *ancestor.params.kwonly_params)}
-    return where is not None and any(name in parameters and (where.qualname, name) in passed for name in missing)
+    if where is None:
+        return False
+    defaults = {p.name.value: p.default for p in (*ancestor.params.params, *ancestor.params.kwonly_params)}
+    for branch, taken in branches:
+        tested = _none_test(branch.test)
+        if tested is not None and (where.qualname, tested[0]) in passed and tested[0] in defaults \
+                and (taken is branch.body) is tested[1]:
+            return True
+        differs = _differs_from_default(branch, taken, defaults, ctx)
+        if differs is not None and (where.qualname, differs) in withheld and not _rebound(ancestor, differs):
+            return True
+    return False
 
 
 def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
@@ -48,3 +58,70 @@ def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
         if isinstance(tested, cst.Name):
             return tested.value, is_none
     return None
+
+
+def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
+                          defaults: dict[str, cst.BaseExpression | None], ctx: FileContext) -> str | None:
+    """``p`` where ``branch`` compares the parameter with a value (``p == X``, ``p is not
+    None``, either side) and ``taken`` runs only when ``p`` is not its default."""
+    test = branch.test
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    equal = isinstance(target.operator, (cst.Equal, cst.Is))
+    if not equal and not isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
+        return None
+    for name, other in ((test.left, target.comparator), (target.comparator, test.left)):
+        if not isinstance(name, cst.Name):
+            continue
+        default = defaults.get(name.value)
+        if default is None:
+            continue
+        compared, kept = _literal(other), _literal(default)
+        if compared is _UNKNOWN or kept is _UNKNOWN:
+            return None
+        # ``p == X`` with X not the default, or ``p != default``: true only when p differs.
+        holds_when_differs = equal is not (compared == kept)
+        return name.value if (taken is branch.body) is holds_when_differs else None
+    return None
+
+
+_UNKNOWN = object()
+_INFINITY = frozenset({"inf", "math.inf", "np.inf", "numpy.inf", "torch.inf"})
+
+
+def _literal(expr: cst.BaseExpression) -> object:
+    """The value a literal writes (``"probs"`` and ``'probs'`` alike, ``2``, ``-1``,
+    ``None``, ``inf``/``math.inf``/``float("inf")``); ``_UNKNOWN`` for anything else."""
+    if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
+        written = expr.evaluated_value
+        return _UNKNOWN if written is None else written
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        negated = _literal(expr.expression)
+        return -negated if isinstance(negated, (int, float)) else _UNKNOWN
+    if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
+        return {"None": None, "True": True, "False": False}[expr.value]
+    name = expr.value if isinstance(expr, cst.Name) else (
+        f"{expr.value.value}.{expr.attr.value}" if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) else "")
+    if name in _INFINITY:
+        return float("inf")
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float" and len(expr.args) == 1
+            and isinstance(expr.args[0].value, cst.SimpleString) and expr.args[0].value.evaluated_value in ("inf", "+inf")):
+        return float("inf")
+    return _UNKNOWN
+
+
+def _rebound(function: cst.FunctionDef, name: str) -> bool:
+    """The function assigns the parameter ``name`` somewhere (``if p is None: p = [0] * n``):
+    what it compares then no longer says what a caller gave."""
+    for node in subtree(function.body):
+        targets: list[cst.BaseExpression] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            targets = [node.target]
+        if any(isinstance(n, cst.Name) and n.value == name for t in targets for n in subtree(t)):
+            return True
+    return False

@@ -73,11 +73,29 @@ class BlockingCallInCoroutine:
         if isinstance(func, cst.Attribute) and not call.args:
             method = func.attr.value
             if method in _ON_CALL_RESULT and isinstance(func.value, cst.Call):
+                if _asked_not_to_block(func.value, ctx):
+                    return None  # ``sock.recv(flags=zmq.NOBLOCK).result()``: done when it returns
                 return f"{dotted_name(func.value.func) or '...'}(...).{method}()"
             if method in _ANY_RECEIVER and not isinstance(func.value, (cst.BaseString, cst.FormattedString)):
                 return ctx.code(func) + "()"
         qualified = ctx.qualified_name(func)
         return ctx.code(func) + "()" if qualified in self.calls else None
+
+
+def _asked_not_to_block(call: cst.Call, ctx: FileContext) -> bool:
+    """The call is told not to wait (``flags=zmq.NOBLOCK``, ``zmq.DONTWAIT``, ``block=False``,
+    ``blocking=False``, ``timeout=0``): it returns what is ready or raises, so the future or
+    result it hands back is already settled."""
+    for argument in call.args:
+        keyword = argument.keyword.value if argument.keyword is not None else ""
+        value = ctx.code(argument.value).strip()
+        if keyword in ("block", "blocking") and value == "False":
+            return True
+        if keyword == "timeout" and value in ("0", "0.0"):
+            return True
+        if re.search(r"\b(NOBLOCK|DONTWAIT)\b", value):
+            return True
+    return False
 
 
 def _innermost_function(node: cst.CSTNode, ctx: FileContext) -> cst.FunctionDef | None:

@@ -8,7 +8,10 @@ A value is known to be on the host when it is, or is a view of, or was assigned 
 a host device (or ``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``,
 a numpy call, ``.to(<host device>)``, a cast of a host value that names no device
 (``.to(dtype=torch.int64)``), a name that says so (``x_cpu``, ``host_x``, ``x_np``),
-arithmetic, comparisons or negations of host values, a ``tuple``/``list`` of host values, a
+arithmetic, comparisons or negations of host values, a ``tuple``/``list`` of host values, the
+``values`` of a host reduction's named result (``x.max(dim=1).values``), a generator's state
+(``gen.get_state()``, ``torch.cuda.get_rng_state()``), a field looked up by a host name
+(``getattr(batch, "seq_lens_cpu", None)``), a
 value guarded by ``if x.is_cpu:`` or read after ``assert x.device.type == "cpu"``;
 ``self.x`` where every value its class assigns it is on the host (``attributes``; a factory
 given no device does not count there); a field the file declares host-side, read by its
@@ -16,9 +19,10 @@ name (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the
 of a host value, or a name last assigned one of those. The last assignment of a name before
 its use decides (``assigned_value``: a name unpacked from a tuple written out takes its
 element, one unpacked from a split takes the whole); anything else is unknown. A call to a function the call index shows
-returns host tensors only (``execution.host_calls``) is a host value, and so is a
-parameter, not reassigned before its use, that every caller passes a host tensor
-(``execution.host_params``). Every device-residency rule asks these questions (``on_host``;
+returns host tensors only (``execution.host_calls``) is a host value, and so is a call
+whose callee returns where one of its arguments lives (``execution.following_calls``)
+given a host value there, and a parameter, not reassigned before its use, that every
+caller passes a host tensor (``execution.host_params``). Every device-residency rule asks these questions (``on_host``;
 whether a host value is also pinned: ``pinned.is_pinned``) and never reports known-host values.
 """
 
@@ -28,7 +32,7 @@ import re
 
 import libcst as cst
 
-from ....source.tensor_places import HOST_METHODS, SAME_PLACE_METHODS
+from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
 from ..imports import dotted_name
@@ -36,13 +40,6 @@ from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_field
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
-# ``torch`` functions whose result lives where their first tensor argument does.
-_SAME_PLACE_FUNCTIONS = frozenset(
-    "sum mean max min amax amin argmax argmin prod any all cumsum abs neg round diff flatten reshape squeeze "
-    "unsqueeze transpose permute clamp clip exp log sqrt floor ceil sign sort argsort topk flip roll multinomial "
-    "repeat_interleave gather index_select masked_select nonzero unique bincount minimum maximum fmin fmax add sub "
-    "mul div remainder floor_divide eq ne lt le gt ge logical_and logical_or logical_not searchsorted where".split()
-)
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
     "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
@@ -146,6 +143,8 @@ def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
         return bool(branches) and all(on_host(b, ctx, depth + 1) for b in branches)
     if isinstance(expr, cst.Attribute) and expr.attr.value == "device":  # the device of a host value
         return on_host(expr.value, ctx, depth + 1)
+    if isinstance(expr, cst.Attribute) and expr.attr.value in RESULT_FIELDS and isinstance(expr.value, cst.Call):
+        return on_host(expr.value, ctx, depth + 1)  # ``x.max(dim=1).values`` lies where ``x.max(dim=1)`` does
     if isinstance(expr, cst.Attribute) and (values := attribute_values(expr, ctx)):
         # Every value the class gives ``self.x`` says the host; a factory with no device
         # does not, as a model is often built under a default device (``with device:``).
@@ -170,6 +169,10 @@ def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
 
 def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
     func = call.func
+    if (isinstance(func, cst.Name) and func.value == "getattr" and len(call.args) >= 2
+            and isinstance(call.args[1].value, cst.SimpleString)):  # ``getattr(batch, "seq_lens_cpu", None)``
+        field = call.args[1].value.evaluated_value
+        return isinstance(field, str) and ctx.names.regex("host-names").search(field) is not None
     if isinstance(func, cst.Attribute) and not _imported(func.value, ctx):  # a method, not ``torch.any(x)``
         method = func.attr.value
         if method in HOST_METHODS or method == "astype":  # ``astype``: numpy's, no tensor has it
@@ -178,15 +181,22 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return _targets_host(call, ctx, depth) or (_keeps_place(call, ctx) and on_host(func.value, ctx, depth + 1))
         if method in SAME_PLACE_METHODS:
             return on_host(func.value, ctx, depth + 1)
+        if method == "get_state" and (ctx.value_type(func.value) or "").rpartition(".")[2] == "Generator":
+            return True  # a generator's state is a CPU byte tensor, whatever device it draws for
     if dotted_name(func) in ctx.execution.host_calls:
         return True  # the call index: every return of the callee, wherever it is defined, is a host tensor
+    argument = _followed_argument(call, ctx)
+    if argument is not None:
+        return on_host(argument, ctx, depth + 1)  # the callee returns where this argument lives
     name = ctx.qualified_name(func) or dotted_name(func) or ""
     root, _, leaf = name.rpartition(".")
     if root in ("numpy", "np") or name.startswith("numpy."):
         return True
+    if name.startswith("torch.") and leaf == "get_rng_state":  # ``torch.cuda.get_rng_state()``: a CPU byte tensor
+        return True
     if root == "torch" and leaf in _JOINS and call.args:
         return on_host(call.args[0].value, ctx, depth + 1)
-    if root == "torch" and leaf in _SAME_PLACE_FUNCTIONS and call.args:  # ``torch.any(mask)`` runs where ``mask`` is
+    if root == "torch" and leaf in SAME_PLACE_FUNCTIONS and call.args:  # ``torch.any(mask)`` runs where ``mask`` is
         return on_host(call.args[0].value, ctx, depth + 1)
     if root == "torch.nn.functional" and call.args:  # ``F.pad(index, ...)`` runs where its input is
         return on_host(call.args[0].value, ctx, depth + 1)
@@ -198,6 +208,24 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return on_host(call.args[0].value, ctx, depth + 1)
         return True  # torch factories allocate on the CPU unless told otherwise
     return False
+
+
+def _followed_argument(call: cst.Call, ctx: FileContext) -> cst.BaseExpression | None:
+    """The argument of a call whose callee returns values keeping one parameter's place
+    (``execution.following_calls``), given by its keyword or at its position."""
+    if not ctx.execution.following_calls:
+        return None
+    written = dotted_name(call.func)
+    for callee, parameter, position in ctx.execution.following_calls:
+        if callee != written:
+            continue
+        for index, argument in enumerate(call.args):
+            if argument.star:
+                return None
+            if (argument.keyword is not None and argument.keyword.value == parameter) or \
+                    (argument.keyword is None and index == position):
+                return argument.value
+    return None
 
 
 def _bare_factory(value: cst.BaseExpression, ctx: FileContext) -> bool:
@@ -264,6 +292,8 @@ def on_device(expr: cst.CSTNode, ctx: FileContext, depth: int = 0) -> bool:
         return on_device(value, ctx, depth + 1) if value is not None else typed_as_parameter(expr, ctx)
     if isinstance(expr, cst.Attribute):
         if expr.attr.value in PARAMETER_TENSORS:  # a parameter's gradient or data lives where it does
+            return on_device(expr.value, ctx, depth + 1)
+        if expr.attr.value in RESULT_FIELDS and isinstance(expr.value, cst.Call):
             return on_device(expr.value, ctx, depth + 1)
         values = attribute_values(expr, ctx)
         if values and all(on_device(v.value, ctx, depth + 1) for v in values):
@@ -334,6 +364,31 @@ def _asserted_on_host(test: cst.BaseExpression, ctx: FileContext) -> list[str]:
         return _asserted_on_host(test.left, ctx) + _asserted_on_host(test.right, ctx)
     found = _CPU_TEST.fullmatch(ctx.code(test).strip())
     return [found.group(1)] if found is not None else []
+
+
+def in_host_branch(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` lies in the body of an ``if`` or the chosen value of a conditional expression
+    whose test holds a tensor on the host (``x.is_cpu``, ``x.device.type == "cpu"``, or a
+    local last assigned such a test: ``use_cpu = tokens.device.type == "cpu"``): the
+    function's host path, taken when its data is in host memory, where a read or a copy
+    waits for no device."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child is ancestor.body and _says_host(ancestor.test, ctx):
+            return True
+        child = ancestor
+    return False
+
+
+def _says_host(test: cst.BaseExpression, ctx: FileContext) -> bool:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _says_host(test.left, ctx) or _says_host(test.right, ctx)
+    if isinstance(test, cst.Name):
+        value = last_value(test, ctx)
+        return value is not None and bool(_asserted_on_host(value, ctx))
+    return bool(_asserted_on_host(test, ctx))
 
 
 def _guarded_as_host(name: cst.Name, ctx: FileContext) -> bool:

@@ -1,0 +1,165 @@
+"""Code that runs only when an optional parameter is given or differs from its default
+(``if param_padding is not None: ...``, ``if norm_type == inf:`` of ``norm_type=2``) runs as
+often as the calls that give it. Where only construction, warm-up or
+capture code passes the parameter and the per-step calls leave it out, that code runs on
+no step and its findings are not reported; a per-step call that passes it, or a function
+that rebinds the parameter before the test, keeps them. End to end through ``review
+--diff``, no configuration, in two engines' styles."""
+
+from __future__ import annotations
+
+import pytest
+
+DEEPSPEED_BASE = ("deepspeed/runtime/base_optimizer.py", '''class ZeROOptimizer:
+    def step(self, closure=None):
+        raise NotImplementedError
+''')
+
+# DeepSpeed's ZeRO style: the constructor pads each parameter once; the step flattens
+# gradients without padding.
+DEEPSPEED_ZERO = ("deepspeed/runtime/zero/stage_flat.py", '''import torch
+
+from deepspeed.runtime.base_optimizer import ZeROOptimizer
+
+
+class FlatZeroOptimizer(ZeROOptimizer):
+    def __init__(self, groups, alignment):
+        self.groups = groups
+        self.alignment = alignment
+        self.padding = [[4 for _ in group] for group in groups]
+        self.flat = [self.flatten_aligned(group, alignment, param_padding=padding)
+                     for group, padding in zip(groups, self.padding)]
+
+    def flatten_aligned(self, tensors, alignment, param_padding=None):
+        if param_padding is not None:
+            padded = []
+            for tensor, padding in zip(tensors, param_padding):
+                padded.append(tensor)
+                padded.append(torch.zeros(padding, dtype=tensor.dtype, device=tensor.device))
+            tensors = padded
+        return torch.cat(tensors)
+
+    def step(self, closure=None):
+        return [self.flatten_aligned(group, self.alignment) for group in self.groups]
+''')
+ZERO_PADDED_STEP = ('''        return [self.flatten_aligned(group, self.alignment) for group in self.groups]''',
+                    '''        return [self.flatten_aligned(group, self.alignment, param_padding=padding)
+                for group, padding in zip(self.groups, self.padding)]''')
+ZERO_REBOUND = ('''    def flatten_aligned(self, tensors, alignment, param_padding=None):
+''', '''    def flatten_aligned(self, tensors, alignment, param_padding=None):
+        if param_padding is None and alignment > 1:
+            param_padding = [alignment - 1 for _ in tensors]
+''')
+
+
+@pytest.mark.parametrize(("variant", "reported"), [("as-written", False), ("padded-step", True), ("rebound", True)])
+def test_code_only_the_constructor_reaches_by_giving_a_parameter_runs_once(review_added, variant, reported):
+    path, text = DEEPSPEED_ZERO
+    if variant == "padded-step":
+        text = text.replace(*ZERO_PADDED_STEP)
+    elif variant == "rebound":
+        text = text.replace(*ZERO_REBOUND)
+    findings = review_added({path: text}, base=dict([DEEPSPEED_BASE]))
+    allocation = "padded.append(torch.zeros(padding"
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if allocation in row)
+    lines = {f["line"] for f in findings if f["rule"] == "device-allocation-per-step"}
+    assert (line in lines) is reported, findings
+
+
+VLLM_BACKEND = ("vllm/v1/attention/backend.py", '''class AttentionMetadataBuilder:
+    def build(self, common_prefix_len, common_attn_metadata):
+        raise NotImplementedError
+''')
+
+# vLLM's metadata-builder style: only the CUDA-graph capture hands the builder the
+# accepted lengths; the per-step build leaves them out.
+VLLM_BUILDER = ("vllm/v1/attention/backends/draft_attn.py", '''from vllm.v1.attention.backend import AttentionMetadataBuilder
+
+
+class DraftMetadataBuilder(AttentionMetadataBuilder):
+    def build(self, common_prefix_len, common_attn_metadata, num_accepted=None):
+        seq_lens = common_attn_metadata.seq_lens
+        if num_accepted is not None:
+            longest = int(num_accepted.max().item())
+            seq_lens = seq_lens[:longest]
+        return seq_lens
+
+    def build_for_cudagraph_capture(self, common_attn_metadata):
+        return self.build(0, common_attn_metadata, num_accepted=common_attn_metadata.seq_lens)
+''')
+VLLM_PER_STEP_CALLER = ("vllm/v1/spec_decode/draft_proposer.py", '''class DraftProposer:
+    def propose(self, builder, common_attn_metadata, num_accepted):
+        return builder.build(0, common_attn_metadata, num_accepted=num_accepted)
+''')
+
+
+@pytest.mark.parametrize(("per_step_caller", "reported"), [(False, False), (True, True)],
+                         ids=["capture-only", "a-proposer-also-passes-it"])
+def test_code_only_the_capture_reaches_by_giving_a_parameter_is_not_per_step(review_added, per_step_caller, reported):
+    added = dict([VLLM_BUILDER, VLLM_PER_STEP_CALLER]) if per_step_caller else dict([VLLM_BUILDER])
+    findings = review_added(added, base=dict([VLLM_BACKEND]))
+    lines = {f["line"] for f in findings if f["rule"] in ("host-sync-in-hot-path", "device-scalar-read-in-hot-path")}
+    assert (8 in lines) is reported, findings
+
+
+# DeepSpeed's gradient-norm style: the infinity norm runs only for callers that ask for it;
+# the optimizer's step keeps the default L2 norm.
+DEEPSPEED_NORMS = ("deepspeed/runtime/norm_utils.py", '''import torch
+from math import inf
+
+
+def get_weight_norm(parameters, norm_type=2, mpu=None):
+    if norm_type == inf:
+        total_norm = max(p.data.abs().max() for p in parameters)
+        return float(total_norm.item())
+    return sum(p.data.float().norm(norm_type) ** norm_type for p in parameters)
+''')
+DEEPSPEED_NORM_CALLER = ("deepspeed/runtime/fp16/norm_optimizer.py", '''from deepspeed.runtime.base_optimizer import ZeROOptimizer
+from deepspeed.runtime.norm_utils import get_weight_norm
+
+
+class NormOptimizer(ZeROOptimizer):
+    def step(self, closure=None):
+        return get_weight_norm(self.params, NORM_TYPE)
+''')
+
+
+@pytest.mark.parametrize(("norm_type", "reported"), [("mpu=self.mpu", False), ("norm_type=self.norm_type", True)],
+                         ids=["default-norm", "norm-type-passed"])
+def test_a_branch_on_a_non_default_value_runs_as_often_as_the_calls_that_pass_it(review_added, norm_type, reported):
+    caller = DEEPSPEED_NORM_CALLER[1].replace("NORM_TYPE", norm_type)
+    findings = review_added(dict([DEEPSPEED_NORMS, (DEEPSPEED_NORM_CALLER[0], caller)]), base=dict([DEEPSPEED_BASE]))
+    lines = {f["line"] for f in findings if f["rule"] in ("host-sync-in-hot-path", "device-scalar-read-in-hot-path")
+             and f["path"] == DEEPSPEED_NORMS[0]}
+    assert (8 in lines) is reported, findings
+
+
+# DeepSpeed's gating style: a branch on the default itself, written with other quotes,
+# runs on every call that leaves the parameter out.
+DEEPSPEED_GATING = ("deepspeed/moe/gating_utils.py", '''import torch
+
+
+def topkgating(logits, k, capacity, drop_policy: str = "probs"):
+    if drop_policy == POLICY:
+        selection = min(capacity, torch.tensor(logits.size(0)).to(logits.device))
+        return torch.topk(logits, k=selection, dim=0)
+    return torch.topk(logits, k=k, dim=1)
+''')
+DEEPSPEED_GATE = ("deepspeed/moe/gate_layer.py", '''import torch
+
+from deepspeed.moe.gating_utils import topkgating
+
+
+class TopKGate(torch.nn.Module):
+    def forward(self, logits):
+        return topkgating(logits, self.k, self.capacity)
+''')
+
+
+@pytest.mark.parametrize(("policy", "reported"), [("'probs'", True), ("'position'", False)],
+                         ids=["the-default-other-quotes", "another-policy"])
+def test_a_branch_on_the_default_value_runs_on_calls_that_leave_it_out(review_added, policy, reported):
+    gating = DEEPSPEED_GATING[1].replace("POLICY", policy)
+    findings = review_added(dict([(DEEPSPEED_GATING[0], gating), DEEPSPEED_GATE]))
+    lines = {f["line"] for f in findings if f["rule"] == "host-to-device-copy-per-call" and f["path"] == DEEPSPEED_GATING[0]}
+    assert (6 in lines) is reported, findings
