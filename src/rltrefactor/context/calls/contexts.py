@@ -518,18 +518,9 @@ class CallContexts:
                  arguments: list[bytes], depth: int) -> set[str]:
         """The parameters among ``asked`` that one call site passes a value that cannot be
         ``None`` (see ``passed_parameters``)."""
-        positional = _positional(function, call.callee)
-        given: dict[str, str] = {}
-        for index, item in enumerate(argument.decode("utf-8", "replace") for argument in arguments):
-            keyword = _KEYWORD.match(item)
-            if item.startswith("*"):
-                if item.startswith("**"):
-                    return set()  # any keyword may come from the mapping, ``None`` included
-                positional = positional[:index]  # what follows an unpacking cannot be placed
-            elif keyword:
-                given[keyword.group(1)] = item[keyword.end():].strip()
-            elif index < len(positional) and "*" not in positional[:index + 1]:
-                given[positional[index]] = item
+        given, _, mapping = _placed(function, call.callee, arguments)
+        if mapping:
+            return set()  # any keyword may come from the mapping, ``None`` included
         forwarded = caller.none_defaults if caller is not None else ()
         text = self.repository.function_text(call.caller) if given else b""
         return {
@@ -583,20 +574,30 @@ def _followed_parameter(function: FunctionFacts) -> str | None:
 def _given(function: FunctionFacts, callee: str, arguments: list[bytes]) -> set[str]:
     """Parameters of ``function`` one call site may pass: those it names or fills by
     position, and every one an unpacking (``*args``, ``**kwargs``) may fill."""
+    placed, spread, mapping = _placed(function, callee, arguments)
+    return set(function.parameters) if mapping else set(placed) | spread
+
+
+def _placed(function: FunctionFacts, callee: str, arguments: list[bytes]) -> tuple[dict[str, str], set[str], bool]:
+    """What one call site (``callee`` as written, its arguments as written) places on
+    ``function``'s parameters: each named or filled by position, with its value as written;
+    those a ``*args`` unpacking may fill (positions after it cannot be placed); and whether a
+    ``**kwargs`` mapping may fill any (reading stops there)."""
     positional = _positional(function, callee)
-    given: set[str] = set()
+    placed: dict[str, str] = {}
+    spread: set[str] = set()
     for index, item in enumerate(argument.decode("utf-8", "replace") for argument in arguments):
         keyword = _KEYWORD.match(item)
         if item.startswith("**"):
-            return set(function.parameters)
+            return placed, spread, True
         if item.startswith("*"):
-            given.update(positional[index:])
+            spread.update(positional[index:])
             positional = positional[:index]
         elif keyword:
-            given.add(keyword.group(1))
+            placed[keyword.group(1)] = item[keyword.end():].strip()
         elif index < len(positional) and "*" not in positional[:index + 1]:
-            given.add(positional[index])
-    return given
+            placed[positional[index]] = item
+    return placed, spread, False
 
 
 def _host_arguments(function: FunctionFacts, callee: str, arguments: str) -> set[str]:

@@ -12,7 +12,7 @@ import libcst as cst
 
 from .base import FileContext
 from .once import tested_against_none
-from .walk import subtree
+from .walk import bound_in_body
 
 
 def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -20,7 +20,7 @@ def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
     None:``, the ``else`` of ``if p is not None:``, or the matching branch of a conditional
     expression) and every caller passes ``p`` (``execution.passed_params``); or where the
     parameter differs from its default and no per-step caller passes it
-    (``execution.withheld_params``), the function never rebinding it."""
+    (``execution.withheld_params``), the function never rebinding it (``bound_in_body``)."""
     passed, withheld = ctx.execution.passed_params, ctx.execution.withheld_params
     if not passed and not withheld:
         return False
@@ -46,7 +46,7 @@ def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
                 and (taken is branch.body) is tested[1]:
             return True
         differs = _differs_from_default(branch, taken, defaults, ctx)
-        if differs is not None and (where.qualname, differs) in withheld and not _rebound(ancestor, differs):
+        if differs is not None and (where.qualname, differs) in withheld and not bound_in_body(ancestor, differs):
             return True
     return False
 
@@ -109,19 +109,3 @@ def _literal(expr: cst.BaseExpression) -> object:
             and isinstance(expr.args[0].value, cst.SimpleString) and expr.args[0].value.evaluated_value in ("inf", "+inf")):
         return float("inf")
     return _UNKNOWN
-
-
-def _rebound(function: cst.FunctionDef, name: str) -> bool:
-    """The function assigns the parameter ``name`` somewhere (``if p is None: p = [0] * n``):
-    what it compares then no longer says what a caller gave."""
-    for node in subtree(function.body):
-        targets: list[cst.BaseExpression] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AnnAssign, cst.AugAssign, cst.NamedExpr)):
-            targets = [node.target]
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            targets = [node.target]
-        if any(isinstance(n, cst.Name) and n.value == name for t in targets for n in subtree(t)):
-            return True
-    return False

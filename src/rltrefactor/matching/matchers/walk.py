@@ -72,3 +72,21 @@ def _binds(target: cst.BaseExpression, name: str) -> bool:
     if isinstance(target, (cst.Tuple, cst.List)):
         return any(_binds(e.value, name) for e in target.elements)
     return False
+
+
+def bound_in_body(function: cst.FunctionDef, name: str) -> bool:
+    """``function``'s body binds ``name``: an assignment of any form, a loop, ``with ... as``,
+    a walrus, a comprehension, or a ``global``/``nonlocal`` statement."""
+    for node in subtree(function.body):
+        targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign):
+            targets = [t.target for t in node.targets]
+        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
+            targets = [node.target]
+        elif isinstance(node, cst.AsName):
+            targets = [node.name]
+        elif isinstance(node, (cst.Global, cst.Nonlocal)):
+            targets = [item.name for item in node.names]
+        if any(isinstance(n, cst.Name) and n.value == name for target in targets for n in subtree(target)):
+            return True
+    return False

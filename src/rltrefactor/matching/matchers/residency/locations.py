@@ -35,6 +35,7 @@ import libcst as cst
 from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
+from ..walk import bound_in_body
 from ..imports import dotted_name
 from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_field
@@ -510,25 +511,10 @@ def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
 
 
 def _binds(function: cst.FunctionDef, name: str) -> bool:
-    """``function`` binds ``name`` itself: a parameter, an assignment of any form, a loop,
-    ``with ... as``, a walrus, a comprehension, or a ``global``/``nonlocal`` statement."""
+    """``function`` binds ``name`` itself: a parameter, or anything ``bound_in_body`` reads."""
     params = function.params
     every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
-    if any(isinstance(p, cst.Param) and p.name.value == name for p in every):
-        return True
-    for node in subtree(function.body):
-        targets: list[cst.CSTNode] = []
-        if isinstance(node, cst.Assign):
-            targets = [t.target for t in node.targets]
-        elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
-            targets = [node.target]
-        elif isinstance(node, cst.AsName):
-            targets = [node.name]
-        elif isinstance(node, (cst.Global, cst.Nonlocal)):
-            targets = [item.name for item in node.names]
-        if any(isinstance(n, cst.Name) and n.value == name for target in targets for n in (target, *subtree(target))):
-            return True
-    return False
+    return any(isinstance(p, cst.Param) and p.name.value == name for p in every) or bound_in_body(function, name)
 
 
 def _value_before(nested: cst.FunctionDef, name: str, ctx: FileContext) -> cst.BaseExpression | None:
