@@ -113,6 +113,7 @@ class Hit:
     residency_of: str = ""  # the value's source text, when ``residency`` is set
     residency_why: str = ""  # what placed it there, or which fact is missing (``Match.residency_why``)
     fix: str = ""  # a fix fitted to the shape of the flagged code, in place of the rule's (``matching.fix_shapes``)
+    mirror: str = ""  # the host copy whose absence alone runs a synchronizing hit (``residency.mirrors``)
 
 
 @dataclass(frozen=True)

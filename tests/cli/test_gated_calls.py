@@ -134,3 +134,17 @@ def test_a_value_a_conditional_expression_chooses_under_a_diagnostics_gate_is_no
     assert run.code in (0, 1), run.err
     shown = {f["line"] for f in run.json()["findings"]}
     assert (line in shown) is not gated, run.json()["findings"]
+
+
+# An environment flag that asks for a check, in capitals (vLLM's ``envs.VLLM_MONO_CHECK``,
+# SGLang's ``envs.SGLANG_CHECK_KV_PAGE_INVARIANTS.get()``), gates diagnostics; a lower-case
+# switch that merely contains the word is an ordinary one.
+@pytest.mark.parametrize(("style", "gate", "gated"), [
+    ("vllm", "if envs.VLLM_MONO_CHECK:", True),
+    ("deepspeed", "if envs.SGLANG_CHECK_KV_PAGE_INVARIANTS.get():", True),
+    ("deepspeed", "if self.check_overflow:", False),
+    ("vllm", "if envs.VLLM_CHECKPOINT_EVERY_STEP:", False),
+], ids=["vllm-env-check", "sglang-env-check", "lower-case-switch", "checkpoint-flag"])
+def test_an_environment_check_flag_is_a_diagnostics_gate(repo, cli, style, gate, gated):
+    shown, held = _shown(repo, cli, style, gate)
+    assert shown is not gated and (held >= 1 or not gated)

@@ -126,12 +126,18 @@ class NormOptimizer(ZeROOptimizer):
 
 @pytest.mark.parametrize(("norm_type", "reported"), [("mpu=self.mpu", False), ("norm_type=self.norm_type", True)],
                          ids=["default-norm", "norm-type-passed"])
-def test_a_branch_on_a_non_default_value_runs_as_often_as_the_calls_that_pass_it(review_added, norm_type, reported):
+@pytest.mark.parametrize("first", ["", "norm_type = float(norm_type)", "norm_type = 2 * norm_type"],
+                         ids=["as-given", "cast-kept", "rebound"])
+def test_a_branch_on_a_non_default_value_runs_as_often_as_the_calls_that_pass_it(review_added, norm_type, reported, first):
     caller = DEEPSPEED_NORM_CALLER[1].replace("NORM_TYPE", norm_type)
-    findings = review_added(dict([DEEPSPEED_NORMS, (DEEPSPEED_NORM_CALLER[0], caller)]), base=dict([DEEPSPEED_BASE]))
+    norms = DEEPSPEED_NORMS[1]
+    if first:  # DeepSpeed's own first line casts the parameter: the value it was given is kept
+        norms = norms.replace("    if norm_type == inf:", f"    {first}\n    if norm_type == inf:")
+    findings = review_added({DEEPSPEED_NORMS[0]: norms, DEEPSPEED_NORM_CALLER[0]: caller}, base=dict([DEEPSPEED_BASE]))
     lines = {f["line"] for f in findings if f["rule"] in ("host-sync-in-hot-path", "device-scalar-read-in-hot-path")
              and f["path"] == DEEPSPEED_NORMS[0]}
-    assert (8 in lines) is reported, findings
+    line = 9 if first else 8
+    assert (line in lines) is (reported or first == "norm_type = 2 * norm_type"), findings
 
 
 # DeepSpeed's gating style: a branch on the default itself, written with other quotes,
@@ -163,3 +169,72 @@ def test_a_branch_on_the_default_value_runs_on_calls_that_leave_it_out(review_ad
     findings = review_added(dict([(DEEPSPEED_GATING[0], gating), DEEPSPEED_GATE]))
     lines = {f["line"] for f in findings if f["rule"] == "host-to-device-copy-per-call" and f["path"] == DEEPSPEED_GATING[0]}
     assert (6 in lines) is reported, findings
+
+
+# vLLM's micro-batch style: a closure tests its runner's flag, which only the CUDA-graph
+# capture sets; the per-step call leaves it at its default.
+VLLM_UBATCH = ("vllm/v1/worker/gpu/ubatch_runner.py", '''import torch
+
+
+class UbatchRunner:
+    def run(self, model, chunks, for_capture=False):
+        def run_ubatch(chunk):
+            if for_capture:
+                warm = int(chunk.sum().item())
+                chunk = chunk[:warm]
+            return model(chunk)
+
+        return [run_ubatch(chunk) for chunk in chunks]
+''')
+VLLM_UBATCH_CALLERS = ("vllm/v1/worker/gpu/ubatch_model_runner.py", '''from vllm.v1.worker.gpu.ubatch_runner import UbatchRunner
+
+
+class UbatchModelRunner:
+    def __init__(self, model):
+        self.model = model
+        self.runner = UbatchRunner()
+
+    def capture_model(self, chunks):
+        return self.runner.run(self.model, chunks, for_capture=True)
+
+    def execute_model(self, chunks):
+        return self.runner.run(self.model, chunks, STEP)
+''')
+# DeepSpeed's style: a reduction checks for overflow only when asked, which the step does not.
+DEEPSPEED_REDUCE = ("deepspeed/runtime/zero/overflow_reduce.py", '''import torch
+
+from deepspeed.runtime.base_optimizer import ZeROOptimizer
+
+
+class OverflowReducer(ZeROOptimizer):
+    def reduce(self, grads, check_overflow=False):
+        flat = torch.cat([g.flatten() for g in grads])
+        if check_overflow and flat.numel() > 0:
+            if bool(torch.isinf(flat).any().item()):
+                raise FloatingPointError("overflow")
+        return flat
+
+    def initialize_checks(self, grads):
+        return self.reduce(grads, check_overflow=True)
+
+    def step(self, closure=None):
+        return self.reduce(self.grads, STEP)
+''')
+
+
+@pytest.mark.parametrize("case", ["vllm-closure", "deepspeed-and"])
+@pytest.mark.parametrize(("step", "reported"), [(False, False), (True, True)], ids=["left-out", "step-sets-it"])
+def test_a_branch_on_a_flag_only_cold_calls_set_is_not_per_step(review_added, case, step, reported):
+    if case == "vllm-closure":
+        keyword = "for_capture"
+        added = {VLLM_UBATCH[0]: VLLM_UBATCH[1], VLLM_UBATCH_CALLERS[0]: VLLM_UBATCH_CALLERS[1].replace("STEP", f"{keyword}=True" if step else "")}
+        path, marker, base = VLLM_UBATCH[0], "warm = int(chunk.sum().item())", None
+    else:
+        keyword = "check_overflow"
+        added = {DEEPSPEED_REDUCE[0]: DEEPSPEED_REDUCE[1].replace("STEP", f"{keyword}=True" if step else "")}
+        path, marker, base = DEEPSPEED_REDUCE[0], "torch.isinf(flat).any().item()", dict([DEEPSPEED_BASE])
+    findings = review_added(added, base=base)
+    line = next(n for n, row in enumerate(added[path].splitlines(), 1) if marker in row)
+    lines = {f["line"] for f in findings if f["path"] == path
+             and f["rule"] in ("host-sync-in-hot-path", "device-scalar-read-in-hot-path", "device-tensor-as-python-number")}
+    assert (line in lines) is reported, findings

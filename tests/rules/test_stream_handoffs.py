@@ -91,3 +91,30 @@ class Prefetcher:
         return task_id
 '''
     assert lines(RULE, code) == []
+
+
+def test_views_and_containers_made_after_the_side_waits_launch_nothing():
+    # vLLM's drafter style: the side stream waits, then slices and a dict of views go to
+    # its kernel; the same slice of a value made after the wait is still unordered.
+    code = '''
+import torch
+
+class Drafter:
+    def tiers(self, q, out, main, side):
+        q = q.cuda()
+        side.wait_stream(main)
+        rows = q[:4].view(2, -1)
+        args = dict(self.common, query=q[4:], out=out[:4])
+        with torch.cuda.stream(side):
+            self.kernel(rows, **args)
+        return out
+
+    def scaled(self, q, out, main, side):
+        side.wait_stream(main)
+        scaled = q.cuda() * 2
+        rows = scaled[:4].view(2, -1)
+        with torch.cuda.stream(side):
+            self.kernel(rows)
+        return out
+'''
+    assert lines(RULE, code) == [19]

@@ -15,7 +15,7 @@ from ..library.globs import matches
 from ..library.model import GROUPS, Library, Rule
 from ..config import Config, declared_for
 from ..config import names_for
-from ..context.execution import COLD_KINDS, EMPTY, ExecutionMap, is_setup_name
+from ..context.execution import COLD_KINDS, EMPTY, FREQUENCY_UNKNOWN, ExecutionMap, FunctionExecution, is_setup_name
 from ..context.filemodel import FileModel
 from ..context.typeengine import TypeEngine
 from ..source import syntax
@@ -312,6 +312,7 @@ class Engine:
         from .fix_shapes import shaped_fix
         from .matchers.context import in_sync_allowing_block, runs_cold
         from .matchers.residency.locations import in_host_branch
+        from .matchers.residency.mirrors import missing_mirror
 
         hits: list[Hit] = []
         synchronizing = ctx.names.regex("synchronizing-rules")
@@ -326,7 +327,8 @@ class Engine:
                         continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency,
-                                    match.residency_of, match.residency_why, fix=shaped_fix(rule.id, match.node, ctx)))
+                                    match.residency_of, match.residency_why, fix=shaped_fix(rule.id, match.node, ctx),
+                                    mirror=missing_mirror(match.node, ctx) if acknowledges else ""))
             except RecursionError:
                 errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
             except Exception as exc:  # a matcher bug must not end the review of other files
@@ -360,13 +362,22 @@ class Engine:
                     guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
                 )
             if rule.applicability.per_step:
-                finding = with_execution(finding, rule, where)
+                finding = with_execution(finding, rule, _mirror_fallback(where, hit.mirror))
             if hit.residency == "unknown":
                 finding = with_unknown_residency(finding, hit.residency_of, hit.residency_why)
             elif hit.residency == "device" and hit.residency_why:
                 finding = with_note(finding, f"On the device: {hit.residency_why}.")
             findings.append(finding)
         return findings
+
+
+def _mirror_fallback(where: FunctionExecution | None, mirror: str) -> FunctionExecution | None:
+    """Per-step code whose read runs only where a host copy is missing runs as often as the
+    copy is missing: unknown, whatever the function's own frequency."""
+    if not mirror or where is None or where.kind != "per-step" or where.configured:
+        return where
+    why = f"it runs only where the host copy `{mirror}` is missing, and nothing here shows how often that is"
+    return replace(where, kind="unknown", evidence=FREQUENCY_UNKNOWN + why, basis="")
 
 
 def _byte_column(lines: list[str], span: Span) -> int:

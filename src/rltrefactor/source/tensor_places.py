@@ -26,3 +26,10 @@ SAME_PLACE_FUNCTIONS = frozenset(
 )
 # Methods whose result is in host memory wherever the receiver lives.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
+# Methods that always return a view of their receiver: no kernel runs, the result shares
+# the receiver's memory (PyTorch's "Tensor Views"; ``reshape``, ``flatten`` and
+# ``contiguous`` may copy and are not here).
+VIEW_METHODS = frozenset(
+    "view view_as narrow select squeeze unsqueeze permute transpose t expand expand_as as_strided unflatten "
+    "detach diagonal movedim moveaxis unfold split chunk unbind".split()
+)

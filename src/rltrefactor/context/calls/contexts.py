@@ -454,12 +454,13 @@ class CallContexts:
 
     def passed_parameters(self, function_id: str, depth: int = 0) -> frozenset[str]:
         """Parameters defaulting to ``None`` (``FunctionFacts.none_defaults``) that every call
-        which may reach the function passes a value other than ``None``: each call by its name
-        in code that runs outside tests, resolved to it or not (one to another function of
-        the name aside), names it or fills its position, with no unpacking before it, and not
-        with ``None`` or the caller's own such parameter unless that one is always passed
-        too. A function called through its instance (``forward``, ``__call__``) has callers
-        no name shows: none."""
+        which may reach the function per step passes a value other than ``None``: each call by
+        its name in code that runs outside tests and is not proven one-time or per-request
+        (a warm-up may leave the fallback to run once), resolved to it or not (one to another
+        function of the name aside), names it or fills its position, with no unpacking before
+        it, and not with ``None`` or the caller's own such parameter unless that one is always
+        passed too. A function called through its instance (``forward``, ``__call__``) has
+        callers no name shows: none."""
         function = self.repository.function(function_id)
         if function is None or function.name.startswith("__") or function.name in _RUN_BY_CALLING or depth > _MAX_FORWARDED:
             return frozenset()
@@ -473,6 +474,8 @@ class CallContexts:
             if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
                     or self._offline_file(call.caller.partition("::")[0]):
                 continue  # another function of the name; import time or tests: never per step
+            if self._runs_cold(call.caller):
+                continue
             sites = self.repository.call_arguments(call.caller, call.callee)
             if not sites:
                 return frozenset()
@@ -508,11 +511,16 @@ class CallContexts:
             for arguments in sites:
                 seen_call = True
                 given = _given(function, call.callee, arguments) & withheld
-                if given and (self.context(call.caller) or ("", ""))[0] not in ("one-time", "per-request"):
+                if given and not self._runs_cold(call.caller):
                     withheld -= given
                 if not withheld:
                     return frozenset()
         return frozenset(withheld) if seen_call else frozenset()
+
+    def _runs_cold(self, function_id: str) -> bool:
+        """The function is proven one-time or per-request: nothing it calls runs per step
+        through it."""
+        return (self.context(function_id) or ("", ""))[0] in ("one-time", "per-request")
 
     def _passing(self, function: FunctionFacts, asked: set[str], call: Caller, caller: FunctionFacts | None,
                  arguments: list[bytes], depth: int) -> set[str]:
@@ -638,13 +646,23 @@ _MAY_BE_NONE = re.compile(r"\bNone\b|\.get\(|\bgetattr\(")
 def _found_none(value: str, caller_text: bytes) -> bool:
     """A name or attribute (``pcp_plan``, ``self.dense_mask``) the caller's own code shows may
     be ``None``: it assigns it ``None`` or a lookup (``.get(...)``, ``getattr(...)``),
-    declares it ``Optional``/``| None``, or tests it against ``None``."""
+    declares it ``Optional``/``| None``, or tests it against ``None``; unless, after the
+    last such assignment or declaration, a guard leaves the function when it is
+    (``if metadata is None: return``), as a forward pass does on a profiling run."""
     if not _DOTTED.fullmatch(value):
         return False
     name = rb"(?<![\w.])" + re.escape(value.encode()) + rb"(?![\w])"
-    return re.search(name + rb"\s*(?::[^=\n]*)?=(?!=)[^\n]*(?:\bNone\b|\.get\(|\bgetattr\()", caller_text) is not None \
-        or re.search(name + rb"\s*:[^=\n]*(?:\bNone\b|Optional\[)", caller_text) is not None \
-        or re.search(name + rb"\s+is\s+(?:not\s+)?None\b|\bNone\s+is\s+(?:not\s+)?" + name, caller_text) is not None
+    made = [m.end() for pattern in (name + rb"\s*(?::[^=\n]*)?=(?!=)[^\n]*(?:\bNone\b|\.get\(|\bgetattr\()",
+                                    name + rb"\s*:[^=\n]*(?:\bNone\b|Optional\[)")
+            for m in re.finditer(pattern, caller_text)]
+    # ``if name is None:`` (or ``if not name:``) whose body ends the function or the loop:
+    # a statement at the body's own indentation, after any others of the body.
+    guard = (rb"(?m)^(?P<i>[ \t]*)if\s+(?:" + name + rb"\s+is\s+None|not\s+" + name + rb")\s*:[ \t]*(?:#[^\n]*)?\n"
+             rb"(?:[ \t]*(?:#[^\n]*)?\n)*(?P<j>(?P=i)[ \t]+)(?:[^\n]*\n(?:[ \t]*\n)*(?P=j))*?(?:return|raise|continue)\b")
+    guards = [m.start() for m in re.finditer(guard, caller_text)]
+    if guards and guards[-1] > max(made, default=-1):
+        return False
+    return bool(made) or re.search(name + rb"\s+is\s+(?:not\s+)?None\b|\bNone\s+is\s+(?:not\s+)?" + name, caller_text) is not None
 
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")

@@ -622,13 +622,15 @@ def _body_text(node: Node) -> bytes:
 
 
 def _default_tested(node: Node, parameters: Node | None) -> tuple[str, ...]:
-    """Parameters with a literal default that the body compares: ``p ==``, ``p !=``,
-    ``p is``, ``p is not`` (either side of the operator)."""
+    """Parameters with a literal default that the body compares (``p ==``, ``p !=``, ``p
+    is``, ``p is not``, either side of the operator) or tests the truth of (``if p:``,
+    ``if not p:``, ``if p and ...:``)."""
     text = _body_text(node)
     return tuple(
         name for name, _ in _literal_defaults(parameters)
         if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s*(?:[=!]=|\bis\b)|(?:[=!]=|\bis(?:\s+not)?)\s*"
                      + re.escape(name.encode()) + rb"(?![\w(])", text)
+        or re.search(rb"\b(?:el)?if\s+(?:not\s+)?" + re.escape(name.encode()) + rb"\s*(?::|\band\b)", text)
     )
 
 

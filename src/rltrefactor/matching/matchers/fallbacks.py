@@ -12,7 +12,7 @@ import libcst as cst
 
 from .base import FileContext
 from .once import tested_against_none
-from .walk import bound_in_body
+from .walk import binds, bound_in_body, subtree
 
 
 def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -20,35 +20,51 @@ def in_unused_fallback(node: cst.CSTNode, ctx: FileContext) -> bool:
     None:``, the ``else`` of ``if p is not None:``, or the matching branch of a conditional
     expression) and every caller passes ``p`` (``execution.passed_params``); or where the
     parameter differs from its default and no per-step caller passes it
-    (``execution.withheld_params``), the function never rebinding it (``bound_in_body``)."""
+    (``execution.withheld_params``), the function never rebinding it (``bound_in_body``).
+    A branch in a nested function on a parameter of the function around it that the nested
+    one does not bind (a closure's ``if for_capture:``) is that function's branch."""
     passed, withheld = ctx.execution.passed_params, ctx.execution.withheld_params
     if not passed and not withheld:
         return False
-    branches: list[tuple[cst.If | cst.IfExp, cst.CSTNode]] = []  # each test on the way up, with the branch taken
+    # Each test on the way up, with the branch taken and how many functions lie inside it.
+    branches: list[tuple[cst.If | cst.IfExp, cst.CSTNode, int]] = []
+    functions: list[cst.FunctionDef] = []  # the enclosing functions, innermost first
     child: cst.CSTNode = node
     for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+        if isinstance(ancestor, cst.Lambda):
             break
-        if isinstance(ancestor, (cst.If, cst.IfExp)) and child in (ancestor.body, ancestor.orelse):
-            branches.append((ancestor, child))
+        if isinstance(ancestor, cst.FunctionDef):
+            functions.append(ancestor)
+        elif isinstance(ancestor, (cst.If, cst.IfExp)) and child in (ancestor.body, ancestor.orelse):
+            branches.append((ancestor, child, len(functions)))
         child = ancestor
-    else:
-        return False
-    if not isinstance(ancestor, cst.FunctionDef) or not branches:
-        return False
-    where = ctx.execution.at(ctx.span(ancestor.name).line)
+    for branch, taken, level in branches:
+        for function in functions[level:]:
+            defaults = {p.name.value: p.default for p in (*function.params.params, *function.params.kwonly_params)}
+            if _decides(branch, taken, function, defaults, ctx):
+                return True
+            if any(binds(function, name) for name in _names_tested(branch.test)):
+                break  # the function binds what the test reads: an outer one's parameter is not it
+    return False
+
+
+def _decides(branch: cst.If | cst.IfExp, taken: cst.CSTNode, function: cst.FunctionDef,
+             defaults: dict[str, cst.BaseExpression | None], ctx: FileContext) -> bool:
+    """``taken`` runs only on a value of ``function``'s parameter that no per-step call gives."""
+    where = ctx.execution.at(ctx.span(function.name).line)
     if where is None:
         return False
-    defaults = {p.name.value: p.default for p in (*ancestor.params.params, *ancestor.params.kwonly_params)}
-    for branch, taken in branches:
-        tested = _none_test(branch.test)
-        if tested is not None and (where.qualname, tested[0]) in passed and tested[0] in defaults \
-                and (taken is branch.body) is tested[1]:
-            return True
-        differs = _differs_from_default(branch, taken, defaults, ctx)
-        if differs is not None and (where.qualname, differs) in withheld and not bound_in_body(ancestor, differs):
-            return True
-    return False
+    tested = _none_test(branch.test)
+    if tested is not None and (where.qualname, tested[0]) in ctx.execution.passed_params and tested[0] in defaults \
+            and (taken is branch.body) is tested[1]:
+        return True
+    differs = _differs_from_default(branch, taken, defaults, ctx)
+    return differs is not None and (where.qualname, differs) in ctx.execution.withheld_params \
+        and not bound_in_body(function, differs, casts_keep=True)
+
+
+def _names_tested(test: cst.BaseExpression) -> set[str]:
+    return {n.value for n in subtree(test) if isinstance(n, cst.Name)}
 
 
 def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
@@ -63,8 +79,15 @@ def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
 def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
                           defaults: dict[str, cst.BaseExpression | None], ctx: FileContext) -> str | None:
     """``p`` where ``branch`` compares the parameter with a value (``p == X``, ``p is not
-    None``, either side) and ``taken`` runs only when ``p`` is not its default."""
+    None``, either side) or tests its truth (``if p:``, ``if p and ...:``, the ``else`` of
+    ``if not p:``; a default that is false: ``None``, ``False``, ``0``, ``""``) and
+    ``taken`` runs only when ``p`` is not its default."""
     test = branch.test
+    for truthy in _truthy_names(test, body=taken is branch.body):
+        default = defaults.get(truthy)
+        value = _literal(default) if default is not None else _UNKNOWN
+        if value is not _UNKNOWN and not value:  # ``None``, ``False``, ``0``, ``""``
+            return truthy
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     target = test.comparisons[0]
@@ -84,6 +107,19 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
         holds_when_differs = equal is not (compared == kept)
         return name.value if (taken is branch.body) is holds_when_differs else None
     return None
+
+
+def _truthy_names(test: cst.BaseExpression, *, body: bool) -> list[str]:
+    """Names that are true whenever the branch runs: ``p`` and the operands of ``p and q``
+    for the body, ``p`` of ``not p`` for the ``else``."""
+    if body and isinstance(test, cst.Name):
+        return [test.value]
+    if body and isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _truthy_names(test.left, body=True) + _truthy_names(test.right, body=True)
+    if not body and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not) \
+            and isinstance(test.expression, cst.Name):
+        return [test.expression.value]
+    return []
 
 
 _UNKNOWN = object()

@@ -74,11 +74,25 @@ def _binds(target: cst.BaseExpression, name: str) -> bool:
     return False
 
 
-def bound_in_body(function: cst.FunctionDef, name: str) -> bool:
+def binds(function: cst.FunctionDef, name: str) -> bool:
+    """``function`` binds ``name`` itself: a parameter, or anything ``bound_in_body`` reads."""
+    params = function.params
+    every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
+    return any(isinstance(p, cst.Param) and p.name.value == name for p in every) or bound_in_body(function, name)
+
+
+# Casts that keep a value: ``norm_type = float(norm_type)`` still holds what was passed.
+_KEEPING_CASTS = frozenset({"float", "int", "bool", "str"})
+
+
+def bound_in_body(function: cst.FunctionDef, name: str, *, casts_keep: bool = False) -> bool:
     """``function``'s body binds ``name``: an assignment of any form, a loop, ``with ... as``,
-    a walrus, a comprehension, or a ``global``/``nonlocal`` statement."""
+    a walrus, a comprehension, or a ``global``/``nonlocal`` statement. With ``casts_keep``,
+    ``name = float(name)`` (``int``, ``bool``, ``str``) does not count: the value is kept."""
     for node in subtree(function.body):
         targets: list[cst.CSTNode] = []
+        if isinstance(node, cst.Assign) and casts_keep and _casts_itself(node, name):
+            continue
         if isinstance(node, cst.Assign):
             targets = [t.target for t in node.targets]
         elif isinstance(node, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr)):
@@ -90,3 +104,10 @@ def bound_in_body(function: cst.FunctionDef, name: str) -> bool:
         if any(isinstance(n, cst.Name) and n.value == name for target in targets for n in subtree(target)):
             return True
     return False
+
+
+def _casts_itself(assign: cst.Assign, name: str) -> bool:
+    value = assign.value
+    return (len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name) and assign.targets[0].target.value == name
+            and isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in _KEEPING_CASTS
+            and len(value.args) == 1 and isinstance(value.args[0].value, cst.Name) and value.args[0].value.value == name)

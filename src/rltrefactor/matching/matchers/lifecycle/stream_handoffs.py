@@ -33,10 +33,11 @@ import libcst as cst
 from ...prefilter import Prefilter
 from ...regions.reach import MatcherReach
 from ..base import FileContext, Match, own_nodes
-from ..context import bound_before, is_target, unpacked
+from ..context import bound_before, is_target, subtree, unpacked
 from ..imports import dotted_name
 from ..options import Option
 from ..residency.locations import on_device
+from ....source.tensor_places import VIEW_METHODS
 
 _WAITS = frozenset({"wait_stream", "wait_event", "wait", "synchronize", "record_stream", "record", "record_event"})
 # Allocations that write nothing: there is no producer to wait for.
@@ -136,7 +137,12 @@ def _into_side(block: cst.With, side: str, order: list[cst.CSTNode], position: d
         if _waits(node):
             ready.clear()
         elif isinstance(node, cst.Assign) and on_device(node.value, ctx):
-            ready.update((value.name, value.at) for value in _bound(node))
+            if _launches_nothing(node.value):
+                # A view of a value still unordered is that value; one of an ordered value is ready.
+                made = [ready[n.value] for n in subtree(node.value) if isinstance(n, cst.Name) and n.value in ready]
+                ready.update((value.name, made[0]) for value in _bound(node) if made)
+            else:
+                ready.update((value.name, value.at) for value in _bound(node))
     if not ready:
         return
     for node in own_nodes(block.body):
@@ -147,6 +153,29 @@ def _into_side(block: cst.With, side: str, order: list[cst.CSTNode], position: d
                 yield Match(node, {"NAME": name, "STREAM": side, "LINE": str(ctx.span(at).line),
                                    "DIRECTION": "read on", "WAIT": f"{side}.wait_stream(torch.cuda.current_stream())"})
                 del ready[name]
+
+
+_CONTAINERS = frozenset({"dict", "list", "tuple"})
+
+
+def _launches_nothing(value: cst.BaseExpression) -> bool:
+    """``value`` queues no work on the current stream: a name, a slice or view of one
+    (``buf[:n].view(b, -1)``), or a container of those (``dict(common, out=out[rows])``);
+    its memory is what an earlier wait already ordered."""
+    if isinstance(value, (cst.Name, cst.Attribute)):
+        return True
+    if isinstance(value, cst.Subscript):
+        return _launches_nothing(value.value)
+    if isinstance(value, (cst.Tuple, cst.List)):
+        return all(isinstance(e, cst.Element) and _launches_nothing(e.value) for e in value.elements)
+    if isinstance(value, cst.Dict):
+        return all(isinstance(e, cst.DictElement) and _launches_nothing(e.value) for e in value.elements)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Attribute) and func.attr.value in VIEW_METHODS:
+        return _launches_nothing(func.value)
+    return isinstance(func, cst.Name) and func.value in _CONTAINERS and all(_launches_nothing(a.value) for a in value.args)
 
 
 def _bound_from_calls(body: cst.BaseSuite, ctx: FileContext) -> Iterator[_Produced]:

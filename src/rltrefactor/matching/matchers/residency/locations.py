@@ -35,7 +35,7 @@ import libcst as cst
 from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
-from ..walk import bound_in_body
+from ..walk import binds
 from ..imports import dotted_name
 from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_field
@@ -505,16 +505,9 @@ def last_value(name: cst.Name, ctx: FileContext) -> cst.BaseExpression | None:
             break
         if isinstance(node, cst.Assign) and not _holds(node, name, ctx):
             value = assigned_value(node, name.value)
-    if value is None and ctx.enclosing_function(function) is not None and not _binds(function, name.value):
+    if value is None and ctx.enclosing_function(function) is not None and not binds(function, name.value):
         return _value_before(function, name.value, ctx)
     return value
-
-
-def _binds(function: cst.FunctionDef, name: str) -> bool:
-    """``function`` binds ``name`` itself: a parameter, or anything ``bound_in_body`` reads."""
-    params = function.params
-    every = (*params.posonly_params, *params.params, *params.kwonly_params, params.star_arg, params.star_kwarg)
-    return any(isinstance(p, cst.Param) and p.name.value == name for p in every) or bound_in_body(function, name)
 
 
 def _value_before(nested: cst.FunctionDef, name: str, ctx: FileContext) -> cst.BaseExpression | None:

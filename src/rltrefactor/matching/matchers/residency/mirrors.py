@@ -1,0 +1,122 @@
+"""Device reads that stand in for a missing host mirror.
+
+Engines keep host copies of what the host needs each step (``seq_lens_cpu``,
+``extend_seq_lens_cpu``, a length the metadata builder computed) and read the device only
+when such a copy is absent::
+
+    seq_lens = forward_batch.extend_seq_lens_cpu
+    if seq_lens is None:
+        seq_lens = forward_batch.extend_seq_lens.cpu().tolist()
+
+    max_len = int(self._max_seqlen_k) if self._max_seqlen_k else int(seq_lens.max().item())
+
+    if metadata.max_prefill_seq_len >= 0:   # -1: unknown, read the device
+        ...
+
+How often the read runs is how often the mirror is missing, which only the code that fills
+the field shows: the finding's frequency is unknown, never per step. A mirror is a field
+(``obj.name``, or a local last assigned one) the residency questions place on the host. A
+parameter is no mirror here: the call index knows its callers (``fallbacks``).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from ..base import FileContext
+from ..once import tested_against_none
+from ..walk import subtree
+from .locations import last_value, on_host
+
+
+def missing_mirror(node: cst.CSTNode, ctx: FileContext) -> str:
+    """The source of the host field whose absence ``node``'s branch is taken on (the body of
+    ``if m is None:``, ``if m < 0:``, ``if m <= 0:``, ``if not m:`` that fills ``m``; the
+    ``else`` of ``if m is not None:``, ``if m >= 0:``, ``if m:`` whose body reads ``m``, an
+    ``elif`` chain after one, also with ``and`` further conditions; the matching value of
+    a conditional expression); "" where none is."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return ""
+        if isinstance(ancestor, (cst.If, cst.IfExp)) and child in (ancestor.body, ancestor.orelse):
+            tested = _absent_when(ancestor.test, taken_on_true=child is ancestor.body)
+            if tested is not None and _is_mirror(tested, ancestor.test, ctx) and _copied(ancestor, tested, ctx):
+                return ctx.code(tested).strip()
+        child = ancestor
+    return ""
+
+
+def _copied(branch: cst.If | cst.IfExp, tested: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A truth test is a copy's only where the code treats ``m`` as one: ``if m:`` picks an
+    arm that reads it (``int(m) if m else ...``), ``if not m:`` fills it (``m = ...``). A
+    flag of the configuration (``if not self.use_mla:``) picks a path, not a copy; a
+    ``None`` or sentinel test is about a value by itself."""
+    value = ctx.code(tested).strip()
+    parent = ctx.parent(tested)
+    if isinstance(parent, cst.Comparison):
+        return True
+    if isinstance(parent, cst.UnaryOperation):
+        return any(isinstance(n, cst.AssignTarget) and ctx.code(n.target).strip() == value for n in subtree(branch.body))
+    return _mentions(branch.body, value, ctx)  # a bare operand: ``if m:``, ``if m and ...:``
+
+
+def _mentions(arm: cst.CSTNode, value: str, ctx: FileContext) -> bool:
+    return any(isinstance(n, (cst.Name, cst.Attribute)) and ctx.code(n).strip() == value for n in subtree(arm))
+
+
+def _absent_when(test: cst.BaseExpression, *, taken_on_true: bool) -> cst.BaseExpression | None:
+    """The value whose absence takes the branch: ``m`` of ``m is None`` / ``not m`` /
+    ``m < 0`` when the branch runs on a true test, of ``m is not None`` / ``m`` / ``m >= 0``
+    (or an ``and`` holding one) when it runs on a false one."""
+    if taken_on_true:
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            return test.expression
+        return tested_against_none(test, cst.Is) or _sentinel(test, missing=True)
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _absent_when(test.left, taken_on_true=False) or _absent_when(test.right, taken_on_true=False)
+    if isinstance(test, (cst.Name, cst.Attribute)):
+        return test
+    return tested_against_none(test, cst.IsNot) or _sentinel(test, missing=False)
+
+
+# (operator, bound) of a test that holds when a sentinel marks the mirror unknown (-1, or 0
+# for a count), and of one that holds when it is known.
+_UNKNOWN_WHEN = frozenset({(cst.LessThan, 0), (cst.LessThanEqual, 0), (cst.Equal, -1), (cst.LessThanEqual, -1)})
+_KNOWN_WHEN = frozenset({(cst.GreaterThanEqual, 0), (cst.GreaterThan, -1), (cst.GreaterThan, 0), (cst.NotEqual, -1)})
+
+
+def _sentinel(test: cst.BaseExpression, *, missing: bool) -> cst.BaseExpression | None:
+    """``m`` of ``m < 0``, ``m <= 0``, ``m == -1`` (``missing``) or of ``m >= 0``, ``m > 0``,
+    ``m != -1`` (not missing): a negative value, or no count, marks the mirror unknown."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return None
+    target = test.comparisons[0]
+    bound = _integer(target.comparator)
+    if bound is None:
+        return None
+    holds = (type(target.operator), bound) in (_UNKNOWN_WHEN if missing else _KNOWN_WHEN)
+    return test.left if holds else None
+
+
+def _integer(expr: cst.BaseExpression) -> int | None:
+    if isinstance(expr, cst.Integer):
+        return int(expr.value)
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
+        return -int(expr.expression.value)
+    return None
+
+
+def _is_mirror(tested: cst.BaseExpression, test: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A field (``obj.name``), or a local last assigned one, that lives on the host. A field
+    compared with a sentinel (``m >= 0``) needs no more: the test itself reads it on the host."""
+    field = last_value(tested, ctx) if isinstance(tested, cst.Name) else tested
+    if not isinstance(field, cst.Attribute):
+        return False
+    return _compares_sentinel(test, tested) or on_host(field, ctx)
+
+
+def _compares_sentinel(test: cst.BaseExpression, tested: cst.BaseExpression) -> bool:
+    if isinstance(test, cst.BooleanOperation):
+        return _compares_sentinel(test.left, tested) or _compares_sentinel(test.right, tested)
+    return any(_sentinel(test, missing=missing) is tested for missing in (True, False))
