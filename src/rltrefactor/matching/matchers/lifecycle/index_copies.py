@@ -54,12 +54,24 @@ class InPlaceWriteToIndexCopy:
             if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and _IN_PLACE.match(call.func.attr.value)):
                 continue
             copy = call.func.value
-            if isinstance(copy, cst.Subscript) and _advanced_index(copy, ctx):
+            if isinstance(copy, cst.Subscript) and _advanced_index(copy, ctx) and not _mapping(copy.value, ctx):
                 yield Match(call, {"COPY": ctx.code(copy), "WRITE": f".{call.func.attr.value}()"})
         for target in _item_targets(ctx):
             copy = target.value
-            if isinstance(copy, cst.Subscript) and _advanced_index(copy, ctx):
+            if isinstance(copy, cst.Subscript) and _advanced_index(copy, ctx) and not _mapping(copy.value, ctx):
                 yield Match(target, {"COPY": ctx.code(copy), "WRITE": f"[{ctx.code(target.slice[0])}...] ="})
+
+
+# Mappings, as the type engine names them: ``cache[tensor]`` looks a key up and returns the
+# stored object itself, whatever the key is.
+_MAPPINGS = frozenset({"dict", "defaultdict", "OrderedDict", "Counter", "ChainMap", "Mapping", "MutableMapping", "WeakKeyDictionary"})
+
+
+def _mapping(indexed: cst.BaseExpression, ctx: FileContext) -> bool:
+    """The type engine says the indexed value is a mapping (``Allocator.cache =
+    defaultdict(dict)``): indexing it is a lookup, not advanced indexing."""
+    answer = ctx.value_type(indexed) if isinstance(indexed, (cst.Name, cst.Attribute)) else None
+    return answer is not None and answer.partition("[")[0].strip().rpartition(".")[2] in _MAPPINGS
 
 
 def _item_targets(ctx: FileContext) -> Iterator[cst.Subscript]:
