@@ -48,11 +48,14 @@ class DemoBackend(torch.nn.Module):
 
     def forward(self, forward_batch):
         seq_lens = forward_batch.seq_lens
-        return int(FIELD) if FIELD else int(seq_lens.max().item())
+        return CHOSEN if FIELD else int(seq_lens.max().item())
 ''', 12)
 
 
-def _execution(findings: list[dict], line: int) -> str:
+def _execution(review_added, case: tuple[str, str, int], placeholder: str, written: str) -> str:
+    """How often the review says the read of ``case`` runs, ``placeholder`` written as given."""
+    path, text, line = case
+    findings = review_added({path: text.replace(placeholder, written)})
     found = [f for f in findings if f["rule"] in SYNC_RULES and f["line"] == line]
     assert found, [(f["rule"], f["line"]) for f in findings]
     return found[0]["execution"]["context"]
@@ -61,27 +64,22 @@ def _execution(findings: list[dict], line: int) -> str:
 @pytest.mark.parametrize(("field", "execution"), [("extend_seq_lens_cpu", "unknown"), ("extend_seq_lens", "per-step")],
                          ids=["host-copy", "device-field"])
 def test_a_read_for_missing_host_lengths_is_of_unknown_frequency(review_added, field, execution):
-    path, text, line = SGLANG_LENGTHS
-    findings = review_added({path: text.replace("FIELD", field)})
-    assert _execution(findings, line) == execution
+    assert _execution(review_added, SGLANG_LENGTHS, "FIELD", field) == execution
 
 
 @pytest.mark.parametrize(("test", "execution"), [("prefill_metadata.max_prefill_seq_len >= 0", "unknown"),
                                                  ("prefill_metadata.use_host_predicate", "per-step")],
                          ids=["sentinel", "flag"])
 def test_the_else_of_a_sentinel_test_is_of_unknown_frequency(review_added, test, execution):
-    path, text, line = VLLM_SENTINEL
-    findings = review_added({path: text.replace("TEST", test)})
-    assert _execution(findings, line) == execution
+    assert _execution(review_added, VLLM_SENTINEL, "TEST", test) == execution
 
 
-@pytest.mark.parametrize(("field", "execution"), [("self._max_seqlen_k", "unknown"), ("self.use_triton", "per-step")],
+@pytest.mark.parametrize(("chosen", "field", "execution"), [("int(self._max_seqlen_k)", "self._max_seqlen_k", "unknown"),
+                                                            ("0", "self.use_triton", "per-step")],
                          ids=["kept-length", "flag"])
-def test_a_conditional_expression_on_a_kept_length(review_added, field, execution):
-    path, text, line = SGLANG_CHOICE
-    text = text.replace("int(FIELD) if FIELD", "int(FIELD) if FIELD" if "max" in field else "0 if FIELD")
-    findings = review_added({path: text.replace("FIELD", field)})
-    assert _execution(findings, line) == execution
+def test_a_conditional_expression_on_a_kept_length(review_added, chosen, field, execution):
+    case = (SGLANG_CHOICE[0], SGLANG_CHOICE[1].replace("CHOSEN", chosen), SGLANG_CHOICE[2])
+    assert _execution(review_added, case, "FIELD", field) == execution
 
 
 # DeepSpeed's expert-parallel style: a token count the dispatcher fills, 0 until it is known.
@@ -99,9 +97,7 @@ class Combine(torch.nn.Module):
 @pytest.mark.parametrize(("test", "execution"), [("ctx.num_tokens <= 0", "unknown"), ("ctx.recount", "per-step")],
                          ids=["count-unknown", "flag"])
 def test_a_read_for_an_unknown_count_is_of_unknown_frequency(review_added, test, execution):
-    path, text, line = DEEPSPEED_COUNT
-    findings = review_added({path: text.replace("TEST", test)})
-    assert _execution(findings, line) == execution
+    assert _execution(review_added, DEEPSPEED_COUNT, "TEST", test) == execution
 
 
 # SGLang's NPU backend style: ``not`` of a configuration flag picks a path, and ``not`` of a
@@ -127,6 +123,4 @@ class DemoNpuBackend(torch.nn.Module):
                                                  ("not tokens.is_cpu", "per-step")],
                          ids=["copy-filled", "configuration-flag", "device-path"])
 def test_not_of_a_flag_is_no_missing_copy(review_added, test, execution):
-    path, text, line = SGLANG_NOT
-    findings = review_added({path: text.replace("TEST", test)})
-    assert _execution(findings, line) == execution
+    assert _execution(review_added, SGLANG_NOT, "TEST", test) == execution

@@ -85,8 +85,8 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
     test = branch.test
     for truthy in _truthy_names(test, body=taken is branch.body):
         default = defaults.get(truthy)
-        value = _literal(default) if default is not None else _UNKNOWN
-        if value is not _UNKNOWN and not value:  # ``None``, ``False``, ``0``, ``""``
+        value = literal_value(default) if default is not None else UNKNOWN
+        if value is not UNKNOWN and not value:  # ``None``, ``False``, ``0``, ``""``
             return truthy
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
@@ -100,8 +100,8 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
         default = defaults.get(name.value)
         if default is None:
             continue
-        compared, kept = _literal(other), _literal(default)
-        if compared is _UNKNOWN or kept is _UNKNOWN:
+        compared, kept = literal_value(other), literal_value(default)
+        if compared is UNKNOWN or kept is UNKNOWN:
             return None
         # ``p == X`` with X not the default, or ``p != default``: true only when p differs.
         holds_when_differs = equal is not (compared == kept)
@@ -122,19 +122,19 @@ def _truthy_names(test: cst.BaseExpression, *, body: bool) -> list[str]:
     return []
 
 
-_UNKNOWN = object()
+UNKNOWN = object()  # what ``literal_value`` gives for anything but a literal
 _INFINITY = frozenset({"inf", "math.inf", "np.inf", "numpy.inf", "torch.inf"})
 
 
-def _literal(expr: cst.BaseExpression) -> object:
+def literal_value(expr: cst.BaseExpression) -> object:
     """The value a literal writes (``"probs"`` and ``'probs'`` alike, ``2``, ``-1``,
-    ``None``, ``inf``/``math.inf``/``float("inf")``); ``_UNKNOWN`` for anything else."""
+    ``None``, ``inf``/``math.inf``/``float("inf")``); ``UNKNOWN`` for anything else."""
     if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString, cst.Integer, cst.Float)):
         written = expr.evaluated_value
-        return _UNKNOWN if written is None else written
+        return UNKNOWN if written is None else written
     if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        negated = _literal(expr.expression)
-        return -negated if isinstance(negated, (int, float)) else _UNKNOWN
+        negated = literal_value(expr.expression)
+        return -negated if isinstance(negated, (int, float)) else UNKNOWN
     if isinstance(expr, cst.Name) and expr.value in ("None", "True", "False"):
         return {"None": None, "True": True, "False": False}[expr.value]
     name = expr.value if isinstance(expr, cst.Name) else (
@@ -144,4 +144,4 @@ def _literal(expr: cst.BaseExpression) -> object:
     if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "float" and len(expr.args) == 1
             and isinstance(expr.args[0].value, cst.SimpleString) and expr.args[0].value.evaluated_value in ("inf", "+inf")):
         return float("inf")
-    return _UNKNOWN
+    return UNKNOWN

@@ -24,6 +24,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..base import FileContext
+from ..fallbacks import literal_value
 from ..once import tested_against_none
 from ..walk import subtree
 from .locations import last_value, on_host
@@ -92,19 +93,11 @@ def _sentinel(test: cst.BaseExpression, *, missing: bool) -> cst.BaseExpression 
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     target = test.comparisons[0]
-    bound = _integer(target.comparator)
-    if bound is None:
+    bound = literal_value(target.comparator)
+    if not isinstance(bound, int) or isinstance(bound, bool):
         return None
     holds = (type(target.operator), bound) in (_UNKNOWN_WHEN if missing else _KNOWN_WHEN)
     return test.left if holds else None
-
-
-def _integer(expr: cst.BaseExpression) -> int | None:
-    if isinstance(expr, cst.Integer):
-        return int(expr.value)
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus) and isinstance(expr.expression, cst.Integer):
-        return -int(expr.expression.value)
-    return None
 
 
 def _is_mirror(tested: cst.BaseExpression, test: cst.BaseExpression, ctx: FileContext) -> bool:
