@@ -2,7 +2,10 @@
 instance is seen: a vision tower kept in ``self.visual`` and called only while a request's
 images are embedded runs per request, and so do the blocks it keeps in a ``ModuleList``;
 the same tower called from the model's per-step ``forward``, or handed to a class that
-keeps it, stays per step. Reviewed end to end with no configuration, in two engines' styles."""
+keeps it, stays per step. Instances are seen through a registry of classes by key
+(``REG[key](...)``), a module-level alias nothing uses and a device map's list of class
+names; a registry entry looked up and handed out, or an alias called, leaves them unseen.
+Reviewed end to end with no configuration, in two engines' styles."""
 
 from __future__ import annotations
 
@@ -652,3 +655,128 @@ def test_a_block_class_chosen_by_a_conditional_expression_runs_as_often_as_its_h
     files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], CHOSEN_TOWER), (VLLM_MODEL[0], model)])
     found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["block"])
     assert ((VLLM_TOWER[0], 11) in found) is reported, found
+
+
+@pytest.mark.parametrize(("listed", "per_step"), [
+    ('''    _no_split_modules = ["VisionBlock"]''', False),  # a device map's unit: no class loaded by name
+    ('''    BLOCK_CLASSES = ["VisionBlock"]''', True),  # a registry by name may load it anywhere
+], ids=["device-map-list", "registry"])
+def test_a_block_named_in_a_device_map_list_keeps_its_instances_seen(repo, cli, listed, per_step):
+    tower = VLLM_TOWER[1].replace('''class VisionTower(nn.Module):
+''', f'''class VisionTower(nn.Module):
+{listed}
+''')
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], tower), VLLM_MODEL])
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["block"])
+    assert ((VLLM_TOWER[0], 11) in found) is per_step, found
+
+
+# vLLM's dots3 style: a block builds its attention from a registry of classes by key.
+REGISTRY_ATTENTION = ("vllm/model_executor/models/vision_attention.py", '''import torch
+from torch import nn
+
+
+class VisionSdpaAttention(nn.Module):
+    def forward(self, x, cu_seqlens):
+        longest = (cu_seqlens[1:] - cu_seqlens[:-1]).max().item()
+        return x[:longest]
+
+
+class VisionFlashAttention(nn.Module):
+    def forward(self, x, cu_seqlens):
+        return x
+
+
+VISION_ATTENTION_CLASSES: dict[str, type[nn.Module]] = {
+    "sdpa": VisionSdpaAttention,
+    "flash_attention_2": VisionFlashAttention,
+}
+
+
+def build_vision_attention(attn_implementation):
+    if attn_implementation not in VISION_ATTENTION_CLASSES:
+        raise ValueError(attn_implementation)
+    BUILD
+''')
+REGISTRY_TOWER = ("vllm/model_executor/models/vision_tower.py", '''import torch
+from torch import nn
+
+from .vision_attention import build_vision_attention
+
+
+class VisionBlock(nn.Module):
+    def __init__(self, attn_implementation):
+        super().__init__()
+        self.attn = build_vision_attention(attn_implementation)
+
+    def forward(self, x, cu_seqlens):
+        return self.attn(x, cu_seqlens)
+
+
+class VisionTower(nn.Module):
+    def __init__(self, dim, depth):
+        super().__init__()
+        self.blocks = nn.ModuleList([VisionBlock("sdpa") for _ in range(depth)])
+
+    def forward(self, x, grid_thw):
+        cu_seqlens = grid_thw.prod(-1).cumsum(0)
+        for block in self.blocks:
+            x = block(x, cu_seqlens)
+        return x
+''')
+
+
+@pytest.mark.parametrize(("build", "per_step"), [
+    ("return VISION_ATTENTION_CLASSES[attn_implementation]()", False),
+    # A class looked up and handed out may be made anywhere.
+    ("return VISION_ATTENTION_CLASSES.get(attn_implementation)()", True),
+], ids=["entry-called", "entry-looked-up"])
+def test_a_class_built_from_a_registry_runs_where_its_instances_are_used(repo, cli, build, per_step):
+    attention = REGISTRY_ATTENTION[1].replace("BUILD", build)
+    files = dict([VLLM_INTERFACES, (REGISTRY_ATTENTION[0], attention), REGISTRY_TOWER, VLLM_MODEL])
+    found = _review(repo, cli, files, REGISTRY_ATTENTION[0], ".max().item()", ".amax().item()")
+    assert ((REGISTRY_ATTENTION[0], 7) in found) is per_step, found
+
+
+@pytest.mark.parametrize(("alias_use", "per_step"), [
+    ("", False),  # an exported spelling nothing uses
+    ("\n\ndef legacy_attention():\n    return VisionEagerAttention()\n", True),  # made through the alias, kept nowhere seen
+], ids=["unused", "called"])
+def test_a_module_alias_of_a_registry_class(repo, cli, alias_use, per_step):
+    attention = REGISTRY_ATTENTION[1].replace("BUILD", "return VISION_ATTENTION_CLASSES[attn_implementation]()") \
+        + "\n\nVisionEagerAttention = VisionSdpaAttention\n" + alias_use
+    files = dict([VLLM_INTERFACES, (REGISTRY_ATTENTION[0], attention), REGISTRY_TOWER, VLLM_MODEL])
+    found = _review(repo, cli, files, REGISTRY_ATTENTION[0], ".max().item()", ".amax().item()")
+    assert ((REGISTRY_ATTENTION[0], 7) in found) is per_step, found
+
+
+# vLLM's BERT style: an embedding module kept in ``self.position_embeddings`` and called.
+BERT_EMBEDDING = ("vllm/model_executor/models/bert_like.py", '''import torch
+from torch import nn
+
+
+class BertLikeEmbedding(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        ASSIGN
+
+    def forward(self, input_ids, position_ids):
+        return self.position_embeddings(position_ids)
+''')
+
+
+@pytest.mark.parametrize(("assign", "per_step"), [
+    ("self.position_embeddings = nn.Embedding(config.max_positions, config.dim)", False),
+    ("self.dim = config.dim", True),  # no attribute of that name: the one method of the name is called
+], ids=["kept-module", "no-such-attribute"])
+def test_a_call_of_a_kept_module_is_no_call_of_a_method_of_its_name(repo, cli, assign, per_step):
+    tower = VLLM_TOWER[1].replace('''    def forward(self, x, grid_thw):
+        cu_seqlens = grid_thw.prod(-1).cumsum(0)''', '''    def position_embeddings(self, grid_thw):
+        return torch.arange(int(grid_thw.sum()), device=grid_thw.device)
+
+    def forward(self, x, grid_thw):
+        cu_seqlens = grid_thw.prod(-1).cumsum(0) + self.position_embeddings(grid_thw)[0]''')
+    files = dict([VLLM_INTERFACES, (VLLM_TOWER[0], tower), VLLM_MODEL,
+                  (BERT_EMBEDDING[0], BERT_EMBEDDING[1].replace("ASSIGN", assign))])
+    found = _review(repo, cli, files, VLLM_TOWER[0], "int(grid_thw.sum())", "int(grid_thw.sum().item())")
+    assert ((VLLM_TOWER[0], 20) in found) is per_step, found

@@ -1,8 +1,10 @@
 """Which instances of a module the repository shows, and how often they run: a class
 bound to a local name and built through it (``vision_cls = Tower``), named in a string
 compared with another, built in a test, or reached through a helper's parameter of the
-holder's name is still seen; a class attribute or module-level alias, or an instance made
-outside tests and not kept, is not. A tower whose every instance runs only in code nothing
+holder's name is still seen, and so are a module-level alias nothing names again and the
+backends an encoder builds from a registry of classes into a ``ModuleDict``; a class
+attribute, a module-level alias named elsewhere, or an instance made outside tests and
+not kept, is not. A tower whose every instance runs only in code nothing
 is seen running runs at an unknown frequency: a full scan holds its findings back, where
 the model's per-step ``forward`` calling it keeps them. End to end with no configuration,
 in the styles of two engines."""
@@ -100,9 +102,10 @@ def test_the_same_tower_called_by_the_models_forward_stays_per_step(repo, cli):
         super().__init__()
         self.probe = self.tower_cls(config.dim)
 '''),
-    # A module-level name may be imported, or read by a registry with ``getattr``.
+    # A module-level alias named again (here in a registry by name, loaded with ``getattr``).
     ('''class BailingLikeVLForConditionalGeneration(nn.Module):
 ''', '''EntryTower = WindowTower
+ENTRY_CLASSES = ["EntryTower"]
 
 
 class BailingLikeVLForConditionalGeneration(nn.Module):
@@ -210,3 +213,67 @@ def test_a_call_of_an_instance_through_another_object_in_a_test_runs_in_the_test
 '''
     found = _review(repo, cli, files, TOWER_PATH, *TOWER_READS["tower"])
     assert ((TOWER_PATH, TOWER_READ_LINE) not in found) is per_request, found
+
+
+# SGLang style: a vision attention registry, an encoder building one backend per name.
+SGLANG_BACKENDS = ("sglang/srt/layers/attention/vision_backends.py", '''import torch
+from torch import nn
+
+
+class VisionSdpaAttention(nn.Module):
+    def forward(self, q, cu_seqlens):
+        longest = int((cu_seqlens[1:] - cu_seqlens[:-1]).max().item())
+        return q[:longest]
+
+
+class VisionTritonAttention(nn.Module):
+    def forward(self, q, cu_seqlens):
+        return q
+
+
+QKV_BACKEND_IMPL = {
+    "sdpa": VisionSdpaAttention,
+    "triton_attn": VisionTritonAttention,
+}
+''')
+SGLANG_ENCODER = ("sglang/srt/models/kimi_like_vl.py", '''import torch
+from torch import nn
+
+from sglang.srt.layers.attention.vision_backends import QKV_BACKEND_IMPL
+
+
+class KimiLikeVisionEncoder(nn.Module):
+    def __init__(self, backends):
+        super().__init__()
+        self.attention_backend_impls = nn.ModuleDict({
+            backend: QKV_BACKEND_IMPL[backend]()
+            for backend in backends
+        })
+
+    def forward(self, q, cu_seqlens, backend):
+        return self.attention_backend_impls[backend](q, cu_seqlens)
+
+
+class KimiLikeVLForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.vision_tower = KimiLikeVisionEncoder(config.backends)
+        self.lm_head = nn.Linear(config.dim, config.vocab)
+
+    def get_image_feature(self, items):
+        return self.vision_tower(items.pixel_values, items.cu_seqlens, "sdpa")
+
+    def forward(self, input_ids, positions, forward_batch):
+        CALL
+        return self.lm_head(forward_batch.hidden_states)
+''')
+
+
+@pytest.mark.parametrize(("call", "per_step"), [
+    ("pass", False),
+    ("self.vision_tower(forward_batch.q, forward_batch.cu_seqlens, 'sdpa')", True),
+], ids=["media-embedding-only", "every-forward"])
+def test_backends_built_from_a_registry_run_as_their_encoder(repo, cli, call, per_step):
+    files = dict([SGLANG_BACKENDS, (SGLANG_ENCODER[0], SGLANG_ENCODER[1].replace("CALL", call))])
+    found = _review(repo, cli, files, SGLANG_BACKENDS[0], ".max().item()", ".amax().item()")
+    assert ((SGLANG_BACKENDS[0], 7) in found) is per_step, found

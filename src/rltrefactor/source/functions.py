@@ -226,7 +226,8 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     or in code that runs once per instance: the body of a guard that its own body closes
     (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
     self._buf = ...``), the body of ``if not self.x:`` where the function's own body sets
-    ``self.x = True`` after the statement holding it (a first call's set-up), after
+    ``self.x = True`` after the statement holding it (a first call's set-up), the body of
+    ``if key not in self.kv:`` that stores ``self.kv[key]`` (once per key), after
     ``if self._warmed_up: return`` where the function's own body sets ``self._warmed_up =
     True``, or after a return on a cache hit of a cache the function's own body then fills
     (``if self._ctx is not None: return self._ctx``; ``self._ctx = ...``)."""
@@ -238,7 +239,7 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
         if parent.type in ("if_statement", "elif_clause") and child == parent.child_by_field_name("consequence"):
             test = parent.child_by_field_name("condition")
             if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)
-                                     or _closed_later(test, parent, function)):
+                                     or _fills_what_it_missed(test, child) or _closed_later(test, parent, function)):
                 return True
         if parent.type == "block" and parent.parent == function and _after_flag_return(child, parent):
             return True
@@ -260,6 +261,26 @@ def _closes_itself(test: Node, body: Node) -> bool:
         if found:
             unset.add(next(group for group in found.groups() if group))
     return bool(unset) and bool(unset & _assigned_here(body.named_children))
+
+
+_MISSED = re.compile(r"(.+?)\s+not\s+in\s+self\.(\w+)")
+_STORED = re.compile(r"self\.(\w+)\[(.+)\]")
+
+
+def _fills_what_it_missed(test: Node, body: Node) -> bool:
+    """``if key not in self.kv:`` (or an ``or`` of such misses) whose body stores
+    ``self.kv[key] = ...`` for each, as its own statements: it runs once per key."""
+    missed = [_MISSED.fullmatch(text_of(operand).strip()) for operand in _or_operands(test)]
+    if not missed or not all(missed):
+        return False
+    stored: set[tuple[str, str]] = set()
+    for statement in body.named_children:
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        left = assignment.child_by_field_name("left") if assignment is not None and assignment.type == "assignment" else None
+        found = _STORED.fullmatch(text_of(left).strip()) if left is not None else None
+        if found:
+            stored.add((found.group(1), found.group(2).strip()))
+    return all((m.group(2), m.group(1).strip()) in stored for m in missed if m)
 
 
 def _closed_later(test: Node, branch: Node, function: Node) -> bool:
@@ -323,13 +344,22 @@ def _cache_hit(test: str, before: list[Node]) -> str | None:
 
 
 def _and_operands(test: Node) -> list[Node]:
+    return _operands(test, "and")
+
+
+def _or_operands(test: Node) -> list[Node]:
+    return _operands(test, "or")
+
+
+def _operands(test: Node, operator: str) -> list[Node]:
+    """The operands of ``test`` joined by ``operator`` (``and`` / ``or``), however nested."""
     while test.type == "parenthesized_expression" and test.named_children:
         test = test.named_children[0]
-    operator = test.child_by_field_name("operator") if test.type == "boolean_operator" else None
-    if operator is None or text_of(operator) != "and":
+    found = test.child_by_field_name("operator") if test.type == "boolean_operator" else None
+    if found is None or text_of(found) != operator:
         return [test]
     sides = (test.child_by_field_name("left"), test.child_by_field_name("right"))
-    return [operand for side in sides if side is not None for operand in _and_operands(side)]
+    return [operand for side in sides if side is not None for operand in _operands(side, operator)]
 
 
 def _assigned_here(statements: list[Node], value: str | None = None) -> set[str]:

@@ -159,9 +159,15 @@ def _text(node: Node | None) -> str:
 
 
 def callee_of(node: Node) -> str:
+    """The callee a call's function node names: a dotted chain as written, ``?.m`` for a
+    method of an unnamed receiver, ``REG[]`` for an entry of a name (``REG[key](...)``:
+    a registry's class or function), "" for anything else."""
     text = "".join(_text(node).split())
     if _CHAIN.match(text):
         return text
+    value = node.child_by_field_name("value") if node.type == "subscript" else None
+    if value is not None and value.type == "identifier":
+        return _text(value) + "[]"
     name = node.child_by_field_name("attribute") if node.type == "attribute" else None
     return "?." + _text(name) if name is not None else ""
 
@@ -401,7 +407,8 @@ def _instance_use(node: Node) -> str:
 
 def _container_elements(value: Node) -> list[str]:
     """Callees of the calls a container expression holds as its elements: ``[C() for _ in
-    range(n)]``, ``nn.ModuleList([C(), D()])``, ``(C(), D())``."""
+    range(n)]``, ``nn.ModuleList([C(), D()])``, ``(C(), D())``, the values of a dict
+    (``nn.ModuleDict({name: C() for name in names})``)."""
     if value.type == "call":
         arguments = value.child_by_field_name("arguments")
         items = [a for a in arguments.named_children if a.type != "comment"] if arguments is not None else []
@@ -409,10 +416,16 @@ def _container_elements(value: Node) -> list[str]:
     if value.type in ("list", "tuple"):
         return [callee_of(f) for e in value.named_children if e.type == "call"
                 for f in [e.child_by_field_name("function")] if f is not None and callee_of(f)]
-    if value.type in ("list_comprehension", "generator_expression"):
+    if value.type in ("list_comprehension", "generator_expression", "dictionary_comprehension"):
         body = value.child_by_field_name("body")
+        if body is not None and body.type == "pair":  # ``{name: C() for name in names}``
+            body = body.child_by_field_name("value")
         function = body.child_by_field_name("function") if body is not None and body.type == "call" else None
         return [callee_of(function)] if function is not None and callee_of(function) else []
+    if value.type == "dictionary":  # ``{"q": C(), "k": D()}``
+        pairs = [p.child_by_field_name("value") for p in value.named_children if p.type == "pair"]
+        return [callee_of(f) for v in pairs if v is not None and v.type == "call"
+                for f in [v.child_by_field_name("function")] if f is not None and callee_of(f)]
     return []
 
 

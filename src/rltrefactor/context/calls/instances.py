@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from typing import Iterator, NamedTuple
 
+from ...source import treesitter
 from .facts import FunctionFacts
 from .links import Repository
 
@@ -29,6 +30,7 @@ class Instances:
         self._repository = repository
         self._holders: dict[tuple[str, str], tuple[tuple[str, str, str], ...] | None] = {}
         self._uses: dict[tuple[str, str, str], SeenUses | None] = {}
+        self._registries: dict[str, dict[str, str]] = {}  # path -> class name -> registry (``_registries``)
 
     def holders(self, path: str, qualname: str, depth: int = 0) -> tuple[tuple[str, str, str], ...] | None:
         """Where every instance of the class ``qualname`` of ``path``, or of a class derived
@@ -58,6 +60,7 @@ class Instances:
         names = {qualname}
         local_aliases: set[tuple[str, str]] = set()  # (path, name): ``vision_cls = C`` in a function
         factories: set[tuple[str, str]] = set()  # (path, callee): ``C.from_config(`` of a class method returning ``cls(...)``
+        registries: set[tuple[str, str]] = set()  # (path, name): ``REG = {"a": C, ...}``, whose ``REG[k](...)`` makes a C
         for mentioning in self._repository.texts.mentioning(qualname):
             if self._repository.offline(mentioning):
                 continue
@@ -74,6 +77,10 @@ class Instances:
                         local_aliases.add((mentioning, local))
                     elif factory:
                         factories.add((mentioning, f"{name}.{factory}"))
+                    elif registry := self._registry(mentioning, name, before, after):
+                        registries.add((mentioning, registry))
+                    elif self._unused_alias(mentioning, before, after):
+                        continue
                     elif not (_inert_mention(before, after, imported) or self._static_call(path, qualname, after)):
                         return None
         calls = [call for name in sorted(names) for call in self._repository.callers(name)]
@@ -105,7 +112,60 @@ class Instances:
                 if found is None:
                     return None
                 holders.update(found)
+        for registry_path, registry in sorted(registries):
+            found = self._kept_from_registry(registry_path, registry)
+            if found is None:
+                return None
+            holders.update(found)
         return tuple(sorted(holders)) or None
+
+    def _registry(self, path: str, name: str, before: bytes, after: bytes) -> str:
+        """``REG`` where the mention is a value of a dict written at module level, ``REG =
+        {"sdpa": C, ...}`` (a registry of classes by key); "" otherwise."""
+        if not (_DICT_VALUE.search(before) and after.strip() in (b"", b",", b"}", b"},")):
+            return ""
+        if path not in self._registries:
+            self._registries[path] = _registries(self._repository.texts.content(path))
+        return self._registries[path].get(name, "")
+
+    def _unused_alias(self, path: str, before: bytes, after: bytes) -> bool:
+        """The mention is the value of a module-level alias (``Old = C``) that no code
+        names anywhere else: an exported spelling through which nothing is made."""
+        alias = _MODULE_ALIAS.match(before)
+        if alias is None or after.strip():
+            return False
+        name = alias.group(1).decode()
+        return self._repository.texts.mentioning(name) == (path,) and len(self._repository.texts.mentions(path, name)) == 1
+
+    def _kept_from_registry(self, path: str, registry: str) -> tuple[tuple[str, str, str], ...] | None:
+        """Where every instance made through ``registry`` (``REG[key](...)``) is kept: each
+        function making one keeps it in ``self.A`` or returns it to callers that do. None
+        where the registry is read any other way (``REG.get(key)``, handed on, imported
+        under another name, made at import time): its classes may be made anywhere."""
+        callee = f"{registry}[]"
+        found: set[tuple[str, str, str]] = set()
+        for mentioning in self._repository.texts.mentioning(registry):
+            if self._repository.offline(mentioning):
+                continue
+            facts = self._repository.facts(mentioning)
+            imported = any(local == registry for local, _, _ in facts.imports)
+            for before, after in self._repository.texts.mentions(mentioning, registry):
+                defined = mentioning == path and not before.strip() and _DEFINED.match(after)
+                listed = imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")  # ``from m import (\n    REG,``
+                if not (defined or listed or _IMPORT_LINE.match(before) or _ENTRY_CALL.match(after) or _LOOKED_AT.search(before)):
+                    return None
+            if callee in facts.import_calls:
+                return None
+            for function in facts.functions:
+                if callee not in function.calls:
+                    continue
+                kept = _kept_here(mentioning, function, callee)
+                if kept is None and _returns_every(function, callee):
+                    kept = self._kept_by_callers(f"{mentioning}::{function.qualname}", function)
+                if kept is None:
+                    return None
+                found.update(kept)
+        return tuple(sorted(found)) or None
 
     def _class_factory(self, path: str, qualname: str, after: bytes) -> str:
         """``m`` where the mention is ``C.m(`` and ``m`` is a class method of the class that
@@ -294,6 +354,14 @@ class Instances:
 
 
 _MEMBER_CALL = re.compile(rb"^\.(\w+)\s*\(")
+# A module-level alias (``Old = C``, not indented: ``_LOCAL_ALIAS`` reads a function's).
+_MODULE_ALIAS = re.compile(rb"^(\w+)\s*=\s*$")
+# A registry's value (``"sdpa": C,``), its definition (``REG = {``, ``REG: dict[...] = {``),
+# an entry called (``REG[key](``), and reads that make nothing (``key in REG``, ``sorted(REG)``).
+_DICT_VALUE = re.compile(rb"^\s*(\"[^\"]*\"|'[^']*'|\w+)\s*:\s*$")
+_DEFINED = re.compile(rb"^\s*(:[^=]*)?=\s*\{")
+_ENTRY_CALL = re.compile(rb"^\[[^\]\n]*\]\s*\(")
+_LOOKED_AT = re.compile(rb"(\bin|\b(sorted|len|list|tuple|set)\()\s*$")
 _ALIAS = re.compile(rb"^\s+as\s+(\w+)")
 _LOCAL_ALIAS = re.compile(rb"^\s*(\w+)\s*=\s*$")
 # The rest of ``alias = C if cond else D`` after ``C``, and what precedes ``D`` in it.
@@ -304,6 +372,11 @@ _COMPARED_BEFORE = re.compile(rb"[=!]=\s*[\"']$")
 _COMPARED_AFTER = re.compile(rb"^[\"']\s*[=!]=")
 # The class's own definition (``class C:``), a class derived from it, an alias.
 _DEFINED_OR_ALIASED = re.compile(rb"(^\s*class\s+|\bclass\s+\w+\s*\(.*|\w\s+as\s+)$")
+# Transformers' ``PreTrainedModel`` class attributes that list module classes by name for
+# a device map (``_no_split_modules``, ``_keep_in_fp32_modules``, ``_skip_keys_device_placement``):
+# accelerate reads the names to place modules whole; nothing loads a class through them.
+_DEVICE_MAP_LIST = re.compile(
+    rb"\b_(no_split_modules|keep_in_fp32_modules(_strict)?|skip_keys_device_placement)\b[^=]*=\s*[\[(]([^\])]*,)?\s*[\"']$")
 _IMPORT_LINE = re.compile(rb"^\s*(from\s+\S+\s+)?import\b")
 # What precedes a name in a type position: a variable's or parameter's annotation
 # (``x: C``, ``(self, x: C``), a return annotation, a subscript of a name (``Optional[C]``),
@@ -331,14 +404,35 @@ def _returns_every(function: FunctionFacts, callee: str) -> bool:
 def _inert_mention(before: bytes, after: bytes, imported: bool) -> bool:
     """A mention of a class's name (the text before and after it on its line) that makes
     or hands on no instance, other than a construction (``C(``), which the facts place:
-    an import, an annotation, a type test, a class definition, a comment. A string that is
-    no annotation (a registry's ``"C"``) may name a class loaded by ``getattr``: not inert."""
+    an import, an annotation, a type test, a class definition, a comment, a device map's
+    list of module names. Any other string that is no annotation (a registry's ``"C"``) may
+    name a class loaded by ``getattr``: not inert."""
     if after.lstrip().startswith(b"(") or b"#" in before:
         return True
     if _IMPORT_LINE.match(before) or (imported and not before.strip() and after.strip() in (b"", b",", b")", b"),")):
         return True
     if _COMPARED_BEFORE.search(before) or _COMPARED_AFTER.match(after):
         return True  # a string compared with another (``arch == "C"``) names no class to load
+    if _DEVICE_MAP_LIST.search(before):
+        return True  # ``_no_split_modules = ["C"]``: a device map's unit, no class to load
     if _ALIAS.match(after) or _DEFINED_OR_ALIASED.search(before):
         return True  # imported under another name, which is searched too; a derived class, placed by its bases
     return bool(_TYPE_POSITION.search(before)) or after.lstrip().startswith(b"|")
+
+
+def _registries(text: bytes) -> dict[str, str]:
+    """Each class name a module-level dict literal holds as a value, and the dict's name:
+    ``REG = {"sdpa": C, "eager": D}`` gives ``{"C": "REG", "D": "REG"}``."""
+    found: dict[str, str] = {}
+    for statement in treesitter.parse_bytes(text).root_node.named_children:
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        if assignment is None or assignment.type != "assignment":
+            continue
+        left, right = assignment.child_by_field_name("left"), assignment.child_by_field_name("right")
+        if left is None or right is None or left.type != "identifier" or right.type != "dictionary":
+            continue
+        for pair in right.named_children:
+            value = pair.child_by_field_name("value") if pair.type == "pair" else None
+            if value is not None and value.type == "identifier" and value.text is not None:
+                found.setdefault(value.text.decode(), (left.text or b"").decode())
+    return found

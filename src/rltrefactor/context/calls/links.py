@@ -214,7 +214,20 @@ class Repository:
             return found
         head = parts[0]
         head_known = head not in ("?", "self", "cls") and (head in self._imports[path] or self._name(path, function, head) is not None)
+        if head == "self" and len(parts) == 2 and function is not None and function.owner \
+                and self._assigns_attribute(path, function.owner, parts[1]):
+            return None  # ``self.pos_embed(...)`` calls the object the class keeps there, not a method of that name
         return None if head_known else self._unique_method(parts[-1])
+
+    def _assigns_attribute(self, path: str, owner: str, name: str) -> bool:
+        """A method of the class ``owner`` of ``path``, or of a base the repository
+        defines, assigns ``self.<name>``."""
+        assigned = re.compile(rb"\bself\." + re.escape(name.encode()) + rb"\s*(:[^=\n]*)?=(?!=)")
+        for cls_path, cls in self.lineage(path, owner):
+            for method in self.facts(cls_path).functions:
+                if method.owner == cls and assigned.search(self.texts.lines_text(cls_path, (method.start_line, method.end_line))):
+                    return True
+        return False
 
     def _unique_method(self, name: str) -> str | None:
         """The one method of the repository named ``name``, where there is only one."""

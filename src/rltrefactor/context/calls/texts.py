@@ -149,6 +149,10 @@ class RevisionTexts:
             found.append(arguments)
         return found
 
+    def content(self, path: str) -> bytes:
+        """The whole text of ``path`` (empty where the file could not be read)."""
+        return self._contents.get(path) or b""
+
     def lines_text(self, path: str, lines: tuple[int, int]) -> bytes:
         """The text of ``path`` from line ``lines[0]`` to line ``lines[1]`` (1-based, inclusive)."""
         first, last = self._span(path, lines)

@@ -25,6 +25,7 @@ from .fallbacks import in_unused_fallback
 from .imports import dotted_name
 from .once import after_cache_hit, in_cached_value, is_one_time_guard
 from .walk import bound_before as bound_before, subtree as subtree  # re-exported: matchers read them here
+from .walk import holders_by
 
 
 def enclosing_functions(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.FunctionDef]:
@@ -68,13 +69,7 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
 def chosen_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.IfExp]:
     """Every conditional expression whose chosen value (``A`` of ``A if c else B``) contains
     ``node``, within its statement."""
-    child = node
-    for ancestor in ctx.ancestors(node):
-        if isinstance(ancestor, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
-            return
-        if isinstance(ancestor, cst.IfExp) and child is ancestor.body:
-            yield ancestor
-        child = ancestor
+    return holders_by(node, ctx, cst.IfExp, "body", (cst.BaseSmallStatement, cst.BaseCompoundStatement))
 
 
 def in_sync_allowing_block(node: cst.CSTNode, ctx: FileContext) -> bool:

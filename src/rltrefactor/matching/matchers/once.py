@@ -45,6 +45,8 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
         return any(flag in body.attributes for flag in _unset_flags(test))
     if isinstance(test, cst.BooleanOperation):
         operands = list(_or_operands(test))
+        if all(_missed_container(operand, ctx) in body.containers for operand in operands):
+            return True  # ``if key not in self.kv or key not in self.rope:`` filling both: once per key
         for index, operand in enumerate(operands):
             cached = _missing_attribute(operand)
             if cached is None or cached not in body.attributes:
@@ -58,9 +60,9 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
         return emptied.value in body.filled and _kept_per_key(emptied, ctx)
     if isinstance(test, cst.UnaryOperation):  # ``not self.<flag>``, ``not hasattr(...)``
         return body.keeps_state
-    comparison = test.comparisons[0] if isinstance(test, cst.Comparison) else None
-    if comparison is not None and isinstance(comparison.operator, cst.NotIn):
-        return ctx.code(comparison.comparator).strip() in body.containers
+    missed = _missed_container(test, ctx)
+    if missed is not None:
+        return missed in body.containers
     if isinstance(test, cst.Comparison) and isinstance(test.left, cst.Name):
         return (test.left.value in body.globals or _memo_lookup(test.left, ctx) in body.containers
                 or _kept_attribute(test.left, ctx) in body.attributes)
@@ -334,6 +336,14 @@ def _assigned_by_value(value: cst.BaseExpression, ctx: FileContext) -> set[str]:
         targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
         return {t.attr.value for t in targets if isinstance(t, cst.Attribute)}
     return set()
+
+
+def _missed_container(test: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """``C`` of ``key not in C``, as written: the test of a cache miss."""
+    comparison = test.comparisons[0] if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 else None
+    if comparison is None or not isinstance(comparison.operator, cst.NotIn):
+        return None
+    return ctx.code(comparison.comparator).strip()
 
 
 def _or_operands(test: cst.BaseExpression) -> Iterator[cst.BaseExpression]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 import libcst as cst
 
@@ -29,6 +29,23 @@ def subtree(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
                 stack.extend(reversed([item for item in value if _is_cst(type(item))]))
             elif _is_cst(kind):
                 stack.append(value)
+
+
+Holder = TypeVar("Holder", bound=cst.CSTNode)
+
+
+def holders_by(node: cst.CSTNode, ctx: FileContext, kind: type[Holder], part: str,
+               stop: tuple[type[cst.CSTNode], ...]) -> Iterator[Holder]:
+    """Each ancestor of ``node`` of type ``kind`` whose field ``part`` holds it (the ``body``
+    of a ``try`` or of a conditional expression), innermost first, up to the first
+    ancestor of a ``stop`` type."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, stop):
+            return
+        if isinstance(ancestor, kind) and child is getattr(ancestor, part):
+            yield ancestor
+        child = ancestor
 
 
 @functools.lru_cache(maxsize=None)

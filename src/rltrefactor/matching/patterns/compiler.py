@@ -39,14 +39,15 @@ from ..matchers.companions import residency_companions
 from ..matchers.residency.locations import on_device
 from ..matchers.residency.reasons import residency_reason
 from ..matchers.returned import returned_where_unplaced
+from ..matchers.walk import holders_by, subtree
 from ..matchers.options import MatcherSpecError
 from .constraints import RESIDENCY_FACTS, compile_regex, compile_where, line_of
 
 POSITIVE_KEYS = ("pattern", "any", "all")
 BLOCK_KEYS = POSITIVE_KEYS + ("not", "inside", "not-inside", "where")
 CONTEXT_KEYS = (
-    "loop", "function", "class", "with", "if", "pattern", "test-file", "per-step", "configured-per-step", "target",
-    "returned-unplaced", "any",
+    "loop", "function", "class", "with", "if", "finally", "pattern", "test-file", "per-step", "configured-per-step",
+    "target", "returned-unplaced", "any",
 )
 
 
@@ -266,6 +267,8 @@ def _compares_enclosing_nodes(contexts: Any, line: int | None) -> bool:
             continue
         if "pattern" in item and not compile_block(item["pattern"], line).header_only:
             return True
+        if "finally" in item:  # reads the statements of a ``finally`` block
+            return True
         if _compares_enclosing_nodes(item.get("any"), line):
             return True
     return False
@@ -365,6 +368,11 @@ def _enclosing(kind: str, block: Block) -> Context:
     if kind == "with":
         return lambda node, ctx: any(
             isinstance(a, cst.With) and any(fits(item.item, ctx) for item in a.items) for a in ctx.ancestors(node)
+        )
+    if kind == "finally":
+        return lambda node, ctx: any(
+            a.finalbody is not None and any(fits(n, ctx) for n in subtree(a.finalbody))
+            for a in holders_by(node, ctx, cst.Try, "body", (cst.FunctionDef, cst.Lambda))  # not a handler or ``finally``
         )
     return lambda node, ctx: any(fits(a, ctx) for a in ctx.ancestors(node))
 
