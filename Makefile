@@ -28,12 +28,11 @@ demo-perf: setup
 demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
-# The suite spreads over every core (pytest-xdist): on 2 cores about 7 to 8 minutes of
-# pytest, after a type check of under a minute. Idle workers steal queued tests, so the
-# long end-to-end tests do not leave one core waiting at the end.
+# The suite spreads over every core (pytest-xdist): on 2 cores about 4 minutes of pytest
+# (8 with other work on the machine), after a type check of under a minute.
 test: setup
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n auto --dist worksteal
+	$(BIN)/python -m pytest -q -n auto
 
 bench: setup
 	$(BIN)/python bench/run.py
