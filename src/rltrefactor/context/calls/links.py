@@ -214,10 +214,13 @@ class Repository:
             return found
         head = parts[0]
         head_known = head not in ("?", "self", "cls") and (head in self._imports[path] or self._name(path, function, head) is not None)
-        if head == "self" and len(parts) == 2 and function is not None and function.owner \
+        if head_known:
+            return None
+        found = self._unique_method(parts[-1])
+        if found is not None and head == "self" and len(parts) == 2 and function is not None and function.owner \
                 and self._assigns_attribute(path, function.owner, parts[1]):
             return None  # ``self.pos_embed(...)`` calls the object the class keeps there, not a method of that name
-        return None if head_known else self._unique_method(parts[-1])
+        return found
 
     def _assigns_attribute(self, path: str, owner: str, name: str) -> bool:
         """A method of the class ``owner`` of ``path``, or of a base the repository
