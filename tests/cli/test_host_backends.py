@@ -23,9 +23,12 @@ class Sampler(torch.nn.Module):
 @pytest.mark.parametrize(("path", "reported"), [
     ("vllm/v1/worker/cpu/sampler.py", False),  # the CPU worker: its tensors are in host memory
     ("sglang/srt/hardware_backend/cpu/sampler.py", False),
+    ("sglang/srt/layers/attention/intel_amx_backend.py", False),  # Intel AMX: CPU kernels
     ("vllm/v1/worker/gpu/sample/sampler.py", True),
     ("vllm/v1/kv_offload/cpu/sampler.py", True),  # offloading moves data between device and host
-], ids=["vllm-cpu-worker", "sglang-cpu-backend", "vllm-gpu-worker", "vllm-kv-offload"])
+    ("sglang/srt/layers/attention/triton_backend.py", True),
+], ids=["vllm-cpu-worker", "sglang-cpu-backend", "sglang-amx-attention", "vllm-gpu-worker", "vllm-kv-offload",
+        "sglang-triton-attention"])
 def test_a_cpu_backend_has_no_device_to_wait_for(repo, cli, path, reported):
     repo.write("README.md", "engine\n")
     repo.commit("base")

@@ -119,3 +119,51 @@ def test_the_markdown_summary_counts_them(repo, cli):
     repo.commit("engine")
     run = cli("review", path, "--format", "markdown", "--no-cache", cwd=repo.path)
     assert "1 finding held back: rules reported on new code only (`--show-held-back`)" in run.out
+
+
+# Per-step allocations, uploads and scalar reads on existing code were, judged on
+# whole-engine scans, mostly the engine's own choices: a full scan holds them back, and
+# a change that adds one is told. The host read beside them is reported by both.
+ALLOCATING = {
+    "vllm": ("vllm/v1/worker/gpu_input_batch.py", '''import torch
+
+
+class InputBatch(torch.nn.Module):
+    def forward(self, token_ids, positions):
+        ids = torch.tensor(token_ids, device="cuda")
+        for layer in self.layers:
+            scratch = torch.zeros(len(token_ids), device=positions.device)
+            ids = layer(ids, scratch)
+        total = int(positions.sum())
+        count = positions.max().item()
+        return ids[:total] / count
+'''),
+    "sglang": ("sglang/srt/layers/sampler.py", '''from torch import nn
+import torch
+
+
+class Sampler(nn.Module):
+    def forward(self, logits, seq_lens):
+        lens = torch.tensor(seq_lens, device=logits.device)
+        for depth in range(self.num_loops):
+            workspace = torch.empty(logits.shape, device=logits.device)
+            logits = self.step(logits, workspace, depth)
+        width = float(lens.max())
+        return logits / width, logits.argmax(-1).tolist()
+'''),
+}
+HELD_DEFECT_RULES = {"host-to-device-copy-per-call", "device-allocation-per-step", "device-scalar-read-in-hot-path"}
+
+
+@pytest.mark.parametrize("style", sorted(ALLOCATING))
+def test_per_step_allocations_uploads_and_scalar_reads_are_raised_on_new_code(repo, cli, style):
+    path, text = ALLOCATING[style]
+    repo.write("README.md", "engine\n")
+    repo.commit("base")
+    repo.write(path, text)
+    added = {rule for _, rule in _rules_at(cli("review", "--diff", "main", "--format", "json", "--no-cache", cwd=repo.path), path)}
+    assert HELD_DEFECT_RULES <= added and "host-sync-in-hot-path" in added
+    repo.commit("engine")
+    scan = cli("review", path, "--format", "json", "--no-cache", cwd=repo.path)
+    assert {rule for _, rule in _rules_at(scan, path)} == {"host-sync-in-hot-path"}
+    assert scan.json()["summary"]["new_code_rules"] == len(added) - 1

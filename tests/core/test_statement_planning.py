@@ -17,6 +17,7 @@ import libcst as cst
 import pytest
 
 from rltrefactor.config import Config
+from rltrefactor.context.filemodel import FileModel
 from rltrefactor.matching.engine import Engine
 from rltrefactor.library.loader import load_library
 from rltrefactor.matching.matchers.context import is_setup_name
@@ -186,10 +187,21 @@ def corpus() -> list[tuple[str, str]]:
     return _read(CORPORA, 1)
 
 
-def _findings(engine: Engine, corpus) -> tuple[set, int]:
+EVERYWHERE_HOT = Config(hot_paths=("**",))  # hot-path rules apply everywhere
+
+
+@pytest.fixture(scope="module")
+def models(corpus) -> dict[str, FileModel]:
+    maker = Engine((), EVERYWHERE_HOT, frozenset())
+    return {path: maker.model(path, text) for path, text in corpus}
+
+
+def _findings(engine: Engine, corpus, models: dict[str, FileModel] | None = None) -> tuple[set, int]:
+    """``models``: each file's model by path, made once for engines of one configuration
+    (a model depends on the text and the configuration, not on the rules)."""
     found, parsed = set(), 0
     for path, text in corpus:
-        outcome = engine.review_file(path, text)
+        outcome = engine.review_file(path, text, model=models[path] if models is not None else None)
         found |= {(f.rule_id, f.path, f.span.line, f.span.column) for f in outcome.findings}
         found |= {("error", e.path, e.line, e.message) for e in outcome.errors}
         parsed += outcome.parsed_lines
@@ -201,24 +213,25 @@ AUTOMATED = [rule for rule in LIBRARY.rules if rule.status != "retired" and rule
 
 
 @pytest.mark.parametrize("rule", AUTOMATED, ids=lambda rule: rule.id)
-def test_statement_planning_changes_no_finding_of_any_rule_on_real_code(rule, corpus):
+def test_statement_planning_changes_no_finding_of_any_rule_on_real_code(rule, corpus, models):
     """Each rule alone, so that one rule's tokens never keep what another needs."""
-    config = Config(hot_paths=("**",))  # hot-path rules apply everywhere
     known = frozenset(r.id for r in LIBRARY.rules)
-    planned, planned_lines = _findings(Engine((rule,), config, known), corpus)
-    whole_engine = Engine((rule,), config, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r)))
-    whole, whole_lines = _findings(whole_engine, corpus)
+    planned, planned_lines = _findings(Engine((rule,), EVERYWHERE_HOT, known), corpus, models)
+    whole_engine = Engine((rule,), EVERYWHERE_HOT, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r)))
+    whole, whole_lines = _findings(whole_engine, corpus, models)
     assert planned == whole
     assert planned_lines <= whole_lines
 
 
 def test_the_whole_library_at_once_has_findings_and_savings_to_compare():
     corpus = _read(LARGE_CORPORA, 0)
-    config = Config(hot_paths=("**",))
     rules = tuple(AUTOMATED)
     known = frozenset(r.id for r in LIBRARY.rules)
-    planned, planned_lines = _findings(Engine(rules, config, known), corpus)
-    whole, whole_lines = _findings(Engine(rules, config, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r))), corpus)
+    planning = Engine(rules, EVERYWHERE_HOT, known)
+    models = {path: planning.model(path, text) for path, text in corpus}
+    planned, planned_lines = _findings(planning, corpus, models)
+    whole_engine = Engine(rules, EVERYWHERE_HOT, known, matcher_factory=lambda r: _ReadsWholeFunctions(build_matcher(r)))
+    whole, whole_lines = _findings(whole_engine, corpus, models)
     assert planned == whole and len(planned) > 100
     assert planned_lines < 0.9 * whole_lines
 
@@ -227,8 +240,7 @@ def test_a_review_limited_to_changed_lines_finds_what_a_whole_review_finds_there
     """A diff review searches tokens only in the stretch of the file it touches: the
     touched members (hits kept anywhere in a changed function) or the headers around
     the changed lines (hits kept where they touch one)."""
-    config = Config(hot_paths=("**",))
-    engine = Engine(tuple(AUTOMATED), config, frozenset(r.id for r in LIBRARY.rules))
+    engine = Engine(tuple(AUTOMATED), EVERYWHERE_HOT, frozenset(r.id for r in LIBRARY.rules))
     compared = touching_compared = 0
     for path, text in sorted(corpus, key=lambda item: -len(item[1]))[:5]:
         statements = [line_range(node) for node in statement_nodes(parse_tree(text))]

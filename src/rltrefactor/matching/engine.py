@@ -307,10 +307,11 @@ class Engine:
     def _run_matchers(self, ctx: FileContext, candidates: list[tuple[Rule, Matcher]], errors: list[FileError]) -> list[Hit]:
         """Every matcher's hits; those of ``runs: per-step`` rules only where the code may
         run per step (the one place that filters cold code: matchers never ask), those of
-        ``synchronizing-rules`` only outside a block that allows synchronizations and a branch
-        taken when the function's tensors are on the host."""
+        ``synchronizing-rules`` only outside a block that allows synchronizations, a branch
+        taken when the function's tensors are on the host, and reads after the host has
+        already waited for the device."""
         from .fix_shapes import shaped_fix
-        from .matchers.context import in_sync_allowing_block, runs_cold
+        from .matchers.context import after_host_wait, in_sync_allowing_block, runs_cold
         from .matchers.residency.locations import in_host_branch
         from .matchers.residency.mirrors import missing_mirror
 
@@ -323,7 +324,8 @@ class Engine:
                 for match in matcher.find(ctx):
                     if rule.applicability.per_step and runs_cold(match.node, ctx):
                         continue
-                    if acknowledges and (in_sync_allowing_block(match.node, ctx) or in_host_branch(match.node, ctx)):
+                    if acknowledges and (in_sync_allowing_block(match.node, ctx) or in_host_branch(match.node, ctx)
+                                         or after_host_wait(match.node, ctx)):
                         continue
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency,
