@@ -227,8 +227,8 @@ class BooleanMaskWrite:
 
     def find(self, ctx: FileContext) -> Iterator[Match]:
         for assign in ctx.nodes(cst.Assign):
-            if len(assign.targets) != 1:
-                continue
+            if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Subscript):
+                continue  # only a subscript is written through a mask
             target = assign.targets[0].target
             # ``x[mask] = 0`` (a Python number) with a device mask becomes ``masked_fill_``
             # and does not wait: only a tensor value goes through ``index_put_``, which turns
@@ -248,18 +248,20 @@ class BooleanMaskWrite:
     def _host_masked(self, target: cst.BaseExpression, ctx: FileContext) -> Match | None:
         """``x[mask]`` written, ``x`` placed on the device in the function and ``mask`` a
         boolean mask the host holds."""
-        if not isinstance(target, cst.Subscript) or not on_device(target.value, ctx):
+        if not isinstance(target, cst.Subscript):
             return None
-        for element in target.slice:
-            if isinstance(element.slice, cst.Index) and _host_boolean_mask(element.slice.value, ctx):
-                use = "a mask the host holds, which the write copies to the device and waits for"
-                return Match(target, {"X": ctx.code(target), "M": ctx.code(element.slice.value), "USE": use})
-        return None
+        # The mask first: it is rare, and where the written tensor lives may take the type engine.
+        mask = next((element.slice.value for element in target.slice
+                     if isinstance(element.slice, cst.Index) and _host_boolean_mask(element.slice.value, ctx)), None)
+        if mask is None or not on_device(target.value, ctx):
+            return None
+        use = "a mask the host holds, which the write copies to the device and waits for"
+        return Match(target, {"X": ctx.code(target), "M": ctx.code(mask), "USE": use})
 
     def _masked(self, target: cst.BaseExpression, ctx: FileContext, use: str) -> Iterator[Match]:
-        if not isinstance(target, cst.Subscript) or on_host(target.value, ctx):
+        if not isinstance(target, cst.Subscript):
             return
-        for element in target.slice:
-            if isinstance(element.slice, cst.Index) and _boolean_mask(element.slice.value, ctx):
-                yield Match(target, {"X": ctx.code(target), "M": ctx.code(element.slice.value), "USE": use})
-                return
+        mask = next((element.slice.value for element in target.slice
+                     if isinstance(element.slice, cst.Index) and _boolean_mask(element.slice.value, ctx)), None)
+        if mask is not None and not on_host(target.value, ctx):
+            yield Match(target, {"X": ctx.code(target), "M": ctx.code(mask), "USE": use})
