@@ -65,16 +65,17 @@ def test_a_read_after_the_host_waited_is_not_reported(review_added, style, waits
 
 
 # What the read reads, made by a call after the wait: the device may still be making it.
+# (text replaced, its replacement, the read reported).
 REMADE = {
     "sglang": ("next_token_ids, logits = result.next_token_ids, result.logits",
-               "next_token_ids, logits = self.sample(result.logits), result.logits"),
+               "next_token_ids, logits = self.sample(result.logits), result.logits", ".tolist()"),
     "vllm": ("valid = self.sampled_token_ids.tolist()",
-             "sampled = self.sampler(scheduler_output)\n        valid = sampled.tolist()"),
+             "sampled = self.sampler(scheduler_output)\n        valid = sampled.tolist()", ".tolist()"),
 }
 # The read computes first: the reduction runs after the wait, and the read waits for it.
 COMPUTED = {
-    "sglang": ("ids = next_token_ids.tolist()", "ids = next_token_ids.max().item()"),
-    "vllm": ("valid = self.sampled_token_ids.tolist()", "valid = self.sampled_token_ids.sum().item()"),
+    "sglang": ("ids = next_token_ids.tolist()", "ids = next_token_ids.max().item()", ".item()"),
+    "vllm": ("valid = self.sampled_token_ids.tolist()", "valid = self.sampled_token_ids.sum().item()", ".item()"),
 }
 
 
@@ -82,9 +83,8 @@ COMPUTED = {
 @pytest.mark.parametrize("changes", [REMADE, COMPUTED], ids=["made-after", "computed-by-the-read"])
 def test_a_value_made_after_the_wait_is_still_waited_for(review_added, style, changes):
     path, text, _ = CASES[style]
-    old, new = changes[style]
+    old, new, read = changes[style]
     remade = text.replace("WAIT", WAITS[style]).replace(old, new)
-    read = ".item()" if changes is COMPUTED else CASES[style][2]
     assert _line_of(remade, read) in _sync_lines(review_added({path: remade}))
 
 

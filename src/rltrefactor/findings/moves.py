@@ -29,6 +29,7 @@ from ..matching.regions.lines import LineIndex
 from ..matching.regions.tokens import token_lines
 from ..matching.rule_findings import fingerprint, guards_at, normalise_code
 from ..source.functions import code_text
+from ..source.syntax import byte_column
 from .merging import flagged_code
 from ..types import BaseLocation, ChangeSet, Finding
 
@@ -116,8 +117,7 @@ def _site(model: FileModel, lines: list[str], finding: Finding) -> _Site | None:
     if not 0 < span.line <= span.end_line <= len(lines):
         return None
     matched = flagged_code(lines, span)
-    byte_column = len(lines[span.line - 1][: span.column - 1].encode("utf-8", "surrogatepass"))
-    guards = guards_at(model.tree, span.line, byte_column)
+    guards = guards_at(model.tree, span.line, byte_column(lines, span))
     if fingerprint(finding.rule_id, finding.definition, matched, guards) != finding.fingerprint.split("-")[0]:
         return None
     code = normalise_code(matched)

@@ -31,7 +31,7 @@ from .regions.windows import ChangeWindows, change_windows
 from ..source.directives import INVALID_SUPPRESSION
 from .directives import invalid_suppressions
 from .prefilter import AllOf, Prefilter, Token, search
-from ..types import FileError, FileOutcome, Finding, Hit, Span
+from ..types import FileError, FileOutcome, Finding, Hit
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
@@ -361,7 +361,7 @@ class Engine:
                     definition=definition,
                     matched_text=hit.matched_text,
                     snippet=lines[hit.span.line - 1] if 0 < hit.span.line <= len(lines) else "",
-                    guards=guards_at(tree, hit.span.line, _byte_column(lines, hit.span)),
+                    guards=guards_at(tree, hit.span.line, syntax.byte_column(lines, hit.span)),
                 )
             if rule.applicability.per_step:
                 finding = with_execution(finding, rule, _mirror_fallback(where, hit.mirror))
@@ -380,12 +380,6 @@ def _mirror_fallback(where: FunctionExecution | None, mirror: str) -> FunctionEx
         return where
     why = f"it runs only where the host copy `{mirror}` is missing, and nothing here shows how often that is"
     return replace(where, kind="unknown", evidence=FREQUENCY_UNKNOWN + why, basis="")
-
-
-def _byte_column(lines: list[str], span: Span) -> int:
-    """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes."""
-    row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
-    return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))
 
 
 def _reach(reach: MatcherReach, *, never_in_cold: bool) -> MatcherReach:

@@ -11,7 +11,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Iterable, Iterator, Literal, Protocol, Sequence, TypeVar
 
 from . import treesitter
-from ..types import Definition
+from ..types import Definition, Span
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -202,3 +202,10 @@ def first_syntax_error(tree: tree_sitter.Tree) -> int | None:
             return node.start_point[0] + 1
         stack.extend(reversed([c for c in node.children if c.has_error or c.is_missing]))
     return tree.root_node.start_point[0] + 1
+
+
+def byte_column(lines: Sequence[str], span: Span) -> int:
+    """``span``'s start column as tree-sitter counts it: 0-based, in UTF-8 bytes (a lone
+    surrogate, left by undecodable bytes, counts as it was read)."""
+    row = lines[span.line - 1] if 0 < span.line <= len(lines) else ""
+    return len(row[: span.column - 1].encode("utf-8", "surrogatepass"))

@@ -19,6 +19,7 @@ import libcst as cst
 from ...context.execution import COLD_KINDS
 from ...library.names import Names, bundled_names
 from ...context.execution import is_setup_name as is_setup_name  # re-exported: matchers read it here
+from ...source.syntax import byte_column
 from ...source.waits import waited_before
 from .base import FileContext, own_nodes
 from .early_returns import is_degenerate_exit
@@ -96,21 +97,21 @@ def after_host_wait(node: cst.CSTNode, ctx: FileContext) -> bool:
     (``source.waits``): a read there adds no wait of its own. A read that first computes
     (``seq_lens.max().item()``) launches work after the wait and waits for it; a wait
     itself (``torch.cuda.synchronize()``) is no read."""
-    if sum(isinstance(sub, cst.Call) for sub in subtree(node)) != 1:
+    nodes = list(subtree(node))
+    if sum(isinstance(sub, cst.Call) for sub in nodes) != 1:
         return False
     if isinstance(node, cst.Call) and (resolve(ctx.imports, node.func) or "").rsplit(".", 1)[-1] == "synchronize":
         return False
     span = ctx.span(node)
-    lines = ctx.model.text.split("\n")
-    byte_column = len(lines[span.line - 1][: span.column - 1].encode("utf-8")) if span.line <= len(lines) else 0
-    return waited_before(ctx.model.tree, span.line, byte_column, _read_roots(node))
+    column = byte_column(ctx.model.text.split("\n"), span)
+    return waited_before(ctx.model.tree, span.line, column, _read_roots(nodes))
 
 
-def _read_roots(node: cst.CSTNode) -> frozenset[str]:
-    """The names the expressions in ``node`` start from: ``result`` of
+def _read_roots(nodes: list[cst.CSTNode]) -> frozenset[str]:
+    """The names the expressions among ``nodes`` (a subtree) start from: ``result`` of
     ``result.next_token_ids.tolist()``; never an attribute's own name."""
-    attributes = {id(sub.attr) for sub in subtree(node) if isinstance(sub, cst.Attribute)}
-    return frozenset(sub.value for sub in subtree(node) if isinstance(sub, cst.Name) and id(sub) not in attributes)
+    attributes = {id(sub.attr) for sub in nodes if isinstance(sub, cst.Attribute)}
+    return frozenset(sub.value for sub in nodes if isinstance(sub, cst.Name) and id(sub) not in attributes)
 
 
 def in_cold_function(node: cst.CSTNode, ctx: FileContext) -> bool:

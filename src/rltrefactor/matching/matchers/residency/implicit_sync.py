@@ -12,7 +12,7 @@ the reductions ``device-scalar-read-in-hot-path`` already reports (``int(t.sum()
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 import libcst as cst
 
@@ -185,6 +185,14 @@ def _host_boolean_mask(expr: cst.BaseExpression, ctx: FileContext) -> bool:
     return _mask(expr, ctx, on_device_side=False)
 
 
+def _mask_index(
+    target: cst.Subscript, is_mask: Callable[[cst.BaseExpression, FileContext], bool], ctx: FileContext,
+) -> cst.BaseExpression | None:
+    """The first index of ``target`` that ``is_mask`` finds a mask, or None."""
+    return next((element.slice.value for element in target.slice
+                 if isinstance(element.slice, cst.Index) and is_mask(element.slice.value, ctx)), None)
+
+
 def _mask(expr: cst.BaseExpression, ctx: FileContext, on_device_side: bool, depth: int = 0) -> bool:
     """The walk both mask questions share: a device mask is one whose comparison or mask
     method the code shows on a tensor not on the host, and ``a & b`` is one where either
@@ -251,8 +259,7 @@ class BooleanMaskWrite:
         if not isinstance(target, cst.Subscript):
             return None
         # The mask first: it is rare, and where the written tensor lives may take the type engine.
-        mask = next((element.slice.value for element in target.slice
-                     if isinstance(element.slice, cst.Index) and _host_boolean_mask(element.slice.value, ctx)), None)
+        mask = _mask_index(target, _host_boolean_mask, ctx)
         if mask is None or not on_device(target.value, ctx):
             return None
         use = "a mask the host holds, which the write copies to the device and waits for"
@@ -261,7 +268,6 @@ class BooleanMaskWrite:
     def _masked(self, target: cst.BaseExpression, ctx: FileContext, use: str) -> Iterator[Match]:
         if not isinstance(target, cst.Subscript):
             return
-        mask = next((element.slice.value for element in target.slice
-                     if isinstance(element.slice, cst.Index) and _boolean_mask(element.slice.value, ctx)), None)
+        mask = _mask_index(target, _boolean_mask, ctx)
         if mask is not None and not on_host(target.value, ctx):
             yield Match(target, {"X": ctx.code(target), "M": ctx.code(mask), "USE": use})
