@@ -1,5 +1,5 @@
 """A helper that returns values keeping one parameter's place (``return torch.clamp(lens,
-max=n)``) returns a host tensor where its caller passes one, wherever it is defined: a
+max=n)``, ``return torch.where(lens <= cap, lens, padded)``) returns a host tensor where its caller passes one, wherever it is defined: a
 read of what it returns then waits for no device. The same helper given a tensor the
 caller does not place stays reported. End to end through ``review --diff``, no
 configuration, in two engines' styles."""
@@ -48,8 +48,30 @@ class TopKGate(torch.nn.Module):
 ''', 9, "torch.tensor(self.capacity_factor)", "self.capacity_factors[0]")
 
 
-@pytest.mark.parametrize("case", [(SGLANG_HELPER, SGLANG_CALLER), (DEEPSPEED_HELPER, DEEPSPEED_CALLER)],
-                         ids=["sglang-lengths", "deepspeed-capacity"])
+# vLLM's sparse indexer style: a selection whose condition compares the lengths.
+VLLM_HELPER = ("vllm/v1/attention/ops/sparse_lens.py", '''import torch
+
+
+def capped_lens(seq_lens, capacity, block_size):
+    remainder = seq_lens % block_size
+    padded = torch.where(remainder == 0, capacity, capacity - block_size + remainder)
+    return torch.where(seq_lens <= capacity, seq_lens, padded)
+''')
+VLLM_CALLER = ("vllm/v1/attention/backends/sparse_indexer.py", '''import torch
+
+from vllm.v1.attention.ops.sparse_lens import capped_lens
+
+
+class SparseIndexer(torch.nn.Module):
+    def forward(self, query_start_loc, seq_lens):
+        lens = SOURCE
+        return capped_lens(lens, 2048, 64).tolist()
+''', 9, "torch.from_numpy(self.seq_lens_np)", "seq_lens")
+
+
+@pytest.mark.parametrize("case", [(SGLANG_HELPER, SGLANG_CALLER), (DEEPSPEED_HELPER, DEEPSPEED_CALLER),
+                                  (VLLM_HELPER, VLLM_CALLER)],
+                         ids=["sglang-lengths", "deepspeed-capacity", "vllm-selection"])
 @pytest.mark.parametrize(("source", "reported"), [("HOST", False), ("UNPLACED", True)], ids=["host-argument", "unplaced-argument"])
 def test_a_helper_returns_where_its_argument_lives(review_added, case, source, reported):
     (helper_path, helper), (path, text, line, host, unplaced) = case

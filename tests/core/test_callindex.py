@@ -660,3 +660,99 @@ def test_a_files_facts_come_in_source_order_every_run() -> None:
                 for _ in range(20)}
     assert bindings == {("sgl_kernel.topk_sigmoid", "sglang.kernels.ops.moe.moe_topk_sigmoid.topk_sigmoid",
                          "sglang.srt.hardware_backend.musa.kernels.topk.topk_sigmoid")}
+
+
+def test_a_dataclass_lists_its_fields_in_order_and_writes_are_read_with_their_receivers() -> None:
+    from rltrefactor.context.calls.facts import facts_from_json, facts_to_json, read_facts
+    from rltrefactor.source.treesitter import parse
+
+    facts = read_facts(parse(textwrap.dedent('''\
+        import dataclasses
+        from dataclasses import dataclass, field
+        from typing import ClassVar, NamedTuple, Optional
+
+        @dataclass(frozen=True)
+        class Meta:
+            lens: torch.Tensor
+            ids: Optional[list[torch.Tensor]] = None
+            count: int = 0
+            extra: list = field(default_factory=list)
+            buffer: torch.Tensor = torch.zeros(4)
+            kind: ClassVar[str] = "meta"
+
+        class Pair(NamedTuple):
+            left: torch.Tensor
+            right: int
+
+        class Plain:
+            value: torch.Tensor
+
+        def fill(meta: Meta, batch, name, x):
+            meta.lens = x.cpu()
+            batch.ids = [t.cpu() for t in x]
+            batch.count = 3
+            a.left, b.right = 1, 2
+            setattr(meta, "buffer", x)
+            setattr(meta, name, x)
+            return dataclasses.replace(meta, lens=x.cuda(), count=None)
+        ''')))
+    classes = {c.qualname: c for c in facts.classes}
+    assert classes["Meta"].fields == ("lens", "ids", "count", "extra", "buffer!")
+    assert classes["Meta"].tensor_fields == ("lens", "ids", "buffer")
+    assert classes["Pair"].fields == ("left", "right") and classes["Plain"].fields == ()
+    writes = {(attribute, kind, receiver) for attribute, kind, _, receiver in facts.field_writes}
+    assert writes == {("lens", "h", "meta"), ("ids", "h", "batch"), ("left", "-", "a"), ("right", "-", "b"),
+                      ("buffer", "-", "meta"), ("*", "-", "meta"), ("lens", "-", "meta")}
+    assert facts_from_json(facts_to_json(facts)) == facts
+
+
+DATACLASS_ENGINE = {
+    "eng/__init__.py": "",
+    "eng/meta.py": """
+        from dataclasses import dataclass
+        import torch
+
+        @dataclass
+        class Meta:
+            lens: torch.Tensor
+            ids: torch.Tensor | None = None
+
+        @dataclass
+        class Other:
+            lens: torch.Tensor
+        """,
+    "eng/runner.py": """
+        import torch
+        from eng.meta import Meta, Other
+
+        class Runner:
+            def build(self, lens_np, ids):
+                return Meta(torch.from_numpy(lens_np), ids=ids)
+
+            def build_again(self, lens_np):
+                return Meta(lens=torch.from_numpy(lens_np))
+
+            def relabel(self, other: Other, device):
+                other.lens = other.lens.to(device)
+        """,
+    "eng/model.py": """
+        class Model:
+            def forward(self, meta):
+                return meta.lens.tolist(), meta.ids
+        """,
+}
+
+
+def test_the_index_tells_a_file_the_dataclass_fields_every_construction_fills_on_the_host(tmp_path: Path) -> None:
+    told = _index(tmp_path, DATACLASS_ENGINE).for_file("eng/model.py")
+    # ``ids`` is passed a value no one places; a write to another class's ``lens`` is not Meta's.
+    assert told is not None and told.host_class_fields == frozenset({"eng.meta.Meta.lens"})
+
+
+def test_an_unplaced_write_of_the_field_name_leaves_it_unknown(tmp_path: Path) -> None:
+    files = dict(DATACLASS_ENGINE)
+    files["eng/runner.py"] = files["eng/runner.py"].replace(
+        "other.lens = other.lens.to(device)", "other.lens = other.lens.to(device)\n                meta = self.build_again(None)\n"
+        "                meta.lens = meta.lens.to(device)")
+    told = _index(tmp_path, files).for_file("eng/model.py")
+    assert told is not None and told.host_class_fields == frozenset()

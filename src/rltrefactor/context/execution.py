@@ -92,6 +92,7 @@ class ExecutionMap:
     withheld_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) no per-step caller passes (call index)
     # (callee as written, parameter, position or -1): the call returns where that argument lives (call index)
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
+    host_class_fields: frozenset[str] = frozenset()  # ``module.Class.field`` holding host tensors only (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -122,6 +123,9 @@ class RepositoryContexts(Protocol):
 
     @property
     def following_calls(self) -> frozenset[tuple[str, str, int]]: ...  # calls returning where an argument lives
+
+    @property
+    def host_class_fields(self) -> frozenset[str]: ...  # ``module.Class.field`` holding host tensors only
 
     def verdict(self, qualname: str) -> tuple[str, str] | None: ...  # (kind, evidence) proven by a call chain
 
@@ -190,7 +194,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         repository.host_fields if repository is not None else frozenset(),
         repository.passed_params if repository is not None else frozenset(),
         repository.withheld_params if repository is not None else frozenset(),
-        repository.following_calls if repository is not None else frozenset())
+        repository.following_calls if repository is not None else frozenset(),
+        repository.host_class_fields if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"

@@ -227,10 +227,13 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     (``if not self._warmed_up: self._warmed_up = True; ...``, ``if self._buf is None:
     self._buf = ...``), the body of ``if not self.x:`` where the function's own body sets
     ``self.x = True`` after the statement holding it (a first call's set-up), the body of
-    ``if key not in self.kv:`` that stores ``self.kv[key]`` (once per key), after
+    ``if key not in self.kv:`` that stores ``self.kv[key]``, itself or through a method of
+    its class (once per key), after
     ``if self._warmed_up: return`` where the function's own body sets ``self._warmed_up =
-    True``, or after a return on a cache hit of a cache the function's own body then fills
-    (``if self._ctx is not None: return self._ctx``; ``self._ctx = ...``)."""
+    True``, after a return while a gate is off (``if not self.debug: return``), after a
+    one-shot path's guard (``_after_flag_return``), or after a return on a cache hit of a
+    cache the function's own body then fills (``if self._ctx is not None: return
+    self._ctx``; ``self._ctx = ...``)."""
     child, parent = node, node.parent
     while parent is not None and parent != function:
         if parent.type == "conditional_expression" and parent.named_children[:1] == [child] \
@@ -241,7 +244,7 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
             if test is not None and (_gated_condition(test, gates) or _closes_itself(test, child)
                                      or _fills_what_it_missed(test, child) or _closed_later(test, parent, function)):
                 return True
-        if parent.type == "block" and parent.parent == function and _after_flag_return(child, parent):
+        if parent.type == "block" and parent.parent == function and _after_flag_return(child, parent, gates):
             return True
         child, parent = parent, parent.parent
     return False
@@ -280,7 +283,56 @@ def _fills_what_it_missed(test: Node, body: Node) -> bool:
         found = _STORED.fullmatch(text_of(left).strip()) if left is not None else None
         if found:
             stored.add((found.group(1), found.group(2).strip()))
-    return all((m.group(2), m.group(1).strip()) in stored for m in missed if m)
+    through_methods = filled_by_methods(body.named_children)
+    return all((m.group(2), m.group(1).strip()) in stored or f"self.{m.group(2)}" in through_methods for m in missed if m)
+
+
+_METHOD_CALL = re.compile(rb"(?<![\w.])self\.(\w+)\s*\(")
+_ITEM_STORE = re.compile(rb"(?<![\w.])self\.(\w+)\[[^\]\n]*\]\s*=(?!=)")
+_METHOD_DEPTH = 2  # ``run`` -> ``create_graph`` -> ``_capture_graph``
+
+
+def filled_by_methods(statements: list[Node], depth: int = 0) -> frozenset[str]:
+    """Containers (``self.graphs``) whose items a method of the statements' own class,
+    called on ``self`` among the statements, assigns in its body, or in a method it calls
+    on ``self`` in turn: ``if key not in self.graphs: self.create_graph(x)`` where
+    ``create_graph`` ends with ``self.graphs[key] = graph`` fills what it missed, once per key.
+    Methods are looked up by name in the class body that holds the statements; a name the
+    class does not define (inherited, assigned) fills nothing."""
+    if not statements or depth >= _METHOD_DEPTH:
+        return frozenset()
+    methods = _class_methods(statements[0])
+    if not methods:
+        return frozenset()
+    called = {m.group(1).decode() for s in statements for m in _METHOD_CALL.finditer(s.text or b"")}
+    filled: set[str] = set()
+    for name in called:
+        method = methods.get(name)
+        body = method.child_by_field_name("body") if method is not None else None
+        if body is None:
+            continue
+        filled.update("self." + m.group(1).decode() for m in _ITEM_STORE.finditer(body.text or b""))
+        filled.update(filled_by_methods(body.named_children, depth + 1))
+    return frozenset(filled)
+
+
+def _class_methods(node: Node) -> dict[str, Node]:
+    """The methods, by name, of the class whose body holds ``node`` (through its function)."""
+    current: Node | None = node
+    while current is not None and current.type != "function_definition":
+        current = current.parent
+    owner = current.parent if current is not None else None
+    while owner is not None and owner.type in ("decorated_definition", "block"):
+        owner = owner.parent
+    if owner is None or owner.type != "class_definition":
+        return {}
+    block = owner.child_by_field_name("body")
+    methods: dict[str, Node] = {}
+    for child in block.named_children if block is not None else ():
+        definition = child.child_by_field_name("definition") if child.type == "decorated_definition" else child
+        if definition is not None and definition.type == "function_definition":
+            methods[text_of(definition.child_by_field_name("name"))] = definition
+    return methods
 
 
 def _closed_later(test: Node, branch: Node, function: Node) -> bool:
@@ -298,12 +350,15 @@ def _closed_later(test: Node, branch: Node, function: Node) -> bool:
     return index is not None and found.group(1) in _assigned_here(statements[index + 1:], "True")
 
 
-def _after_flag_return(statement: Node, body: Node) -> bool:
+def _after_flag_return(statement: Node, body: Node, gates: re.Pattern[str] | None = None) -> bool:
     """``statement`` of a function's ``body`` follows ``if self.x: return ...`` (no
     ``else``), and the body itself, not a branch of it, assigns ``self.x = True`` after it;
     or it follows a return on a cache hit (``if self.x is not None: return self.x``, or
     through a local: ``x = self.x; if x is not None: return x``) and the body then fills
-    the cache (``self.x = ...``)."""
+    the cache (``self.x = ...``), or on a key found (``if key in self.graphs: return``)
+    that the body, or a method of the class it calls, then stores; or it follows ``if
+    _save_path is None: return`` and reaches ``_save_path = None`` with no exit on the way;
+    or it follows a return while a gate is off (``if not envs.DEBUG_METRICS: return``)."""
     statements = body.named_children
     index = next((i for i, s in enumerate(statements) if s == statement), None)
     for position, earlier in enumerate(statements[:index] if index is not None else ()):
@@ -313,6 +368,11 @@ def _after_flag_return(statement: Node, body: Node) -> bool:
         exits = consequence is not None and any(s.type == "return_statement" for s in consequence.named_children)
         if not exits or test is None:
             continue
+        while test.type == "parenthesized_expression" and test.named_children:
+            test = test.named_children[0]
+        negated = test.child_by_field_name("argument") if test.type == "not_operator" else None
+        if gates is not None and negated is not None and _gated_condition(negated, gates):
+            return True  # ``if not envs.DEBUG_METRICS: return``: what follows runs with the gate on only
         later = statements[position + 1:]
         flag = _SET_FLAG.fullmatch(text_of(test).strip())
         if flag and next(g for g in flag.groups() if g) in _assigned_here(later, "True"):
@@ -320,10 +380,80 @@ def _after_flag_return(statement: Node, body: Node) -> bool:
         cached = _cache_hit(text_of(test).strip(), statements[:position])
         if cached is not None and cached in _assigned_here(later):
             return True
+        pending = _PENDING.fullmatch(text_of(test).strip())
+        if pending and body.parent is not None and cleared_once(statements[index:], pending.group(1) or pending.group(2), body.parent):
+            return True  # ``if _save_path is None: return`` ... ``_save_path = None``: the one call that clears it
+        member = _MEMBER.fullmatch(text_of(test).strip())
+        if member and f"self.{member.group(1)}" in _stored_items(later) | filled_by_methods(later):
+            return True  # ``if key in self.graphs: return key`` ... ``self._capture(key)`` filling it: once per key
     return False
 
 
 _HIT = re.compile(r"(self\.)?(\w+)\s+is\s+not\s+None")
+_MEMBER = re.compile(r".+?\s+in\s+self\.(\w+)")
+_PENDING = re.compile(r"((?:self\.)?\w+)\s+is\s+None|not\s+((?:self\.)?\w+)")
+_LEAVES = frozenset({"return_statement", "raise_statement", "continue_statement", "break_statement"})
+
+
+def cleared_once(statements: list[Node], pending: str, function: Node) -> bool:
+    """``statements`` of ``function``'s body reach ``<pending> = None`` (or ``False``), one
+    of them, with no return, raise, ``continue`` or ``break`` on the way, where ``pending``
+    is ``self.x`` or a name the function declares ``global``, and nothing but construction
+    (an ``__init__``, module level) ever sets it otherwise: after ``if _save_path is None:
+    return`` they run on the one call that clears it. A value some other method sets again
+    (a pending result each step hands on) is no such path."""
+    body = function.child_by_field_name("body")
+    if body is None or not pending.startswith("self.") and not any(
+            s.type == "global_statement" and pending in {text_of(n) for n in s.named_children} for s in body.named_children):
+        return False
+    for statement in statements:
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        if (assignment is not None and assignment.type == "assignment" and text_of(assignment.child_by_field_name("left")) == pending
+                and text_of(assignment.child_by_field_name("right")) in ("None", "False")):
+            return _set_only_at_construction(pending, function)
+        if statement.type in _LEAVES or _leaves(statement):
+            return False
+    return False
+
+
+def _set_only_at_construction(pending: str, function: Node) -> bool:
+    """Every assignment of ``pending`` in the file that gives it a value other than
+    ``None``/``False`` sits at module level, in an ``__init__`` or in a method an
+    ``__init__`` of the file calls on ``self`` (``self._init_fp8_state()``), or is none at all."""
+    root = function
+    while root.parent is not None:
+        root = root.parent
+    text = root.text or b""
+    construction = {"__init__"} | {m.group(1).decode() for init in re.finditer(rb"def __init__\b", text)
+                                    for m in _METHOD_CALL.finditer(_definition_text(root, init.start()))}
+    written = re.escape(pending.encode()) if pending.startswith("self.") else rb"(?<![\w.])" + re.escape(pending.encode())
+    for match in re.finditer(written + rb"\s*(?::[^=\n]*)?=(?!=)\s*([^\n]*)", text):
+        if match.group(1).strip().split(b"#")[0].strip() in (b"None", b"False"):
+            continue
+        node = root.descendant_for_byte_range(match.start(), match.start())
+        while node is not None and node.type != "function_definition":
+            node = node.parent
+        if node is not None and text_of(node.child_by_field_name("name")) not in construction:
+            return False
+    return True
+
+
+def _definition_text(root: Node, start: int) -> bytes:
+    """The text of the function whose ``def`` starts at byte ``start``."""
+    node = root.descendant_for_byte_range(start, start)
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    return (node.text or b"") if node is not None else b""
+
+
+def _leaves(node: Node) -> bool:
+    return any(child.type in _LEAVES or (child.type not in ("function_definition", "class_definition", "lambda") and _leaves(child))
+               for child in node.named_children)
+
+
+def _stored_items(statements: list[Node]) -> frozenset[str]:
+    """``self.kv`` of each ``self.kv[...] = ...`` written anywhere in ``statements``."""
+    return frozenset("self." + m.group(1).decode() for s in statements for m in _ITEM_STORE.finditer(s.text or b""))
 
 
 def _cache_hit(test: str, before: list[Node]) -> str | None:

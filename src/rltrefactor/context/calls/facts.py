@@ -9,6 +9,7 @@ qualified names are those of the file's one definition walk (``syntax.walk_defin
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,8 +56,9 @@ class FunctionFacts:
     # Every parameter in order ("*" where only keywords follow; ``**kwargs`` left out).
     parameters: tuple[str, ...] = ()
     # (callee, arguments) of every call site of a callee that is passed a host value at one
-    # of them at least; arguments in order: "h" (host) or "-" positional, "name=h"/"name=-"
-    # keyword, "*" for an unpacking (what follows it cannot be placed).
+    # of them at least, and of every construction (``constructs``); arguments in order:
+    # "h" (host) or "-" positional, "name=h"/"name=-" keyword, "*" for an unpacking (what
+    # follows it cannot be placed).
     call_args: tuple[tuple[str, str], ...] = ()
     # ``self`` attributes the function reads as a whole value, other than to call it or
     # read its members: "A" where the value is passed to a call, iterated or indexed (what
@@ -87,6 +89,11 @@ class ClassFacts:
     qualname: str
     bases: tuple[str, ...]
     attributes: tuple[tuple[str, str], ...]  # (attribute, "call:<callee>" or annotation)
+    # A dataclass's or NamedTuple's fields, in the order its constructor takes them; a
+    # field whose default may hold a tensor ends with "!" (``None``, literals and
+    # ``field(default_factory=list)`` hold none). Empty for any other class.
+    fields: tuple[str, ...] = ()
+    tensor_fields: tuple[str, ...] = ()  # those of them annotated with a tensor (``Optional[list[torch.Tensor]]``)
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,13 @@ class FileFacts:
     imports: tuple[tuple[str, str, int], ...]  # (local name, dotted target, relative level)
     import_calls: tuple[str, ...]  # made when the module is imported (module level, class bodies)
     main_calls: tuple[str, ...]  # made under ``if __name__ == "__main__":``
+    # (attribute, "h" or "-", function qualname, receiver) of every attribute the file's
+    # functions write through any receiver (``batch.lens = ...``, ``self.lens = ...``,
+    # ``setattr(o, "lens", ...)``, ``replace(o, lens=...)``) a value that may hold a tensor
+    # (``None`` and literals do not): "h" where it is shown on the host; the receiver as
+    # written where it is a name, else "". Attribute "*": a ``setattr`` whose name is
+    # computed, which may write any attribute.
+    field_writes: tuple[tuple[str, str, str, str], ...] = ()
 
 
 EMPTY_FACTS = FileFacts((), (), (), (), ())
@@ -107,8 +121,9 @@ def facts_to_json(facts: FileFacts) -> dict[str, Any]:
                        f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls,
                        f.none_defaults, f.none_tested, f.coroutine, f.default_tested]
                       for f in facts.functions],
-        "classes": [[c.qualname, c.bases, c.attributes] for c in facts.classes],
+        "classes": [[c.qualname, c.bases, c.attributes, c.fields, c.tensor_fields] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
+        "field_writes": facts.field_writes,
     }
 
 
@@ -120,9 +135,11 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
                       tuple(map(str, nt)), bool(co), tuple(map(str, dt)))
         for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co, dt in data["functions"]
     )
-    classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a)) for q, b, a in data["classes"])
+    classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a), tuple(map(str, f)), tuple(map(str, t)))
+                    for q, b, a, f, t in data["classes"])
     imports = tuple((str(n), str(t), int(level)) for n, t, level in data["imports"])
-    return FileFacts(functions, classes, imports, tuple(data["import_calls"]), tuple(data["main_calls"]))
+    return FileFacts(functions, classes, imports, tuple(data["import_calls"]), tuple(data["main_calls"]),
+                     tuple((str(a), str(k), str(q), str(r)) for a, k, q, r in data["field_writes"]))
 
 
 def _pairs(items: list[list[str]]) -> tuple[tuple[str, str], ...]:
@@ -199,6 +216,7 @@ class _Builder:
         self.call_sites: list[tuple[str, str]] = []  # (callee, arguments), "" where none can be host
         self.instance_uses: list[str] = []
         self.gated: set[str] = set()  # callees with a call under a gate (``under_gate``)
+        self.field_writes: set[tuple[str, str, str, str]] = set()  # ``FileFacts.field_writes``
         self.ungated: set[str] = set()  # ... and with one elsewhere
 
 
@@ -231,8 +249,9 @@ def read_facts(tree: tree_sitter.Tree, gates: re.Pattern[str] | None = None) -> 
             owner = main if any(start <= byte < end for start, end in main_ranges) else module
         _record(owner, kind, node, byte, gates)
     facts = tuple(_function_facts(b) for b in functions)
-    class_facts = tuple(ClassFacts(b.qualname, _bases(b.node), tuple(b.attributes)) for b in classes)
-    return FileFacts(facts, class_facts, imports, tuple(module.calls), tuple(main.calls))
+    class_facts = tuple(ClassFacts(b.qualname, _bases(b.node), tuple(b.attributes), *_fields(b.node)) for b in classes)
+    writes = sorted({write for b in functions for write in b.field_writes})
+    return FileFacts(facts, class_facts, imports, tuple(module.calls), tuple(main.calls), tuple(writes))
 
 
 def _definitions(defs: DefinitionMap) -> tuple[list[_Builder], list[_Builder], list[tuple[int, int, _Builder]]]:
@@ -267,7 +286,9 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern
             if gates is not None and owner.node.type == "function_definition":
                 (owner.gated if under_gate(node, owner.node, gates) else owner.ungated).add(callee)
             arguments = node.parent.child_by_field_name("arguments") if node.parent is not None else None
-            owner.call_sites.append((callee, _arguments(arguments, owner) if arguments is not None else ""))
+            owner.call_sites.append((callee, _arguments(arguments, owner, constructs(callee)) if arguments is not None else ""))
+            if arguments is not None and owner.node.type == "function_definition" and callee.rpartition(".")[2] in _FIELD_SETTERS:
+                _record_field_setter(owner, callee.rpartition(".")[2], arguments)
     elif kind == "assign":
         _record_assignment(owner, node)
     elif kind == "self":
@@ -279,11 +300,19 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern
         owner.returns.append(_return_kind(owner, node))
 
 
-def _arguments(arguments: Node, owner: _Builder) -> str:
+def constructs(callee: str) -> bool:
+    """A call that may build an instance (``Metadata(...)``, ``cls(...)``): its arguments
+    are kept whole (``FunctionFacts.call_args``), as a dataclass's fields read them."""
+    name = callee.rpartition(".")[2]
+    return name == "cls" or name[:1].isupper()
+
+
+def _arguments(arguments: Node, owner: _Builder, whole: bool = False) -> str:
     """The host-ness of each argument of one call (see ``FunctionFacts.call_args``); ""
-    where no argument can be a host value (most calls: a text test skips them)."""
+    where no argument can be a host value (most calls: a text test skips them), unless
+    ``whole``."""
     text = arguments.text or b""
-    if not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or (owner.host_names and _names_any(text, owner.host_names))):
+    if not whole and not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or (owner.host_names and _names_any(text, owner.host_names))):
         return ""
     items = []
     for argument in arguments.named_children:
@@ -345,7 +374,15 @@ def _record_assignment(owner: _Builder, node: Node) -> None:
             owner.follows.pop(name, None)
         if value:
             (owner.locals if in_function else owner.attributes).append((name, value))
-    elif left.type == "attribute" and in_function and _text(left.child_by_field_name("object")) == "self":
+    if in_function:
+        written = [left] if left.type == "attribute" else [t for t in left.named_children if t.type == "attribute"] \
+            if left.type in ("pattern_list", "tuple_pattern", "list_pattern") else []
+        for target in written:  # an unpacked attribute takes an element no one places: "-"
+            if target is left and right is not None and right.type in _TENSOR_FREE_VALUES:
+                continue
+            host = target is left and right is not None and _is_host(right, owner)
+            _record_write(owner, _text(target.child_by_field_name("attribute")), host, target.child_by_field_name("object"))
+    if left.type == "attribute" and in_function and _text(left.child_by_field_name("object")) == "self":
         attribute = "self." + _text(left.child_by_field_name("attribute"))
         if value:
             # ``self.x = C()`` types ``x`` for the whole class; the index gathers these per class.
@@ -436,8 +473,8 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
     ``torch.device("cpu")``, ``.to("cpu")`` or ``.to(<a host name>)``, a cast that names no
     device or a same-place method (``.contiguous()``, ``.view(...)``, ``.sum()``) of a host
     value, a subscript of one, arithmetic with one, the ``.values`` of a same-place method's
-    result, and names assigned one (or named so: ``x_cpu``, ``batch.seq_lens_cpu``,
-    ``getattr(batch, "seq_lens_cpu", None)``)."""
+    result, a list or comprehension of such values, and names assigned one (or named so:
+    ``x_cpu``, ``batch.seq_lens_cpu``, ``getattr(batch, "seq_lens_cpu", None)``)."""
     if depth > _HOST_DEPTH:
         return False
     kind = value.type
@@ -448,6 +485,12 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
         return bool(_HOST_NAME.search(field))
     if kind == "parenthesized_expression" and value.named_children:
         return _is_host(value.named_children[0], owner, depth + 1)
+    if kind in ("list_comprehension", "generator_expression"):  # ``[t.cpu() for t in ts]``
+        body = value.child_by_field_name("body")
+        return body is not None and _is_host(body, owner, depth + 1)
+    if kind in ("list", "tuple"):  # every element a host value
+        elements = [e for e in value.named_children if e.type != "comment"]
+        return bool(elements) and all(_is_host(e, owner, depth + 1) for e in elements)
     if kind == "string":
         return _text(value).strip("'\"") == "cpu"  # a device that names the host
     if kind == "identifier":
@@ -492,7 +535,7 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
 
 def _follows(value: Node, owner: _Builder, depth: int = 0) -> str | None:
     """The parameter whose place ``value`` keeps: the parameter itself (or a local last
-    assigned such a value), a subscript of it, arithmetic with it, a same-place method of it
+    assigned such a value), a subscript of it, arithmetic or a comparison with it, a same-place method of it
     (``lens.unsqueeze(0)``, ``.to(torch.int64)``) or ``torch`` function of it (``torch.clamp(lens,
     max=n)``): a host tensor where the caller passes one. None otherwise."""
     if depth > _HOST_DEPTH:
@@ -506,8 +549,10 @@ def _follows(value: Node, owner: _Builder, depth: int = 0) -> str | None:
     if kind == "subscript":
         subscripted = value.child_by_field_name("value")
         return _follows(subscripted, owner, depth + 1) if subscripted is not None else None
-    if kind == "binary_operator":
-        for side in (value.child_by_field_name("left"), value.child_by_field_name("right")):
+    if kind in ("binary_operator", "comparison_operator"):  # ``lens + 1``, ``lens <= capacity``
+        sides = (value.child_by_field_name("left"), value.child_by_field_name("right")) if kind == "binary_operator" \
+            else tuple(value.named_children)
+        for side in sides:
             found = _follows(side, owner, depth + 1) if side is not None else None
             if found:
                 return found
@@ -606,7 +651,7 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
     return FunctionFacts(
         builder.qualname, builder.owner, builder.parent, decorators, start, node.end_point[0] + 1,
         tuple(builder.calls), tuple(builder.loop_calls), tuple(params), tuple(builder.locals), tuple(builder.returns),
-        parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host),
+        parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host or constructs(site[0])),
         tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
         *_none_defaults(node, parameters), _is_coroutine(node), _default_tested(node, parameters),
     )
@@ -639,12 +684,22 @@ def _default_tested(node: Node, parameters: Node | None) -> tuple[str, ...]:
     is``, ``p is not``, either side of the operator) or tests the truth of (``if p:``,
     ``if not p:``, ``if p and ...:``)."""
     text = _body_text(node)
-    return tuple(
-        name for name, _ in _literal_defaults(parameters)
-        if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s*(?:[=!]=|\bis\b)|(?:[=!]=|\bis(?:\s+not)?)\s*"
-                     + re.escape(name.encode()) + rb"(?![\w(])", text)
-        or re.search(rb"\b(?:el)?if\s+(?:not\s+)?" + re.escape(name.encode()) + rb"\s*(?::|\band\b)", text)
-    )
+    return tuple(name for name, _ in _literal_defaults(parameters) if _default_test(name).search(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _default_test(name: str) -> re.Pattern[bytes]:
+    """A comparison of ``name`` (``p ==``, ``== p``, ``p is``) or a test of its truth
+    (``if p:``, ``if not p and ...:``); compiled once per name."""
+    written = re.escape(name.encode())
+    return re.compile(rb"(?<![\w.])" + written + rb"\s*(?:[=!]=|\bis\b)|(?:[=!]=|\bis(?:\s+not)?)\s*" + written
+                      + rb"(?![\w(])|\b(?:el)?if\s+(?:not\s+)?" + written + rb"\s*(?::|\band\b)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _none_test(name: str) -> re.Pattern[bytes]:
+    """``name is None`` or ``name is not None``; compiled once per name."""
+    return re.compile(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s+is\s+(?:not\s+)?None\b")
 
 
 def _none_defaults(node: Node, parameters: Node | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -652,9 +707,96 @@ def _none_defaults(node: Node, parameters: Node | None) -> tuple[tuple[str, ...]
     with ``p is None`` or ``p is not None``."""
     text = _body_text(node)
     defaults = [name for name, kind in _literal_defaults(parameters) if kind == "none"]
-    tested = [name for name in defaults
-              if re.search(rb"(?<![\w.])" + re.escape(name.encode()) + rb"\s+is\s+(?:not\s+)?None\b", text)]
+    tested = [name for name in defaults if _none_test(name).search(text)]
     return tuple(defaults), tuple(tested)
+
+
+# Calls that write a named attribute of an object: ``setattr(o, "x", v)``,
+# ``object.__setattr__(self, "x", v)``, ``dataclasses.replace(o, x=v)``, ``t._replace(x=v)``.
+_FIELD_SETTERS = frozenset({"setattr", "__setattr__", "replace", "_replace"})
+_TENSOR_FREE_FACTORIES = frozenset({"list", "dict", "set", "tuple", "defaultdict", "OrderedDict", "deque"})
+
+
+_TENSOR_WORD = re.compile(r"\bTensor\b")  # ``torch.Tensor``, ``Optional[list[Tensor]]``; not ``LogprobsTensors``
+_TENSOR_FREE_VALUES = frozenset({"none", "true", "false", "integer", "float", "string", "concatenated_string"})
+
+
+def _record_write(owner: _Builder, attribute: str, host: bool, receiver: Node | None) -> None:
+    written = _text(receiver) if receiver is not None and receiver.type == "identifier" else ""
+    owner.field_writes.add((attribute, "h" if host else "-", owner.qualname, written))
+
+
+def _record_field_setter(owner: _Builder, setter: str, arguments: Node) -> None:
+    given = [a for a in arguments.named_children if a.type != "comment"]
+    if setter in ("setattr", "__setattr__"):
+        name = given[1] if len(given) >= 3 else None
+        content = [c for c in name.named_children if c.type == "string_content"] if name is not None and name.type == "string" else []
+        if name is not None and name.type == "string" and len(content) == 1:
+            _record_write(owner, _text(content[0]), False, given[0])
+        elif name is not None:
+            _record_write(owner, "*", False, given[0])  # a computed name: any attribute
+        return
+    # ``replace(o, x=v)`` writes ``o``'s fields, ``t._replace(x=v)`` those of ``t``.
+    function = arguments.parent.child_by_field_name("function") if arguments.parent is not None else None
+    receiver: Node | None = None
+    if setter == "replace" and given and given[0].type != "keyword_argument":
+        receiver = given[0]
+    elif setter == "_replace" and function is not None and function.type == "attribute":
+        receiver = function.child_by_field_name("object")
+    for argument in given:
+        value = argument.child_by_field_name("value") if argument.type == "keyword_argument" else None
+        if value is None or value.type in _TENSOR_FREE_VALUES:
+            continue
+        _record_write(owner, _text(argument.child_by_field_name("name")), _is_host(value, owner), receiver)
+
+
+def _fields(node: Node) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``ClassFacts.fields`` and ``tensor_fields`` of the class ``node``: its annotated
+    class-body names, in order, where it is a dataclass (``@dataclass``,
+    ``@dataclasses.dataclass(...)``) or a ``NamedTuple``; empty for any other class."""
+    decorated = node.parent if node.parent is not None and node.parent.type == "decorated_definition" else None
+    decorators = [_text(d) for d in decorated.named_children if d.type == "decorator"] if decorated is not None else []
+    if not any(re.match(r"@\s*(\w+\.)*dataclass\b", d) for d in decorators) \
+            and not any(base.rpartition(".")[2] == "NamedTuple" for base in _bases(node)):
+        return (), ()
+    body = node.child_by_field_name("body")
+    found: list[str] = []
+    tensors: list[str] = []
+    for statement in body.named_children if body is not None else ():
+        assignment = statement.named_children[0] if statement.type == "expression_statement" and statement.named_children else None
+        if assignment is None or assignment.type != "assignment" or assignment.child_by_field_name("type") is None:
+            continue
+        left = assignment.child_by_field_name("left")
+        annotation = _text(assignment.child_by_field_name("type"))
+        if left is None or left.type != "identifier" or annotation.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        default = assignment.child_by_field_name("right")
+        found.append(_text(left) + ("" if default is None or _tensor_free(default) else "!"))
+        if _TENSOR_WORD.search(annotation):
+            tensors.append(_text(left))
+    return tuple(found), tuple(tensors)
+
+
+def _tensor_free(default: Node) -> bool:
+    """A default no tensor hides in: a literal, ``None``, or ``field(...)`` with a literal
+    ``default`` or a container ``default_factory``."""
+    if default.type in ("none", "true", "false", "integer", "float", "string", "concatenated_string", "tuple", "list", "dictionary", "set"):
+        return not any(child.type == "call" for child in default.named_children)
+    if default.type == "unary_operator":
+        return True
+    function = default.child_by_field_name("function") if default.type == "call" else None
+    if function is None or callee_of(function).rpartition(".")[2] != "field":
+        return False
+    arguments = default.child_by_field_name("arguments")
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type != "keyword_argument":
+            continue
+        name, value = _text(argument.child_by_field_name("name")), argument.child_by_field_name("value")
+        if name == "default" and value is not None and not _tensor_free(value):
+            return False
+        if name == "default_factory" and (value is None or callee_of(value).rpartition(".")[2] not in _TENSOR_FREE_FACTORIES):
+            return False
+    return True
 
 
 def _bases(node: Node) -> tuple[str, ...]:

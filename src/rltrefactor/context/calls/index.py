@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Callable, Collection, Iterable, Mapping
 from ... import code_stamp
 from .contexts import CallContexts
 from .facts import EMPTY_FACTS, FileFacts, facts_from_json, facts_to_json, read_facts
+from .fields import HostFields
 from .links import Repository
 from .texts import RevisionTexts
 from ...config import Config
@@ -52,7 +53,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "20"
+_FORMAT = "22"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -70,6 +71,8 @@ class FileContexts:
     withheld_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) no per-step caller passes
     # (callee as written, parameter, position or -1) of calls returning where that argument lives
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
+    # ``module.Class.field`` of each dataclass field the file reads that holds host tensors only (``fields``)
+    host_class_fields: frozenset[str] = frozenset()
 
     @cached_property
     def _by_name(self) -> dict[str, tuple[str, str]]:
@@ -84,7 +87,8 @@ class FileContexts:
         """Changes whenever what the file is told does (a result-cache key part)."""
         return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params),
                                     sorted(self.host_fields), sorted(self.passed_params),
-                                    sorted(self.withheld_params), sorted(self.following_calls))).encode()).hexdigest()[:16]
+                                    sorted(self.withheld_params), sorted(self.following_calls),
+                                    sorted(self.host_class_fields))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,8 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
                             protocols_for(config.protocols))
     files: dict[str, FileContexts] = {}
     fields = repository.host_fields(names_for(config.names).entry("host-field-declarations").values) if paths else frozenset()
+    backends = names_for(config.names).entry("host-backend-paths").values
+    class_fields = HostFields(repository, lambda path: matches(path, backends))
     for path in paths:
         verdicts = []
         asked = sorted(_asked(repository, path, (lines or {}).get(path)))
@@ -148,7 +154,8 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
         passed = {(f.partition("::")[2], p) for f in asked for p in contexts.passed_parameters(f)}
         withheld = {(f.partition("::")[2], p) for f in asked for p in contexts.withheld_parameters(f)}
         files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields,
-                                   frozenset(passed), frozenset(withheld), contexts.following_calls(asked))
+                                   frozenset(passed), frozenset(withheld), contexts.following_calls(asked),
+                                   class_fields.read_in(path))
     return CallIndex(files, indexed=len(repository.paths))
 
 
@@ -383,8 +390,9 @@ class _FactsCache:
                                    frozenset((str(q), str(p)) for q, p in params), frozenset(map(str, fields)),
                                    frozenset((str(q), str(p)) for q, p in passed),
                                    frozenset((str(q), str(p)) for q, p in withheld),
-                                   frozenset((str(c), str(p), int(i)) for c, p, i in following))
-                for path, (functions, calls, params, fields, passed, withheld, following) in data["files"].items()
+                                   frozenset((str(c), str(p), int(i)) for c, p, i in following),
+                                   frozenset(map(str, class_fields)))
+                for path, (functions, calls, params, fields, passed, withheld, following, class_fields) in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
         except (OSError, ValueError, KeyError, TypeError):
@@ -392,7 +400,8 @@ class _FactsCache:
 
     def put_index(self, key: str, index: CallIndex) -> None:
         files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params), sorted(told.host_fields),
-                        sorted(told.passed_params), sorted(told.withheld_params), sorted(told.following_calls)]
+                        sorted(told.passed_params), sorted(told.withheld_params), sorted(told.following_calls),
+                        sorted(told.host_class_fields)]
                  for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
 

@@ -46,6 +46,7 @@ class RevisionTexts:
         self._prose: dict[str, list[tuple[int, int, bool]]] = {}  # path -> its comments and strings' text
         self._words: dict[str, set[str]] | None = None  # every word -> files, once read
         self._line_starts: dict[str, list[int]] = {}  # path -> offset of each line
+        self._tensor_fields: dict[str, frozenset[str]] | None = None  # ``tensor_field_files``
 
     def _read_defs(self) -> None:
         defined: dict[str, set[str]] = defaultdict(set)
@@ -197,12 +198,30 @@ class RevisionTexts:
             for d in field_declarations(self._text(path), markers, marked)
         )
 
+    def tensor_field_files(self) -> dict[str, frozenset[str]]:
+        """Name -> the files with an indented annotation of it that names a tensor
+        (``    prompt_lens: torch.Tensor``): every file that may declare a dataclass field
+        ``name`` holding tensors, read in one pass over the text, without a parse."""
+        if self._tensor_fields is None:
+            found: dict[str, set[str]] = defaultdict(set)
+            for path in self.paths:
+                data = self._contents[path] or b""
+                if b"Tensor" in data and (b"dataclass" in data or b"NamedTuple" in data):
+                    for name in _TENSOR_FIELD.findall(data):
+                        found[name.decode("ascii", "replace")].add(path)
+            self._tensor_fields = {name: frozenset(paths) for name, paths in found.items()}
+        return self._tensor_fields
+
     def _text(self, path: str) -> str:
         return (self._contents[path] or b"").decode("utf-8", "replace")
 
     @classmethod
     def of(cls, contents: Iterable[tuple[str, bytes | None]]) -> RevisionTexts:
         return cls(dict(contents))
+
+
+# A class-body annotation naming a tensor: ``    lens: torch.Tensor``, ``    ids: Optional[list[Tensor]] = None``.
+_TENSOR_FIELD = re.compile(rb"(?m)^[ \t]+([A-Za-z_]\w*)[ \t]*:[^=\n]*\bTensor\b")
 
 
 _PROSE = """

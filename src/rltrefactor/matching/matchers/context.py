@@ -24,8 +24,9 @@ from ...source.waits import waited_before
 from .base import FileContext, own_nodes
 from .early_returns import is_degenerate_exit
 from .fallbacks import in_unused_fallback
+from .guard_bodies import guard_body
 from .imports import dotted_name, resolve
-from .once import after_cache_hit, in_cached_value, is_one_time_guard
+from .once import after_cache_hit, in_cached_value, is_one_time_guard, statement_of
 from .walk import bound_before as bound_before, subtree as subtree  # re-exported: matchers read them here
 from .walk import holders_by
 
@@ -54,18 +55,35 @@ def runs_cold(node: cst.CSTNode, ctx: FileContext) -> bool:
     (configuration included; never a name alone), in a message, under a cold condition
     (an ``if``'s or a conditional expression's),
     a one-time guard or a condition that is false as written, after a return on a cache
-    hit of a cache the function fills (once per key), in an early return on a
+    hit of a cache the function fills (once per key), after a return while a cold
+    condition is off (``if not envs.DEBUG_METRICS: return``), in an early return on a
     degenerate input (``early_returns``), or in a fallback for an optional parameter
     every caller passes (``fallbacks``). The engine drops hits of ``runs: per-step``
     rules there; matchers never ask."""
     if in_message(node, ctx) or in_cold_function(node, ctx) or in_cached_value(node, ctx) or after_cache_hit(node, ctx) \
-            or in_unused_fallback(node, ctx):
+            or in_unused_fallback(node, ctx) or after_cold_exit(node, ctx):
         return True
     return any(
         is_cold_condition(branch.test, ctx.names) or is_never_true(branch.test) or is_one_time_guard(branch, ctx)
         or is_degenerate_exit(branch, ctx)
         for branch in guarded_by(node, ctx)
     ) or any(is_cold_condition(choice.test, ctx.names) for choice in chosen_by(node, ctx))
+
+
+def after_cold_exit(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` follows, in its function's own body, ``if not <cold condition>: return``
+    (no ``else``): it runs only while the diagnostics gate is on."""
+    found = statement_of(node, ctx)
+    if found is None:
+        return False
+    _, statements, top = found
+    for statement in statements[: statements.index(top)]:
+        if (isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.test, cst.UnaryOperation)
+                and isinstance(statement.test.operator, cst.Not) and is_cold_condition(statement.test.expression, ctx.names)):
+            body = guard_body(statement, ctx)
+            if body is not None and body.exits:
+                return True
+    return False
 
 
 def chosen_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.IfExp]:

@@ -8,8 +8,9 @@ region of a file gets the same answer.
 
 A body **keeps** what it builds when it writes something that outlives the call: an
 attribute (``self.x = ...``, ``setattr(...)``), an item of an attribute or of a
-module-level container (``self.cache[k] = ...``, ``_CACHE[k] = ...``), or a name the
-function declares ``global`` or ``nonlocal``. Filling a local or a parameter keeps nothing.
+module-level container (``self.cache[k] = ...``, ``_CACHE[k] = ...``, or through a
+method of the class it calls: ``self._capture(key)`` storing ``self.graphs[key]``), or a
+name the function declares ``global`` or ``nonlocal``. Filling a local or a parameter keeps nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from ...source.functions import cleared_once, filled_by_methods
 from .base import FileContext
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ class GuardBody:
     globals: frozenset[str]  # names it assigns that the function declares global or nonlocal
     calls_setattr: bool
     filled: frozenset[str] = frozenset()  # every container whose items it assigns, locals included
+    # Containers that methods called on ``self`` after the ``if``, in its own block, fill:
+    # ``if key in self.graphs: return key`` ... ``self._capture(key)``.
+    filled_after: frozenset[str] = frozenset()
 
     @property
     def keeps_state(self) -> bool:
@@ -92,11 +97,45 @@ def _read(branch: cst.If, ctx: FileContext) -> GuardBody | None:
     return GuardBody(
         exits=bool(statements) and statements[-1].type in _EXITS,
         attributes=frozenset(attributes),
-        containers=frozenset(_text(c) for c in items if _kept_container(c, local)),
+        # A method the body calls on ``self`` that fills ``self.graphs[key]`` keeps it too.
+        containers=frozenset(_text(c) for c in items if _kept_container(c, local)) | filled_by_methods(statements),
         globals=frozenset(names & declared),
         calls_setattr=calls_setattr,
         filled=frozenset(_text(c) for c in items),
+        filled_after=filled_by_methods(_following(node)) if statements and statements[-1].type in _EXITS else frozenset(),
     )
+
+
+def cleared_before_exit(statement: cst.CSTNode, pending: str, ctx: FileContext) -> bool:
+    """``statement`` of a function's body and those after it, read in the whole file,
+    clear ``pending`` before any exit (``source.functions.cleared_once``): they run on one
+    call, which closes a guard before them (``if _save_path is None: return`` ...
+    ``_save_path = None``)."""
+    span = ctx.span(statement)
+    point = (span.line - 1, span.column - 1)
+    node: Node | None = ctx.model.tree.root_node.descendant_for_point_range(point, point)
+    while node is not None and not (node.parent is not None and node.parent.type == "block"
+                                    and node.parent.parent is not None and node.parent.parent.type == "function_definition"):
+        node = node.parent
+    if node is None or node.parent is None or node.parent.parent is None:
+        return False
+    statements = []
+    sibling: Node | None = node
+    while sibling is not None:
+        statements.append(sibling)
+        sibling = sibling.next_named_sibling
+    return cleared_once(statements, pending, node.parent.parent)
+
+
+def _following(node: Node) -> list[Node]:
+    """The statements after the ``if`` statement ``node`` belongs to, in its own block."""
+    statement = node if node.type == "if_statement" else node.parent
+    found: list[Node] = []
+    sibling = statement.next_named_sibling if statement is not None else None
+    while sibling is not None:
+        found.append(sibling)
+        sibling = sibling.next_named_sibling
+    return found
 
 
 def _kept_container(container: Node, local: frozenset[str]) -> bool:

@@ -12,7 +12,7 @@ import libcst as cst
 
 from ...library.names import Names
 from .base import FileContext
-from .guard_bodies import guard_body
+from .guard_bodies import cleared_before_exit, guard_body
 from .walk import bound_before, subtree
 
 
@@ -174,32 +174,66 @@ def in_cached_value(node: cst.CSTNode, ctx: FileContext) -> bool:
 def after_cache_hit(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` follows, in its function's body, a return on a cache hit (``if key in
     CACHE: return CACHE[key]``, ``if (v := CACHE.get(key)) is not None: return v``) of a
-    cache the function fills (``CACHE[key] = ...``), or of an attribute it stores (``if
+    cache the function fills (``CACHE[key] = ...``, or a method of its class it then calls
+    on ``self``: ``self._capture(key)`` storing ``self.graphs[key]``), or of an attribute it stores (``if
     self._map is not None and self._map.device == device: return self._map`` ... ``self._map
     = ...``): it runs once per key. So does code after ``if self._warmed_up: return`` in a
     function whose own body, not a branch of it, then sets ``self._warmed_up = True``: it
-    runs once per instance. A flag set only in a branch (``if done: self._finished =
-    True``) leaves the code running until then."""
-    function = ctx.enclosing_function(node)
-    if function is None or not isinstance(function.body, cst.IndentedBlock):
+    runs once per instance; and code after ``if _save_path is None: return`` (a declared
+    global, or ``self._pending``, that only construction sets) that reaches ``_save_path =
+    None`` with no exit on the way: it runs on the one call that clears it. A flag set only
+    in a branch (``if done: self._finished = True``) leaves the code running until then."""
+    found = statement_of(node, ctx)
+    if found is None:
         return False
-    statements = function.body.body
-    top = next((a for a in (node, *ctx.ancestors(node)) if ctx.parent(a) is function.body), None)
-    if top is None or top not in statements:
-        return False
+    function, statements, top = found
     filled = _filled_containers(function, ctx)
     for index, statement in enumerate(statements[: statements.index(top)]):
         if isinstance(statement, cst.If) and statement.orelse is None:
             cache = _cache_hit(statement.test, ctx)
             kept = _kept_hit(statement.test, ctx)
             flag = _self_flag(statement.test)
-            hit = (cache is not None and cache in filled) or (
+            hit = (cache is not None and (cache in filled or cache in _filled_after(statement, ctx))) or (
                 kept is not None and kept in _stored_attributes(function, ctx) and _hands_back(statement, kept, ctx)) or (
                 flag is not None and flag in _flags_set(statements[index + 1:]))
-            body = guard_body(statement, ctx) if hit else None
+            pending = _pending_state(statement.test, function) if not hit else None
+            one_shot = pending is not None and cleared_before_exit(top, pending, ctx)
+            body = guard_body(statement, ctx) if hit or one_shot else None
             if body is not None and body.exits:
                 return True
     return False
+
+
+def statement_of(
+    node: cst.CSTNode, ctx: FileContext,
+) -> tuple[cst.FunctionDef, Sequence[cst.BaseStatement], cst.BaseStatement] | None:
+    """The function around ``node``, the statements of its own body, and the one of them
+    that holds ``node``; None at module level or in a function written on one line."""
+    function = ctx.enclosing_function(node)
+    if function is None or not isinstance(function.body, cst.IndentedBlock):
+        return None
+    statements = function.body.body
+    top = next((a for a in (node, *ctx.ancestors(node)) if ctx.parent(a) is function.body), None)
+    return (function, statements, top) if isinstance(top, cst.BaseStatement) and top in statements else None
+
+
+def _pending_state(test: cst.BaseExpression, function: cst.FunctionDef) -> str | None:
+    """``G`` (a global the function declares) or ``self.G`` of a test that finds it unset:
+    ``G is None``, ``not G``; None for any other test."""
+    tested = tested_against_none(test, cst.Is)
+    if tested is None and isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        tested = test.expression
+    if isinstance(tested, cst.Attribute) and isinstance(tested.value, cst.Name) and tested.value.value == "self":
+        return f"self.{tested.attr.value}"
+    if not isinstance(tested, cst.Name):
+        return None
+    declared = {name.name.value for node in subtree(function.body) if isinstance(node, cst.Global) for name in node.names}
+    return tested.value if tested.value in declared else None
+
+
+def _filled_after(statement: cst.If, ctx: FileContext) -> frozenset[str]:
+    body = guard_body(statement, ctx)
+    return body.filled_after if body is not None else frozenset()
 
 
 def _closed_later(branch: cst.If, ctx: FileContext) -> bool:

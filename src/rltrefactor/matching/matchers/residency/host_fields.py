@@ -13,6 +13,10 @@ on as. Declarations are read from the whole file's text (``source.field_declarat
 so a region that leaves the configuring method out still knows them, and, through the
 call index, from every file of the repository: a field some file declares host-side and
 none declares otherwise is a host value wherever it is read by its name.
+
+A dataclass or NamedTuple field the repository only ever fills with host tensors
+(``context.calls.fields``) is a host value where it is read through an instance the type
+engine says is of that class: ``pooling_metadata.prompt_lens``.
 """
 
 from __future__ import annotations
@@ -51,3 +55,24 @@ def reads_host_field(expr: cst.CSTNode, ctx: FileContext) -> bool:
         return False
     fields = declared_host_fields(ctx)
     return bool(fields) and key.raw_value in fields
+
+
+def reads_host_class_field(expr: cst.CSTNode, ctx: FileContext) -> bool:
+    """``expr`` reads a dataclass field that holds host tensors only (``meta.prompt_lens``
+    where the type engine says ``meta`` is a ``PoolingMetadata`` every construction of which
+    passes ``prompt_lens`` a host tensor: ``execution.host_class_fields``, read by the call
+    index from the whole repository)."""
+    fields = ctx.execution.host_class_fields
+    if not isinstance(expr, cst.Attribute) or not any(entry.endswith("." + expr.attr.value) for entry in fields):
+        return False  # asked of the type engine only for a field name the index knows
+    receiver = ctx.value_type(expr.value)
+    return receiver is not None and any(
+        f"{written}.{expr.attr.value}" in ctx.execution.host_class_fields for written in _class_names(receiver))
+
+
+def _class_names(written: str) -> list[str]:
+    """The classes a type names, ``None`` and ``Optional`` aside: ``a.B | None`` -> ``[a.B]``."""
+    inner = written.strip()
+    if inner.startswith("Optional[") and inner.endswith("]"):
+        inner = inner[len("Optional["):-1]
+    return [part.strip() for part in inner.split("|") if part.strip() not in ("None", "")]

@@ -4,8 +4,8 @@ A value is known to be on the host when it is, or is a view of, or was assigned 
 ``.cpu()``, ``.numpy()``, ``.tolist()``, ``.pin_memory()``, a join (``torch.cat``) or a
 ``torch`` reduction, reshape or elementwise, sorting or sampling op (``torch.any(mask)``,
 ``torch.clamp(x, ...)``, ``torch.multinomial(probs, 1)``) or ``torch.nn.functional`` op
-(``F.pad(index, ...)``) of host values, a ``torch`` factory called without a device or with
-a host device (or ``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``,
+(``F.pad(index, ...)``) of host values, a ``torch`` factory called without a device (outside a ``with`` that makes
+one the default) or with a host device (or ``pin_memory=True``), ``torch.from_numpy(...)``/``torch.frombuffer(...)``,
 a numpy call, ``.to(<host device>)``, a cast of a host value that names no device
 (``.to(dtype=torch.int64)``), a name that says so (``x_cpu``, ``host_x``, ``x_np``),
 arithmetic, comparisons or negations of host values, a ``tuple``/``list`` of host values, the
@@ -15,7 +15,8 @@ arithmetic, comparisons or negations of host values, a ``tuple``/``list`` of hos
 value guarded by ``if x.is_cpu:`` or read after ``assert x.device.type == "cpu"``;
 ``self.x`` where every value its class assigns it is on the host (``attributes``; a factory
 given no device does not count there); a field the file declares host-side, read by its
-name (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device``
+name, or a dataclass field the repository fills with host tensors only, read through an
+instance of its class (``host_fields``). A host device is ``"cpu"``, ``torch.device("cpu")``, the ``.device``
 of a host value, or a name last assigned one of those. The last assignment of a name before
 its use decides (``assigned_value``: a name unpacked from a tuple written out takes its
 element, one unpacked from a split takes the whole); anything else is unknown. A call to a function the call index shows
@@ -38,7 +39,7 @@ from ..context import guarded_by, subtree
 from ..walk import binds
 from ..imports import dotted_name
 from .attributes import attribute_values
-from .host_fields import declared_host_fields, reads_host_field
+from .host_fields import declared_host_fields, reads_host_class_field, reads_host_field
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
 _FACTORIES = frozenset(
@@ -126,7 +127,7 @@ def _on_host_in_code(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
 
 
 def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
-    if reads_host_field(expr, ctx):
+    if reads_host_field(expr, ctx) or reads_host_class_field(expr, ctx):
         return True
     if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
         return True
@@ -207,7 +208,31 @@ def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
             return names_host(device, ctx, depth + 1)
         if leaf in _LIKE and call.args:
             return on_host(call.args[0].value, ctx, depth + 1)
-        return True  # torch factories allocate on the CPU unless told otherwise
+        # torch factories allocate on the CPU unless told otherwise: by a device the
+        # enclosing ``with`` makes the default (``with forward_batch.out_cache_loc.device:``)
+        return not _under_default_device(call, ctx)
+    return False
+
+
+def _under_default_device(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``node`` lies in the body of a ``with`` that makes a device the default for new
+    tensors, in its own function: ``with torch.device(dev):``, ``with x.device:``, ``with
+    device:``; ``torch.device("cpu")`` keeps the host, ``torch.cuda.device(i)`` only picks a GPU."""
+    child = node
+    for ancestor in ctx.ancestors(node):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        if isinstance(ancestor, cst.With) and child is ancestor.body:
+            for item in ancestor.items:
+                made = item.item
+                if isinstance(made, cst.Call) and ctx.qualified_name(made.func) == "torch.device":
+                    if not (made.args and names_host(made.args[0].value, ctx)):
+                        return True
+                elif isinstance(made, cst.Attribute) and made.attr.value == "device":
+                    return not on_host(made.value, ctx)
+                elif isinstance(made, cst.Name) and made.value.endswith("device") and not names_host(made, ctx):
+                    return True
+        child = ancestor
     return False
 
 
