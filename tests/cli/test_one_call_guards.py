@@ -173,3 +173,36 @@ def test_a_value_another_method_sets_each_step_is_no_one_shot(review_added):
     path = SGLANG_SAVE[0]
     written = SGLANG_HANDED_ON.replace("CLEAR_BEFORE", "path = self._pending").replace("CLEAR_AFTER", "self._pending = None")
     assert _line_of(written, ".item()") in _sync_lines(review_added({path: written}))
+
+
+# vLLM's slot bookkeeping: a return when the key is missing, then work on every known key.
+VLLM_SLOTS = ("vllm/v1/worker/slot_counts.py", '''import torch
+from torch import nn
+
+
+def count_of(x):
+    return int(x.sum().item())
+
+
+class SlotCounts(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.slots = {}
+
+    def forward(self, key, x):
+        if key TEST self.slots:
+            return x
+        self.slots[key] = count_of(x)
+        return x
+''')
+
+
+@pytest.mark.parametrize(("test", "reported"), [("in", False), ("not in", True)], ids=["key-found-returns", "key-missing-returns"])
+def test_a_return_on_a_missing_key_leaves_the_rest_per_step(repo, cli, test, reported):
+    # A full scan: the helper's frequency comes from its one call, after the return.
+    path, text = VLLM_SLOTS
+    repo.write(path, text.replace("TEST", test))
+    repo.commit("engine")
+    run = cli("review", path, "--format", "json", "--no-cache", cwd=repo.path)
+    assert run.code in (0, 1), run.err
+    assert (6 in {f["line"] for f in run.json()["findings"]}) is reported, run.json()["findings"]

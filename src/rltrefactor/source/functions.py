@@ -390,7 +390,7 @@ def _after_flag_return(statement: Node, body: Node, gates: re.Pattern[str] | Non
 
 
 _HIT = re.compile(r"(self\.)?(\w+)\s+is\s+not\s+None")
-_MEMBER = re.compile(r".+?\s+in\s+self\.(\w+)")
+_MEMBER = re.compile(r".+?(?<!\bnot)\s+in\s+self\.(\w+)")  # ``key in self.graphs``, not ``key not in ...``
 _PENDING = re.compile(r"((?:self\.)?\w+)\s+is\s+None|not\s+((?:self\.)?\w+)")
 _LEAVES = frozenset({"return_statement", "raise_statement", "continue_statement", "break_statement"})
 
