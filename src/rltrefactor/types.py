@@ -113,7 +113,9 @@ class Hit:
     residency_of: str = ""  # the value's source text, when ``residency`` is set
     residency_why: str = ""  # what placed it there, or which fact is missing (``Match.residency_why``)
     fix: str = ""  # a fix fitted to the shape of the flagged code, in place of the rule's (``matching.fix_shapes``)
-    mirror: str = ""  # the host copy whose absence alone runs a synchronizing hit (``residency.mirrors``)
+    # Where alone a synchronizing hit runs, as a clause: a host copy missing
+    # (``residency.mirrors``), tensors off CUDA or a kernel missing (``residency.portable_paths``).
+    runs_only_where: str = ""
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ class ExecutionMap:
     # (callee as written, parameter, position or -1): the call returns where that argument lives (call index)
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
     host_class_fields: frozenset[str] = frozenset()  # ``module.Class.field`` holding host tensors only (call index)
+    omitted_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) a per-step caller leaves out (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -120,6 +121,9 @@ class RepositoryContexts(Protocol):
 
     @property
     def withheld_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) no per-step caller passes
+
+    @property
+    def omitted_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) a per-step caller leaves out
 
     @property
     def following_calls(self) -> frozenset[tuple[str, str, int]]: ...  # calls returning where an argument lives
@@ -195,7 +199,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         repository.passed_params if repository is not None else frozenset(),
         repository.withheld_params if repository is not None else frozenset(),
         repository.following_calls if repository is not None else frozenset(),
-        repository.host_class_fields if repository is not None else frozenset())
+        repository.host_class_fields if repository is not None else frozenset(),
+        repository.omitted_params if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"

@@ -314,6 +314,7 @@ class Engine:
         from .matchers.context import after_host_wait, in_sync_allowing_block, runs_cold
         from .matchers.residency.locations import in_host_branch
         from .matchers.residency.mirrors import missing_mirror
+        from .matchers.residency.portable_paths import portable_path
 
         hits: list[Hit] = []
         synchronizing = ctx.names.regex("synchronizing-rules")
@@ -330,7 +331,8 @@ class Engine:
                     bindings = {key.lstrip("$"): value for key, value in match.bindings.items()}
                     hits.append(Hit(rule.id, ctx.span(match.node), ctx.code(match.node), bindings, match.residency,
                                     match.residency_of, match.residency_why, fix=shaped_fix(rule.id, match.node, ctx),
-                                    mirror=missing_mirror(match.node, ctx) if acknowledges else ""))
+                                    runs_only_where=(missing_mirror(match.node, ctx) or portable_path(match.node, ctx))
+                                    if acknowledges else ""))
             except RecursionError:
                 errors.append(FileError(ctx.path, f"rule {rule.id}: code nested too deeply to match; file partly reviewed"))
             except Exception as exc:  # a matcher bug must not end the review of other files
@@ -364,7 +366,7 @@ class Engine:
                     guards=guards_at(tree, hit.span.line, syntax.byte_column(lines, hit.span)),
                 )
             if rule.applicability.per_step:
-                finding = with_execution(finding, rule, _mirror_fallback(where, hit.mirror))
+                finding = with_execution(finding, rule, _only_where(where, hit.runs_only_where))
             if hit.residency == "unknown":
                 finding = with_unknown_residency(finding, hit.residency_of, hit.residency_why)
             elif hit.residency == "device" and hit.residency_why:
@@ -373,12 +375,13 @@ class Engine:
         return findings
 
 
-def _mirror_fallback(where: FunctionExecution | None, mirror: str) -> FunctionExecution | None:
-    """Per-step code whose read runs only where a host copy is missing runs as often as the
-    copy is missing: unknown, whatever the function's own frequency."""
-    if not mirror or where is None or where.kind != "per-step" or where.configured:
+def _only_where(where: FunctionExecution | None, condition: str) -> FunctionExecution | None:
+    """A read in per-step code that runs only where ``condition`` holds (a host copy is
+    missing, the tensors are off CUDA) runs as often as it holds: unknown, whatever the
+    function's own frequency. Configured per-step code stays per step."""
+    if not condition or where is None or where.kind != "per-step" or where.configured:
         return where
-    why = f"it runs only where the host copy `{mirror}` is missing, and nothing here shows how often that is"
+    why = f"it runs only where {condition}, and nothing here shows how often that is"
     return replace(where, kind="unknown", evidence=FREQUENCY_UNKNOWN + why, basis="")
 
 

@@ -487,6 +487,30 @@ class CallContexts:
                     return frozenset()
         return frozenset(passed) if seen_call else frozenset()
 
+    def omitted_parameters(self, function_id: str) -> frozenset[str]:
+        """Tested parameters defaulting to ``None`` (``FunctionFacts.none_tested``) that a
+        call seen in code which may run per step leaves out or passes ``None`` (each call by
+        its name outside tests and import time, resolved to it or not, one to another
+        function of the name aside, not in a function proven one-time or per-request). An
+        unpacking before the parameter may fill it: no such call shows it left out. What
+        runs only when such a parameter is missing runs on that call."""
+        function = self.repository.function(function_id)
+        if function is None or function.name.startswith("__") or function.name in _RUN_BY_CALLING \
+                or not function.none_tested:
+            return frozenset()
+        omitted: set[str] = set()
+        for call in self.repository.callers(function.name):
+            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
+                    or self._offline_file(call.caller.partition("::")[0]) or self._runs_cold(call.caller):
+                continue
+            for arguments in self.repository.call_arguments(call.caller, call.callee) or ():
+                placed, spread, mapping = _placed(function, call.callee, arguments)
+                if mapping:
+                    continue
+                omitted.update(name for name in function.none_tested
+                               if name not in spread and (name not in placed or placed[name].strip() == "None"))
+        return frozenset(omitted)
+
     def withheld_parameters(self, function_id: str) -> frozenset[str]:
         """Parameters with a literal default the body compares (``FunctionFacts.default_tested``)
         that only code seen not running per step passes: at least one call by the function's

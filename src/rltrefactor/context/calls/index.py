@@ -53,7 +53,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "23"
+_FORMAT = "24"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -69,6 +69,7 @@ class FileContexts:
     host_fields: frozenset[str] = frozenset()  # input fields the repository declares host-side, every file alike
     passed_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) every caller passes, never None
     withheld_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) no per-step caller passes
+    omitted_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) a per-step caller leaves out
     # (callee as written, parameter, position or -1) of calls returning where that argument lives
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
     # ``module.Class.field`` of each dataclass field the file reads that holds host tensors only (``fields``)
@@ -88,7 +89,7 @@ class FileContexts:
         return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params),
                                     sorted(self.host_fields), sorted(self.passed_params),
                                     sorted(self.withheld_params), sorted(self.following_calls),
-                                    sorted(self.host_class_fields))).encode()).hexdigest()[:16]
+                                    sorted(self.host_class_fields), sorted(self.omitted_params))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,10 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
         host_params = {(f.partition("::")[2], p) for f in asked for p in contexts.host_parameters(f)}
         passed = {(f.partition("::")[2], p) for f in asked for p in contexts.passed_parameters(f)}
         withheld = {(f.partition("::")[2], p) for f in asked for p in contexts.withheld_parameters(f)}
+        omitted = {(f.partition("::")[2], p) for f in asked for p in contexts.omitted_parameters(f)}
         files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields,
-                                   frozenset(passed), frozenset(withheld), contexts.following_calls(asked),
-                                   class_fields.read_in(path))
+                                   frozenset(passed), frozenset(withheld), frozenset(omitted),
+                                   contexts.following_calls(asked), class_fields.read_in(path))
     return CallIndex(files, indexed=len(repository.paths))
 
 
@@ -390,9 +392,11 @@ class _FactsCache:
                                    frozenset((str(q), str(p)) for q, p in params), frozenset(map(str, fields)),
                                    frozenset((str(q), str(p)) for q, p in passed),
                                    frozenset((str(q), str(p)) for q, p in withheld),
+                                   frozenset((str(q), str(p)) for q, p in omitted),
                                    frozenset((str(c), str(p), int(i)) for c, p, i in following),
                                    frozenset(map(str, class_fields)))
-                for path, (functions, calls, params, fields, passed, withheld, following, class_fields) in data["files"].items()
+                for path, (functions, calls, params, fields, passed, withheld, omitted, following, class_fields)
+                in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
         except (OSError, ValueError, KeyError, TypeError):
@@ -400,7 +404,8 @@ class _FactsCache:
 
     def put_index(self, key: str, index: CallIndex) -> None:
         files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params), sorted(told.host_fields),
-                        sorted(told.passed_params), sorted(told.withheld_params), sorted(told.following_calls),
+                        sorted(told.passed_params), sorted(told.withheld_params), sorted(told.omitted_params),
+                        sorted(told.following_calls),
                         sorted(told.host_class_fields)]
                  for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})

@@ -476,10 +476,10 @@ def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
 def handed_in(expr: cst.CSTNode, ctx: FileContext) -> bool:
     """``expr`` is a parameter of its function read before anything assigns it: the value
     every call hands in."""
-    return isinstance(expr, cst.Name) and _parameter(expr, ctx) is not None
+    return isinstance(expr, cst.Name) and parameter_of(expr, ctx) is not None
 
 
-def _parameter(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.Param] | None:
+def parameter_of(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.Param] | None:
     """The enclosing function's parameter ``name`` reads, where nothing assigns it before
     this use: its value is what the caller passed."""
     function = ctx.enclosing_function(name)
@@ -493,7 +493,7 @@ def _parameter(name: cst.Name, ctx: FileContext) -> tuple[cst.FunctionDef, cst.P
 def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
     """A parameter annotated as a numpy array (``np.ndarray``, ``numpy.typing.NDArray[...]``):
     host memory by its declared type."""
-    found = _parameter(name, ctx)
+    found = parameter_of(name, ctx)
     if found is None or found[1].annotation is None:
         return False
     annotation = found[1].annotation.annotation
@@ -504,13 +504,13 @@ def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
 def _host_field_parameter(name: cst.Name, ctx: FileContext) -> bool:
     """A parameter named as a field the file declares host-side (``host_fields``): the
     framework hands the field on under its name."""
-    return name.value in declared_host_fields(ctx) and _parameter(name, ctx) is not None
+    return name.value in declared_host_fields(ctx) and parameter_of(name, ctx) is not None
 
 
 def _passed_on_host(name: cst.Name, ctx: FileContext) -> bool:
     """A parameter that every caller the call index sees passes a host tensor
     (``execution.host_params``)."""
-    found = _parameter(name, ctx) if ctx.execution.host_params else None
+    found = parameter_of(name, ctx) if ctx.execution.host_params else None
     if found is None:
         return False
     where = ctx.execution.at(ctx.span(found[0].name).line)

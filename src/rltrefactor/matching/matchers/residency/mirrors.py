@@ -15,8 +15,14 @@ when such a copy is absent::
 
 How often the read runs is how often the mirror is missing, which only the code that fills
 the field shows: the finding's frequency is unknown, never per step. A mirror is a field
-(``obj.name``, or a local last assigned one) the residency questions place on the host. A
-parameter is no mirror here: the call index knows its callers (``fallbacks``).
+(``obj.name``, or a local last assigned one) the residency questions place on the host.
+
+A parameter defaulting to ``None`` that the branch fills (``if max_q is None: max_q =
+int(lens.max().item())``) is the caller's copy: the read runs where a caller leaves it
+out. Where every caller passes it, the branch is dropped (``fallbacks``); where a caller
+that may run per step is seen leaving it out (``execution.omitted_params``), the read runs
+per step; where no caller shows either (``forward`` called through its module, a function
+no call names), how often is unknown.
 """
 
 from __future__ import annotations
@@ -27,15 +33,16 @@ from ..base import FileContext
 from ..fallbacks import literal_value
 from ..once import tested_against_none
 from ..walk import subtree
-from .locations import last_value, on_host
+from .locations import last_value, on_host, parameter_of
 
 
 def missing_mirror(node: cst.CSTNode, ctx: FileContext) -> str:
-    """The source of the host field whose absence ``node``'s branch is taken on (the body of
+    """Where ``node`` alone runs, as a clause (``the host copy `m` is missing``), for the
+    host field whose absence ``node``'s branch is taken on (the body of
     ``if m is None:``, ``if m < 0:``, ``if m <= 0:``, ``if not m:`` that fills ``m``; the
     ``else`` of ``if m is not None:``, ``if m >= 0:``, ``if m:`` whose body reads ``m``, an
     ``elif`` chain after one, also with ``and`` further conditions; the matching value of
-    a conditional expression); "" where none is."""
+    a conditional expression), or for the parameter a caller leaves out; "" where none is."""
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
@@ -43,9 +50,25 @@ def missing_mirror(node: cst.CSTNode, ctx: FileContext) -> str:
         if isinstance(ancestor, (cst.If, cst.IfExp)) and child in (ancestor.body, ancestor.orelse):
             tested = _absent_when(ancestor.test, taken_on_true=child is ancestor.body)
             if tested is not None and _is_mirror(tested, ancestor.test, ctx) and _copied(ancestor, tested, ctx):
-                return ctx.code(tested).strip()
+                return f"the host copy `{ctx.code(tested).strip()}` is missing"
+            if isinstance(tested, cst.Name) and _callers_copy(tested, ancestor, ctx):
+                return f"a caller leaves out the parameter `{tested.value}`"
         child = ancestor
     return ""
+
+
+def _callers_copy(tested: cst.Name, branch: cst.If | cst.IfExp, ctx: FileContext) -> bool:
+    """``tested`` is a parameter of the enclosing function defaulting to ``None`` that the
+    branch's body assigns, and no caller that may run per step is seen leaving it out."""
+    found = parameter_of(tested, ctx)
+    if found is None or not (isinstance(found[1].default, cst.Name) and found[1].default.value == "None"):
+        return False
+    if isinstance(branch, cst.IfExp) or not any(
+            isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == tested.value
+            for n in subtree(branch.body)):
+        return False
+    where = ctx.execution.at(ctx.span(found[0].name).line)
+    return where is not None and (where.qualname, tested.value) not in ctx.execution.omitted_params
 
 
 def _copied(branch: cst.If | cst.IfExp, tested: cst.BaseExpression, ctx: FileContext) -> bool:
