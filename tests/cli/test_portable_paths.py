@@ -3,19 +3,22 @@ device, or the platform lacks an optional kernel: its frequency is unknown, neve
 The same read behind a configuration flag, a parameter test or a CUDA-only branch stays per
 step. A read of a parameter's fallback (``if max_q is None: max_q = ...item()``) runs where
 a caller leaves the parameter out: per step where such a caller is seen, unknown where no
-caller shows. End to end through ``review --diff``, no configuration, in two engines' styles."""
+caller shows. End to end through ``review --diff``, no configuration, in two engines' styles;
+each test reviews its variants as the files of one change."""
 
 from __future__ import annotations
-
-import pytest
 
 SYNC_RULES = ("host-sync-in-hot-path", "device-scalar-read-in-hot-path")
 
 
-def _contexts(review_added, path: str, text: str) -> dict[int, str]:
-    """How often the review says each synchronizing finding of ``text`` runs, by line."""
-    findings = review_added({path: text})
-    return {f["line"]: f["execution"]["context"] for f in findings if f["rule"] in SYNC_RULES}
+def _contexts(review_added, variants: dict[str, str]) -> dict[str, dict[int, str]]:
+    """How often the review of one change adding every variant (path -> text) says each
+    synchronizing finding runs, by path and line."""
+    found: dict[str, dict[int, str]] = {path: {} for path in variants}
+    for finding in review_added(variants):
+        if finding["rule"] in SYNC_RULES:
+            found[finding["path"]][finding["line"]] = finding["execution"]["context"]
+    return found
 
 
 # SGLang's KV read-table style: a plain PyTorch loop for tensors off CUDA, a kernel otherwise.
@@ -36,16 +39,17 @@ class ReadTable(torch.nn.Module):
 '''
 
 
-@pytest.mark.parametrize(("test", "context"), [
-    ("not req_to_token.is_cuda", "unknown"),
-    ('req_to_token.device.type != "cuda"', "unknown"),
-    ('req_to_token.device.type == "mps"', "unknown"),
-    ("not self.use_triton", "per-step"),
-    ('req_to_token.device.type == "cuda"', "per-step"),
-], ids=["not-is-cuda", "type-not-cuda", "other-device", "configuration-flag", "cuda-branch"])
-def test_a_branch_taken_off_cuda_is_of_unknown_frequency(review_added, test, context):
-    contexts = _contexts(review_added, "sglang/kernels/ops/kvcache/read_table.py", SGLANG_TABLE.replace("TEST", test))
-    assert contexts.get(12) == context, contexts
+def test_a_branch_taken_off_cuda_is_of_unknown_frequency(review_added):
+    expected = {
+        "not req_to_token.is_cuda": "unknown",
+        'req_to_token.device.type != "cuda"': "unknown",
+        'req_to_token.device.type == "mps"': "unknown",
+        "not self.use_triton": "per-step",  # a configuration flag picks a path the step may always take
+        'req_to_token.device.type == "cuda"': "per-step",
+    }
+    paths = {f"sglang/kernels/ops/kvcache/read_table_{i}.py": test for i, test in enumerate(expected)}
+    found = _contexts(review_added, {path: SGLANG_TABLE.replace("TEST", test) for path, test in paths.items()})
+    assert {test: found[path].get(12) for path, test in paths.items()} == expected, found
 
 
 # vLLM's sampler style: CUDA tensors leave for a kernel first; the rest is the portable path.
@@ -64,15 +68,16 @@ class RejectionSampler(nn.Module):
 '''
 
 
-@pytest.mark.parametrize(("test", "context"), [
-    ("probs.is_cuda", "unknown"),
-    ("rejection_kernel is not None", "unknown"),
-    ("top_ks is not None", "per-step"),
-    ("probs.dim() == 1", "per-step"),
-], ids=["left-on-cuda", "left-with-kernel", "parameter-test", "shape-test"])
-def test_code_after_a_return_on_cuda_or_with_a_kernel_is_of_unknown_frequency(review_added, test, context):
-    contexts = _contexts(review_added, "vllm/v1/sample/rejection.py", VLLM_REJECTION.replace("TEST", test))
-    assert contexts.get(11) == context, contexts
+def test_code_after_a_return_on_cuda_or_with_a_kernel_is_of_unknown_frequency(review_added):
+    expected = {
+        "probs.is_cuda": "unknown",
+        "rejection_kernel is not None": "unknown",
+        "top_ks is not None": "per-step",  # a parameter, not an optional kernel
+        "probs.dim() == 1": "per-step",
+    }
+    paths = {f"vllm/v1/sample/rejection_{i}.py": test for i, test in enumerate(expected)}
+    found = _contexts(review_added, {path: VLLM_REJECTION.replace("TEST", test) for path, test in paths.items()})
+    assert {test: found[path].get(11) for path, test in paths.items()} == expected, found
 
 
 # SGLang's speculative-decoding style: an optional kernel, None where the platform has none.
@@ -86,6 +91,7 @@ HAS_FAST_PATH = True
 
 class Renorm(nn.Module):
     def forward(self, probs, top_ks):
+        BOUND
         if TEST:
             return BODY
         max_top_k = int(top_ks.max().item())
@@ -93,22 +99,19 @@ class Renorm(nn.Module):
 '''
 
 
-@pytest.mark.parametrize(("test", "body", "context"), [
-    ("top_k_renorm_prob", "top_k_renorm_prob(probs, top_ks)", "unknown"),
-    ("HAS_FAST_PATH", "probs", "per-step"),
-], ids=["called-kernel", "flag-not-called"])
-def test_a_truth_test_is_a_kernel_only_where_the_branch_calls_it(review_added, test, body, context):
-    text = SGLANG_RENORM.replace("TEST", test).replace("BODY", body)
-    contexts = _contexts(review_added, "sglang/srt/speculative/renorm.py", text)
-    assert contexts.get(13) == context, contexts
-
-
-def test_a_function_binding_the_name_has_no_optional_kernel(review_added):
-    text = SGLANG_RENORM.replace("TEST", "top_k_renorm_prob is not None").replace("BODY", "top_k_renorm_prob(probs, top_ks)")
-    text = text.replace("    def forward(self, probs, top_ks):\n", "    def forward(self, probs, top_ks):\n"
-                        "        top_k_renorm_prob = self.renorm\n")
-    contexts = _contexts(review_added, "sglang/srt/speculative/renorm.py", text)
-    assert contexts.get(14) == "per-step", contexts
+def test_an_optional_kernel_is_a_global_the_leaving_branch_calls(review_added):
+    variants = {
+        "called-kernel": ("top_k_renorm_prob", "top_k_renorm_prob(probs, top_ks)", "pass", "unknown"),
+        "flag-not-called": ("HAS_FAST_PATH", "probs", "pass", "per-step"),
+        "bound-in-function": ("top_k_renorm_prob is not None", "top_k_renorm_prob(probs, top_ks)",
+                              "top_k_renorm_prob = self.renorm", "per-step"),
+    }
+    paths = {f"sglang/srt/speculative/renorm_{i}.py": name for i, name in enumerate(variants)}
+    found = _contexts(review_added, {
+        path: SGLANG_RENORM.replace("TEST", variants[name][0]).replace("BODY", variants[name][1])
+        .replace("BOUND", variants[name][2])
+        for path, name in paths.items()})
+    assert {name: found[path].get(14) for path, name in paths.items()} == {n: v[3] for n, v in variants.items()}, found
 
 
 # SGLang's diffusion style: a length the pipeline computed once, passed to the module's forward.
@@ -123,35 +126,30 @@ class VideoTransformer(nn.Module):
         return hidden_states[:, :max_text_seq_len]
 '''
 
-# vLLM's attention-op style: a helper whose per-step caller leaves the host bound out.
+# vLLM's attention-op style: a helper whose per-step caller may leave the host bound out.
 VLLM_PACK = '''import torch
 from torch import nn
 
 
-def pack_seq(x, lengths, max_len=None):
+def pack_seq_INDEX(x, lengths, max_len=None):
     if max_len is None:
         max_len = int(lengths.max().item())
     return x[:, :max_len]
 
 
-class Indexer(nn.Module):
+class IndexerINDEX(nn.Module):
     def forward(self, x, lengths, bound):
-        return CALL
+        return pack_seq_INDEX(x, lengths, CALL)
 '''
 
 
-def test_a_forward_parameter_fallback_is_of_unknown_frequency(review_added):
-    contexts = _contexts(review_added, "sglang/multimodal_gen/runtime/models/dits/video.py", SGLANG_TEXT_LENGTH)
-    assert contexts.get(8) == "unknown", contexts
-
-
-@pytest.mark.parametrize("call", ["pack_seq(x, lengths, max_len=None)", "pack_seq(x, lengths)"],
-                         ids=["passed-none", "left-out"])
-def test_a_parameter_fallback_a_per_step_caller_takes_stays_per_step(review_added, call):
-    contexts = _contexts(review_added, "vllm/v1/attention/ops/pack.py", VLLM_PACK.replace("CALL", call))
-    assert contexts.get(7) == "per-step", contexts
-
-
-def test_a_parameter_fallback_every_caller_fills_is_not_reported(review_added):
-    contexts = _contexts(review_added, "vllm/v1/attention/ops/pack.py", VLLM_PACK.replace("CALL", "pack_seq(x, lengths, bound)"))
-    assert 7 not in contexts, contexts
+def test_a_parameter_fallback_runs_where_a_caller_leaves_the_parameter_out(review_added):
+    calls = {"passed-none": ("max_len=None", "per-step"), "left-out": ("", "per-step"),
+             "always-passed": ("bound", None)}  # every caller fills it: the fallback is dropped
+    paths = {f"vllm/v1/attention/ops/pack_{i}.py": name for i, name in enumerate(calls)}
+    variants = {path: VLLM_PACK.replace("INDEX", str(i)).replace(", CALL", f", {calls[name][0]}" if calls[name][0] else "")
+                for i, (path, name) in enumerate(paths.items())}
+    forward = "sglang/multimodal_gen/runtime/models/dits/video.py"
+    found = _contexts(review_added, {**variants, forward: SGLANG_TEXT_LENGTH})
+    assert {name: found[path].get(7) for path, name in paths.items()} == {n: c[1] for n, c in calls.items()}, found
+    assert found[forward].get(8) == "unknown", found  # a module's forward: no caller shows
