@@ -471,8 +471,7 @@ class CallContexts:
         passed = set(asked)
         seen_call = False
         for call in self.repository.callers(function.name):
-            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
-                    or self._offline_file(call.caller.partition("::")[0]):
+            if not self._may_reach(call, function_id):
                 continue  # another function of the name; import time or tests: never per step
             if self._runs_cold(call.caller):
                 continue
@@ -500,8 +499,7 @@ class CallContexts:
             return frozenset()
         omitted: set[str] = set()
         for call in self.repository.callers(function.name):
-            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
-                    or self._offline_file(call.caller.partition("::")[0]) or self._runs_cold(call.caller):
+            if not self._may_reach(call, function_id) or self._runs_cold(call.caller):
                 continue
             for arguments in self.repository.call_arguments(call.caller, call.callee) or ():
                 placed, spread, mapping = _placed(function, call.callee, arguments)
@@ -526,8 +524,7 @@ class CallContexts:
         withheld = set(function.default_tested)
         seen_call = False
         for call in self.repository.callers(function.name):
-            if (call.target is not None and call.target != function_id) or _pseudo(call.caller) \
-                    or self._offline_file(call.caller.partition("::")[0]):
+            if not self._may_reach(call, function_id):
                 continue
             sites = self.repository.call_arguments(call.caller, call.callee)
             if not sites:
@@ -540,6 +537,13 @@ class CallContexts:
                 if not withheld:
                     return frozenset()
         return frozenset(withheld) if seen_call else frozenset()
+
+    def _may_reach(self, call: Caller, function_id: str) -> bool:
+        """A call by the function's name that may run it: resolved to it or not resolved
+        (one resolved to another function of the name does not), made outside import time
+        and outside tests and ``cold-paths``."""
+        return (call.target is None or call.target == function_id) and not _pseudo(call.caller) \
+            and not self._offline_file(call.caller.partition("::")[0])
 
     def _runs_cold(self, function_id: str) -> bool:
         """The function is proven one-time or per-request: nothing it calls runs per step

@@ -28,6 +28,7 @@ import libcst as cst
 
 from ..base import FileContext
 from ..fallbacks import literal_value
+from ..guard_bodies import guard_body
 from ..once import tested_against_none
 from ..walk import binds, subtree
 
@@ -70,23 +71,19 @@ def _after_exit(block: cst.IndentedBlock, statement: cst.BaseStatement, ctx: Fil
     for earlier in block.body:
         if earlier is statement:
             return ""
-        if not (isinstance(earlier, cst.If) and earlier.orelse is None and _leaves(earlier.body)):
+        if not isinstance(earlier, cst.If) or earlier.orelse is not None:
             continue
         cuda = _cuda_test(earlier.test, holds=True)
+        kernel = "" if cuda is not None else _missing_kernel(earlier.test, taken_on_true=False, ctx=ctx, node=earlier)
+        if cuda is None and not kernel:
+            continue
+        body = guard_body(earlier, ctx)  # read from the whole file: a region may drop the ``return``
+        if body is None or not body.exits:
+            continue
         if cuda is not None:
             return f"the tensors are off the CUDA device (`{ctx.code(cuda).strip()}` is false: the function left earlier)"
-        kernel = _missing_kernel(earlier.test, taken_on_true=False, ctx=ctx, node=earlier)
-        if kernel:
-            return f"the optional kernel `{kernel}` is missing"
+        return f"the optional kernel `{kernel}` is missing"
     return ""
-
-
-def _leaves(body: cst.BaseSuite) -> bool:
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-    last = statements[-1] if statements else None
-    small = last.body if isinstance(last, cst.SimpleStatementLine) else (
-        body.body if isinstance(body, cst.SimpleStatementSuite) else [])
-    return any(isinstance(s, (cst.Return, cst.Raise)) for s in small[-1:])
 
 
 def _cuda_test(test: cst.BaseExpression, *, holds: bool) -> cst.BaseExpression | None:
