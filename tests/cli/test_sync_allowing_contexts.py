@@ -82,3 +82,77 @@ def test_a_project_names_its_own_sync_allowing_blocks(repo, cli, configured, rep
     assert run.code in (0, 1), run.err
     lines = {f["line"] for f in run.json()["findings"]}
     assert (10 in lines) is reported, run.json()["findings"]
+
+
+# vLLM's data-parallel sync style: the reads sit in private helpers that the caller runs
+# inside the allowing block, chosen by a conditional expression where the tensor may be on
+# the host (Gloo) instead.
+VLLM_DP_SYNC = '''import torch
+from contextlib import nullcontext
+from torch import nn
+
+from vllm.utils.gpu_sync_debug import gpu_sync_allowed
+
+
+def HELPER(tensor):
+    return int(tensor[3, :].min().item())
+INTERMEDIATE
+
+class DPSyncNAME(nn.Module):
+    def forward(self, tensor, gloo):
+        with CONTEXT:
+            mode = CALLED(tensor)
+        OUTSIDE
+        return tensor, mode
+'''
+
+
+def _dp_sync(name: str, context: str, *, helper: str = "", called: str = "", outside: str = "") -> str:
+    helper = helper or f"_min_mode_{name}"
+    intermediate = f"\n\ndef {called}(tensor):\n    return HELPER(tensor)\n" if called else ""
+    text = VLLM_DP_SYNC.replace("INTERMEDIATE", intermediate)
+    text = text.replace("HELPER", helper).replace("CALLED", called or helper).replace("CONTEXT", context)
+    return text.replace("OUTSIDE", outside.replace("HELPER", helper)).replace("NAME", name)
+
+
+def test_a_helper_run_only_inside_an_allowing_block_is_acknowledged(review_added):
+    variants = {
+        "allowed": (_dp_sync("a", "gpu_sync_allowed()"), False),
+        "chosen-by-a-conditional": (_dp_sync("b", "(nullcontext() if gloo else gpu_sync_allowed())"), False),
+        "through-a-private-caller": (_dp_sync("c", "gpu_sync_allowed()", called="_post_process_c"), False),
+        "look-alike-block": (_dp_sync("d", "torch.no_grad()"), True),
+        "also-called-outside": (_dp_sync("e", "gpu_sync_allowed()", outside="mode += HELPER(tensor)"), True),
+        "public-helper": (_dp_sync("f", "gpu_sync_allowed()", helper="min_mode_f"), True),  # callers elsewhere may not allow it
+    }
+    paths = {name: f"vllm/v1/worker/dp_utils_{i}.py" for i, name in enumerate(variants)}
+    found = review_added({paths[name]: text for name, (text, _) in variants.items()})
+    reported = {f["path"] for f in found if f["rule"] == "host-sync-in-hot-path" and f["line"] == 9}
+    assert {name: paths[name] in reported for name in variants} == {name: r for name, (_, r) in variants.items()}, found
+
+
+SGLANG_SCHEDULER = '''import torch
+from torch import nn
+
+from sglang.srt.utils import allow_host_sync
+
+
+def _longest(lengths):
+    return lengths.max().item()
+
+
+class LogitsProcessor(nn.Module):
+    def forward(self, hidden, lengths):
+        with allow_host_sync("sampling needs the lengths"):
+            longest = _longest(lengths)
+        return hidden[:, :longest]
+'''
+
+
+@pytest.mark.parametrize(("configured", "reported"), [
+    ('[tool.rltrefactor.names]\nextend-sync-allowing-contexts = ["allow_host_sync"]\n', False),
+    ("", True),
+], ids=["named-by-the-project", "unnamed"])
+def test_a_helper_of_a_project_named_block_is_acknowledged(review_added, configured, reported):
+    base = {"README.md": "engine\n", **({"pyproject.toml": configured} if configured else {})}
+    found = review_added({"sglang/srt/layers/logits_processor.py": SGLANG_SCHEDULER}, base)
+    assert any(f["line"] == 8 and f["rule"] == "host-sync-in-hot-path" for f in found) is reported, found

@@ -94,6 +94,7 @@ class ExecutionMap:
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
     host_class_fields: frozenset[str] = frozenset()  # ``module.Class.field`` holding host tensors only (call index)
     omitted_params: frozenset[tuple[str, str]] = frozenset()  # (qualname, parameter) a per-step caller leaves out (call index)
+    acknowledged: frozenset[str] = frozenset()  # qualnames run only where synchronizations are allowed (call index)
 
     def at(self, line: int) -> FunctionExecution | None:
         """The innermost function holding ``line``; None at module level (or in a class body
@@ -124,6 +125,9 @@ class RepositoryContexts(Protocol):
 
     @property
     def omitted_params(self) -> frozenset[tuple[str, str]]: ...  # (qualname, parameter) a per-step caller leaves out
+
+    @property
+    def acknowledged(self) -> frozenset[str]: ...  # qualnames run only where synchronizations are allowed
 
     @property
     def following_calls(self) -> frozenset[tuple[str, str, int]]: ...  # calls returning where an argument lives
@@ -200,7 +204,8 @@ def execution_map(tree: Tree, declared: Declared = NOTHING_DECLARED,
         repository.withheld_params if repository is not None else frozenset(),
         repository.following_calls if repository is not None else frozenset(),
         repository.host_class_fields if repository is not None else frozenset(),
-        repository.omitted_params if repository is not None else frozenset())
+        repository.omitted_params if repository is not None else frozenset(),
+        repository.acknowledged if repository is not None else frozenset())
 
 
 _HOT_PATHS_EVIDENCE = "the file is under hot-paths"

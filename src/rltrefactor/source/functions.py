@@ -250,6 +250,21 @@ def under_gate(node: Node, function: Node, gates: re.Pattern[str]) -> bool:
     return False
 
 
+def in_allowing_with(node: Node, function: Node, allowing: re.Pattern[str]) -> bool:
+    """``node`` sits, within ``function``, in the body of a ``with`` one of whose items
+    calls a context manager ``allowing`` names (``with gpu_sync_allowed():``, also chosen
+    by a conditional expression: ``with (nullcontext() if gloo else gpu_sync_allowed()):``)."""
+    child, parent = node, node.parent
+    while parent is not None and parent != function:
+        if parent.type == "with_statement" and child == parent.child_by_field_name("body"):
+            clause = next((c for c in parent.named_children if c.type == "with_clause"), None)
+            if clause is not None and any(allowing.search(text_of(callee))
+                                          for callee in treesitter.captures("(call function: (_) @callee)", clause).get("callee", [])):
+                return True
+        child, parent = parent, parent.parent
+    return False
+
+
 _SELF_ATTRIBUTE = re.compile(r"self\.(\w+)")
 _UNSET_FLAG = re.compile(r"not\s+self\.(\w+)|self\.(\w+)\s+is\s+None|not\s+hasattr\(\s*self\s*,\s*[\"'](\w+)[\"']\s*\)")
 _SET_FLAG = re.compile(r"self\.(\w+)|getattr\(\s*self\s*,\s*[\"'](\w+)[\"']\s*(?:,[^)]*)?\)")

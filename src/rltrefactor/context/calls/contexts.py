@@ -109,6 +109,7 @@ class CallContexts:
         self._host: dict[str, bool] = {}
         self._host_backend: dict[str, bool] = {}  # function id -> a CPU backend's method
         self._instances: dict[str, Verdict | None] = {}
+        self._acknowledged: dict[str, bool] = {}
 
     # -- contexts ---------------------------------------------------------------------------
 
@@ -538,6 +539,24 @@ class CallContexts:
                     return frozenset()
         return frozenset(withheld) if seen_call else frozenset()
 
+    def acknowledged(self, function_id: str, depth: int = 0) -> bool:
+        """Every call that may reach the function (``_may_reach``) is made where the engine
+        allows host-device synchronizations: in the body of a ``with`` of one of the
+        ``sync-allowing-contexts`` (``Caller.allowed``), or in a function itself acknowledged;
+        at least one such call is seen. Such a manager's scope is dynamic (vLLM's checker
+        reads a context variable), so what it allows, its callees do. Only a private
+        function: a public one may be called from code the repository does not hold."""
+        function = self.repository.function(function_id)
+        if function is None or not function.name.startswith("_") or function.name.startswith("__") \
+                or depth > _MAX_ALLOWED_DEPTH:
+            return False
+        found = self._acknowledged.get(function_id)
+        if found is None:
+            calls = [c for c in self.repository.callers(function.name) if self._may_reach(c, function_id)]
+            found = bool(calls) and all(c.allowed or self.acknowledged(c.caller, depth + 1) for c in calls)
+            self._acknowledged[function_id] = found
+        return found
+
     def _may_reach(self, call: Caller, function_id: str) -> bool:
         """A call by the function's name that may run it: resolved to it or not resolved
         (one resolved to another function of the name does not), made outside import time
@@ -696,6 +715,7 @@ def _found_none(value: str, caller_text: bytes) -> bool:
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 # How many callers deep a parameter handed on as the caller's own optional one is followed.
 _MAX_FORWARDED = 2
+_MAX_ALLOWED_DEPTH = 3  # callers followed up to a ``with`` that allows synchronizations
 
 
 def _pseudo(caller: str) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...source import treesitter
-from ...source.functions import under_gate
+from ...source.functions import in_allowing_with, under_gate
 from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
 from ...source.tensor_places import RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 
@@ -78,6 +78,10 @@ class FunctionFacts:
     # (``==``, ``!=``, ``is``): what runs only when one differs from its default runs as often
     # as the calls that give it (``CallContexts.withheld_parameters``).
     default_tested: tuple[str, ...] = ()
+    # Callees whose every call here sits in the body of a ``with`` of a context manager
+    # under which the engine allows host-device synchronizations (``sync-allowing-contexts``):
+    # ``CallContexts.acknowledged``.
+    allowed_calls: tuple[str, ...] = ()
     name: str = field(init=False, repr=False, compare=False)  # the last part of the qualname
 
     def __post_init__(self) -> None:
@@ -119,7 +123,7 @@ def facts_to_json(facts: FileFacts) -> dict[str, Any]:
     return {
         "functions": [[f.qualname, f.owner, f.parent, f.decorators, f.start_line, f.end_line, f.calls, f.loop_calls,
                        f.params, f.locals, f.returns, f.parameters, f.call_args, f.instance_uses, f.gated_calls,
-                       f.none_defaults, f.none_tested, f.coroutine, f.default_tested]
+                       f.none_defaults, f.none_tested, f.coroutine, f.default_tested, f.allowed_calls]
                       for f in facts.functions],
         "classes": [[c.qualname, c.bases, c.attributes, c.fields, c.tensor_fields] for c in facts.classes],
         "imports": facts.imports, "import_calls": facts.import_calls, "main_calls": facts.main_calls,
@@ -132,8 +136,8 @@ def facts_from_json(data: dict[str, Any]) -> FileFacts:
     functions = tuple(
         FunctionFacts(str(q), str(o), str(p), str(d), int(s), int(e), tuple(c), tuple(lc), _pairs(pa), _pairs(lo), tuple(r),
                       tuple(map(str, ps)), _pairs(ca), tuple(map(str, iu)), tuple(map(str, g)), tuple(map(str, nd)),
-                      tuple(map(str, nt)), bool(co), tuple(map(str, dt)))
-        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co, dt in data["functions"]
+                      tuple(map(str, nt)), bool(co), tuple(map(str, dt)), tuple(map(str, al)))
+        for q, o, p, d, s, e, c, lc, pa, lo, r, ps, ca, iu, g, nd, nt, co, dt, al in data["functions"]
     )
     classes = tuple(ClassFacts(str(q), tuple(b), _pairs(a), tuple(map(str, f)), tuple(map(str, t)))
                     for q, b, a, f, t in data["classes"])
@@ -218,11 +222,16 @@ class _Builder:
         self.gated: set[str] = set()  # callees with a call under a gate (``under_gate``)
         self.field_writes: set[tuple[str, str, str, str]] = set()  # ``FileFacts.field_writes``
         self.ungated: set[str] = set()  # ... and with one elsewhere
+        self.allowed: set[str] = set()  # callees with a call where synchronizations are allowed (``in_allowing_with``)
+        self.unallowed: set[str] = set()  # ... and with one elsewhere
 
 
-def read_facts(tree: tree_sitter.Tree, gates: re.Pattern[str] | None = None) -> FileFacts:
+def read_facts(tree: tree_sitter.Tree, gates: re.Pattern[str] | None = None,
+               allowing: re.Pattern[str] | None = None) -> FileFacts:
     """The facts of the file whose tree-sitter ``tree`` is given; ``gates``: names of the
-    conditions that hold only in opt-in diagnostics (``cold-conditions``), None: none."""
+    conditions that hold only in opt-in diagnostics (``cold-conditions``), ``allowing``:
+    of the context managers that allow synchronizations (``sync-allowing-contexts``);
+    None: none."""
     captures = treesitter.captures(_QUERY, tree.root_node)
     functions, classes, scopes = _definitions(walk_definitions(tree, captures.get("function", []) + captures.get("class", [])))
     imports = tuple(item for node in captures.get("import", []) for item in _imports(node))
@@ -247,7 +256,7 @@ def read_facts(tree: tree_sitter.Tree, gates: re.Pattern[str] | None = None) -> 
             owner = open_scopes[-1][2]
         else:
             owner = main if any(start <= byte < end for start, end in main_ranges) else module
-        _record(owner, kind, node, byte, gates)
+        _record(owner, kind, node, byte, gates, allowing)
     facts = tuple(_function_facts(b) for b in functions)
     class_facts = tuple(ClassFacts(b.qualname, _bases(b.node), tuple(b.attributes), *_fields(b.node)) for b in classes)
     writes = sorted({write for b in functions for write in b.field_writes})
@@ -273,7 +282,8 @@ def _definitions(defs: DefinitionMap) -> tuple[list[_Builder], list[_Builder], l
     return functions, classes, scopes
 
 
-def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern[str] | None = None) -> None:
+def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern[str] | None = None,
+            allowing: re.Pattern[str] | None = None) -> None:
     if kind == "loop":
         if owner.node.type == "function_definition" and _waits(node):
             owner.loops.append((node.start_byte, node.end_byte))
@@ -285,6 +295,8 @@ def _record(owner: _Builder, kind: str, node: Node, byte: int, gates: re.Pattern
                 owner.loop_calls.append(callee)
             if gates is not None and owner.node.type == "function_definition":
                 (owner.gated if under_gate(node, owner.node, gates) else owner.ungated).add(callee)
+            if allowing is not None and owner.node.type == "function_definition":
+                (owner.allowed if in_allowing_with(node, owner.node, allowing) else owner.unallowed).add(callee)
             arguments = node.parent.child_by_field_name("arguments") if node.parent is not None else None
             owner.call_sites.append((callee, _arguments(arguments, owner, constructs(callee)) if arguments is not None else ""))
             if arguments is not None and owner.node.type == "function_definition" and callee.rpartition(".")[2] in _FIELD_SETTERS:
@@ -654,6 +666,7 @@ def _function_facts(builder: _Builder) -> FunctionFacts:
         parameter_names(parameters), tuple(site for site in builder.call_sites if site[0] in passed_host or constructs(site[0])),
         tuple(builder.instance_uses), tuple(sorted(builder.gated - builder.ungated)),
         *_none_defaults(node, parameters), _is_coroutine(node), _default_tested(node, parameters),
+        tuple(sorted(builder.allowed - builder.unallowed)),
     )
 
 

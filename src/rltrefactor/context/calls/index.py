@@ -53,7 +53,7 @@ from ...types import ChangeSet
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
-_FORMAT = "24"
+_FORMAT = "25"
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "__pycache__", "node_modules", ".tox", ".mypy_cache"})
 _MAX_BYTES = 2 * 1024 * 1024
 
@@ -74,6 +74,7 @@ class FileContexts:
     following_calls: frozenset[tuple[str, str, int]] = frozenset()
     # ``module.Class.field`` of each dataclass field the file reads that holds host tensors only (``fields``)
     host_class_fields: frozenset[str] = frozenset()
+    acknowledged: frozenset[str] = frozenset()  # qualnames run only where synchronizations are allowed
 
     @cached_property
     def _by_name(self) -> dict[str, tuple[str, str]]:
@@ -89,7 +90,8 @@ class FileContexts:
         return hashlib.sha256(repr((self.functions, sorted(self.host_calls), sorted(self.host_params),
                                     sorted(self.host_fields), sorted(self.passed_params),
                                     sorted(self.withheld_params), sorted(self.following_calls),
-                                    sorted(self.host_class_fields), sorted(self.omitted_params))).encode()).hexdigest()[:16]
+                                    sorted(self.host_class_fields), sorted(self.omitted_params),
+                                    sorted(self.acknowledged))).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -122,14 +124,15 @@ def build_index(
         return CallIndex()
     told = sorted(blobs) if paths is None else sorted(set(paths) & blobs.keys())
     gates = names_for(config.names).regex("cold-conditions")
-    store = _FactsCache(cache_dir, gates) if cache_dir is not None else None
+    allowing = names_for(config.names).regex("sync-allowing-contexts")
+    store = _FactsCache(cache_dir, gates, allowing) if cache_dir is not None else None
     # The same files, settings and questions give the same index: a re-run reads it whole.
     asked = {path: sorted(lines[path]) for path in told if path in lines} if lines is not None else {}
     key = hashlib.sha256(repr((sorted(blobs.items()), told, sorted(asked.items()), config.hot_functions, config.cold_functions, config.names, config.protocols, config.test_paths, config.cold_paths)).encode()).hexdigest()
     known = store.get_index(key) if store is not None else None
     if known is not None:
         return known
-    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of, gates)
+    facts = _Facts(root, blobs, store, told if paths is not None else (), tree_of, gates, allowing)
     index = _told(Repository(facts.texts(), facts.load, _offline_paths(config)), config, told, asked)
     index = CallIndex(index.files, parsed=facts.parsed, indexed=len(blobs))
     if store is not None:
@@ -155,9 +158,10 @@ def _told(repository: Repository, config: Config, paths: Iterable[str], lines: M
         passed = {(f.partition("::")[2], p) for f in asked for p in contexts.passed_parameters(f)}
         withheld = {(f.partition("::")[2], p) for f in asked for p in contexts.withheld_parameters(f)}
         omitted = {(f.partition("::")[2], p) for f in asked for p in contexts.omitted_parameters(f)}
+        acknowledged = frozenset(f.partition("::")[2] for f in asked if contexts.acknowledged(f))
         files[path] = FileContexts(path, tuple(verdicts), contexts.host_calls(asked), frozenset(host_params), fields,
                                    frozenset(passed), frozenset(withheld), frozenset(omitted),
-                                   contexts.following_calls(asked), class_fields.read_in(path))
+                                   contexts.following_calls(asked), class_fields.read_in(path), acknowledged)
     return CallIndex(files, indexed=len(repository.paths))
 
 
@@ -266,9 +270,11 @@ class _Facts:
     def __init__(
         self, root: str, blobs: Mapping[str, str], store: _FactsCache | None, reviewed: Iterable[str] = (),
         tree_of: Callable[[str, str], Tree | None] | None = None, gates: re.Pattern[str] | None = None,
+        allowing: re.Pattern[str] | None = None,
     ) -> None:
         self.root, self.blobs, self.store = root, blobs, store
         self.gates = gates  # ``cold-conditions``: calls under them are ``FunctionFacts.gated_calls``
+        self.allowing = allowing  # ``sync-allowing-contexts``: calls in them are ``FunctionFacts.allowed_calls``
         self.reviewed = frozenset(reviewed)  # the reviewer parses them too: their trees are shared
         self.tree_of = tree_of
         self.parsed = 0  # distinct blobs parsed this time
@@ -299,7 +305,7 @@ class _Facts:
                 self._by_blob[blob] = EMPTY_FACTS  # unreadable, too large or binary: defines nothing
                 continue
             text = data.decode("utf-8", "replace")
-            self._by_blob[blob] = read_facts(self._tree(path, text), self.gates)
+            self._by_blob[blob] = read_facts(self._tree(path, text), self.gates, self.allowing)
             self.parsed += 1
             if self.store is not None:
                 self.store.put(blob, self._by_blob[blob])
@@ -365,9 +371,9 @@ class _FactsCache:
     """One JSON document per blob, under the tool's cache directory; written to a
     temporary file and renamed into place, so a reader never sees half an entry."""
 
-    def __init__(self, directory: str, gates: re.Pattern[str] | None = None) -> None:
-        # Facts depend on the gates they were read with (a configuration may change them).
-        said = hashlib.sha256((gates.pattern if gates is not None else "").encode()).hexdigest()[:8]
+    def __init__(self, directory: str, gates: re.Pattern[str] | None = None, allowing: re.Pattern[str] | None = None) -> None:
+        # Facts depend on the names they were read with (a configuration may change them).
+        said = hashlib.sha256(repr([p.pattern if p is not None else "" for p in (gates, allowing)]).encode()).hexdigest()[:8]
         self.directory = Path(directory) / f"callindex-v{_FORMAT}" / f"{code_stamp()[:16]}-{said}"
 
     def _entry(self, blob: str) -> Path:
@@ -394,8 +400,8 @@ class _FactsCache:
                                    frozenset((str(q), str(p)) for q, p in withheld),
                                    frozenset((str(q), str(p)) for q, p in omitted),
                                    frozenset((str(c), str(p), int(i)) for c, p, i in following),
-                                   frozenset(map(str, class_fields)))
-                for path, (functions, calls, params, fields, passed, withheld, omitted, following, class_fields)
+                                   frozenset(map(str, class_fields)), frozenset(map(str, acknowledged)))
+                for path, (functions, calls, params, fields, passed, withheld, omitted, following, class_fields, acknowledged)
                 in data["files"].items()
             }
             return CallIndex(files, parsed=0, indexed=int(data["indexed"]))
@@ -406,7 +412,7 @@ class _FactsCache:
         files = {path: [told.functions, sorted(told.host_calls), sorted(told.host_params), sorted(told.host_fields),
                         sorted(told.passed_params), sorted(told.withheld_params), sorted(told.omitted_params),
                         sorted(told.following_calls),
-                        sorted(told.host_class_fields)]
+                        sorted(told.host_class_fields), sorted(told.acknowledged)]
                  for path, told in index.files.items()}
         _write(self.directory / "index" / f"{key}.json", {"indexed": index.indexed, "files": files})
 

@@ -56,6 +56,7 @@ class Caller(NamedTuple):
     target: str | None  # the function id it resolves to; None where no rule resolves it
     in_loop: bool  # made inside the caller's long-running loop
     gated: bool = False  # made only under a diagnostics gate or a one-time guard (``FunctionFacts.gated_calls``)
+    allowed: bool = False  # made only where synchronizations are allowed (``FunctionFacts.allowed_calls``)
 
 
 # Method names builtin containers, strings, compiled patterns and loggers also have: a call
@@ -201,7 +202,9 @@ class Repository:
                 self.facts(path)
                 for caller, function, callee, in_loop in self._written[path].get(name, ()):
                     gated = function is not None and callee in function.gated_calls
-                    calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop, gated))
+                    allowed = function is not None and callee in function.allowed_calls
+                    calls.append(Caller(f"{path}::{caller}", callee, self._resolve(path, function, callee), in_loop, gated,
+                                        allowed))
             found = self._callers[name] = tuple(calls)
         return found
 

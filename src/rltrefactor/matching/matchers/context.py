@@ -94,19 +94,22 @@ def chosen_by(node: cst.CSTNode, ctx: FileContext) -> Iterator[cst.IfExp]:
 
 def in_sync_allowing_block(node: cst.CSTNode, ctx: FileContext) -> bool:
     """``node`` lies in the body of a ``with`` of one of the ``sync-allowing-contexts``
-    (``with gpu_sync_allowed():``) in its own function: a synchronization there is made
-    on purpose and says so."""
+    (``with gpu_sync_allowed():``, or one a conditional expression chooses) in its own
+    function, or in a function that runs only inside such blocks (the call index's
+    ``acknowledged``: the manager's scope is dynamic): a synchronization there is made on
+    purpose and says so."""
     allowing = ctx.names.regex("sync-allowing-contexts")
     child = node
     for ancestor in ctx.ancestors(node):
         if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
-            return False
+            break
         if isinstance(ancestor, cst.With) and child is ancestor.body and any(
-                isinstance(item.item, cst.Call) and allowing.search(dotted_name(item.item.func) or "")
-                for item in ancestor.items):
+                isinstance(call, cst.Call) and allowing.search(dotted_name(call.func) or "")
+                for item in ancestor.items for call in subtree(item.item)):
             return True
         child = ancestor
-    return False
+    where = ctx.function_at(node)
+    return where is not None and where.qualname in ctx.execution.acknowledged
 
 
 def after_host_wait(node: cst.CSTNode, ctx: FileContext) -> bool:

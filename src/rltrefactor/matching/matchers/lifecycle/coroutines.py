@@ -138,17 +138,32 @@ class RollbackSkippedOnCancellation:
             if function is None or function.asynchronous is None or not _awaits(statement.body):
                 continue
             for handler in statement.handlers:
-                rollback = self._rollback(handler) if _catches_exception(handler) and _reraises(handler) else None
+                rollback = self._rollback(handler, ctx) if _catches_exception(handler) and _reraises(handler) else None
                 if rollback is not None:
                     yield Match(handler, {"CALL": rollback, "FUNCTION": function.name.value})
 
-    def _rollback(self, handler: cst.ExceptHandler) -> str | None:
+    def _rollback(self, handler: cst.ExceptHandler, ctx: FileContext) -> str | None:
         for node in subtree(handler.body):
-            if isinstance(node, cst.Call):
+            if isinstance(node, cst.Call) and not _cancels_a_future(node, ctx):
                 name = dotted_name(node.func) or ""
                 if name_words(name.rpartition(".")[2]) & self.words:
                     return name
         return None
+
+
+# An asyncio future as the type engine prints it (``_asyncio.Future[Unknown]``); a Task
+# (``_asyncio.Task[None]``) runs work, and an executor's future may hold a queued call.
+_ASYNCIO_FUTURE = re.compile(r"(?:_asyncio|asyncio(?:\.futures)?)\.Future\b")
+
+
+def _cancels_a_future(call: cst.Call, ctx: FileContext) -> bool:
+    """``fut.cancel()`` of what the type engine proves an asyncio future (``loop.create_future()``):
+    nothing runs for it and it holds nothing, so cancelling it releases nothing; only its
+    awaiters are told."""
+    func = call.func
+    if not (isinstance(func, cst.Attribute) and func.attr.value == "cancel"):
+        return False
+    return _ASYNCIO_FUTURE.match(ctx.value_type(func.value) or "") is not None
 
 
 def _caught(handler: cst.ExceptHandler) -> list[str]:

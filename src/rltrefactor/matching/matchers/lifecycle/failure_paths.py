@@ -260,6 +260,8 @@ class RegistrationNotUndoneOnFailure:
             for index, later in enumerate(following):
                 if isinstance(later, (cst.Try, cst.With)):
                     break  # a guarded region decides for itself
+                if not isinstance(later, cst.SimpleStatementLine):
+                    continue  # a removal in a branch undoes one path; the others keep the entry on purpose
                 removal = self._removal(later, container, key, ctx)
                 if removal is not None:
                     if any(_may_raise(n) or isinstance(n, cst.Await) for s in following[:index] for n in subtree(s)):
