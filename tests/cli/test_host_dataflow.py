@@ -163,3 +163,52 @@ def test_the_parts_of_a_split_live_where_it_does(review_new_file, pinned, report
 def test_a_name_unpacked_from_a_written_tuple_is_its_own_element(review_new_file):
     found = review_new_file("sglang/srt/speculative/draft_batch.py", SGLANG_PAIR)
     assert 7 not in found and found.get(8) == "device-scalar-read-in-hot-path", found
+
+
+# SGLang's batch-result style: the result's fields are asserted copied to the host first.
+SGLANG_SPEC_TOKENS = '''import torch
+
+
+class SchedulerBatchResultProcessor:
+    def process_batch_result_decode(self, batch, result):
+        {assertion}
+        self.stats.observe(batch)
+        {reassigned}
+        next_token_ids = result.next_token_ids.tolist()
+        return next_token_ids
+'''
+
+# vLLM's input-batch style: a field of ``self`` asserted on the CPU in the same method.
+VLLM_INPUT_BATCH = '''import torch
+from torch import nn
+
+
+class InputBatchRunner(nn.Module):
+    def forward(self, hidden):
+        {assertion}
+        num_tokens = int(self.input_batch.num_tokens.max().item())
+        return hidden[:num_tokens]
+'''
+
+
+@pytest.mark.parametrize(("assertion", "reassigned", "reported"), [
+    ("assert result.next_token_ids.is_cpu", "", False),
+    ('assert result.accept_lens.is_cpu and result.next_token_ids.device.type == "cpu"', "", False),  # a conjunct
+    ("assert result.accept_lens.is_cpu", "", True),  # another field
+    ("assert result.next_token_ids.is_cpu", "result = self.resolve(result)", True),  # a new result since
+    ("if batch.is_prefill:\n            assert result.next_token_ids.is_cpu", "", True),  # only on one path
+], ids=["asserted", "conjunct", "other-field", "reassigned", "one-path"])
+def test_an_assertion_that_a_field_is_on_the_cpu_makes_it_a_host_value(review_new_file, assertion, reassigned, reported):
+    text = SGLANG_SPEC_TOKENS.format(assertion=assertion, reassigned=reassigned)
+    found = review_new_file("sglang/srt/managers/scheduler_components/batch_result_processor.py", text)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if ".tolist()" in l)
+    assert (line in found) is reported, found
+
+
+@pytest.mark.parametrize(("assertion", "reported"), [
+    ("assert self.input_batch.num_tokens.is_cpu", False),
+    ("assert self.input_batch.num_tokens.dim() == 1", True),
+], ids=["asserted-host", "unknown"])
+def test_an_assertion_on_a_field_of_self_makes_it_a_host_value(review_new_file, assertion, reported):
+    found = review_new_file("vllm/v1/worker/input_batch_runner.py", VLLM_INPUT_BATCH.format(assertion=assertion))
+    assert (8 in found) is reported, found

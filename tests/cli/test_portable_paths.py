@@ -153,3 +153,60 @@ def test_a_parameter_fallback_runs_where_a_caller_leaves_the_parameter_out(revie
     found = _contexts(review_added, {**variants, forward: SGLANG_TEXT_LENGTH})
     assert {name: found[path].get(7) for path, name in paths.items()} == {n: c[1] for n, c in calls.items()}, found
     assert found[forward].get(8) == "unknown", found  # a module's forward: no caller shows
+
+
+# SGLang's vision-attention style: the caller may pass the metadata it precomputed; the
+# other arm computes the same values from the sequence bounds.
+SGLANG_VISION = '''import torch
+from torch import nn
+
+
+class VisionFlash3Attention(nn.Module):
+    def forward(self, q, cu_seqlens, forward_metadata=None):
+        if TEST:
+            cu = cu_seqlens.to(q.device)
+            max_seqlen = (cu[1:] - cu[:-1]).max().item()
+        else:
+            OTHER
+        return q[:max_seqlen]
+'''
+
+# vLLM's metadata-builder style: a helper writes into the caller's buffer where it gets one.
+VLLM_VERIFY = '''import torch
+
+
+def build_verify_indices_INDEX(lens, out_indices=None):
+    clamped = lens.clamp_min(1)
+    if out_indices is None:
+        kv_indices = lens.new_empty((int(clamped.sum().item()),))
+    else:
+        kv_indices = OTHER
+    return kv_indices
+
+
+class VerifyBuilderINDEX(torch.nn.Module):
+    def forward(self, lens, buffer):
+        return build_verify_indices_INDEX(lens, CALL)
+'''
+
+
+def test_an_arm_that_stands_in_for_an_optional_parameter_runs_where_a_caller_leaves_it_out(review_added):
+    forwards = {  # (the branch's test, the other arm): how often the read at line 9 runs
+        "absent": ("forward_metadata is None", "max_seqlen = forward_metadata.max_seqlen", "unknown"),
+        "required-parameter": ("q is None", "max_seqlen = q.shape[0]", "per-step"),  # every caller gives one
+        "unrelated-arm": ("forward_metadata is None", "max_seqlen = 0", "per-step"),  # the other arm ignores the parameter
+    }
+    helpers = {  # (the call's argument, the other arm's value): how often the read at line 7 runs
+        "left-out": ("", "out_indices", "per-step"),
+        "always-passed": ("buffer", "out_indices", None),  # every caller fills it: the fallback is dropped
+    }
+    vision = {f"sglang/srt/layers/attention/vision_{i}.py": n for i, n in enumerate(forwards)}
+    verify = {f"vllm/v1/attention/backends/verify_{i}.py": n for i, n in enumerate(helpers)}
+    texts = {path: SGLANG_VISION.replace("TEST", forwards[n][0]).replace("OTHER", forwards[n][1]) for path, n in vision.items()}
+    for i, (path, name) in enumerate(verify.items()):
+        argument, other, _ = helpers[name]
+        texts[path] = VLLM_VERIFY.replace("INDEX", str(i)).replace("OTHER", other).replace(
+            ", CALL", f", {argument}" if argument else "")
+    found = _contexts(review_added, texts)
+    assert {n: found[p].get(9) for p, n in vision.items()} == {n: c[2] for n, c in forwards.items()}, found
+    assert {n: found[p].get(7) for p, n in verify.items()} == {n: c[2] for n, c in helpers.items()}, found

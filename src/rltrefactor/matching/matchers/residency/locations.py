@@ -30,9 +30,11 @@ whether a host value is also pinned: ``pinned.is_pinned``) and never reports kno
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
+from ....source import treesitter
 from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
@@ -41,6 +43,9 @@ from ..imports import dotted_name
 from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_class_field, reads_host_field
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 _FACTORIES = frozenset(
     "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
@@ -152,6 +157,8 @@ def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
         # does not, as a model is often built under a default device (``with device:``).
         return all(on_host(v.value, ctx, depth + 1) and not _bare_factory(v.value, ctx) for v in values)
     if _names_cpu(expr, ctx):
+        return True
+    if isinstance(expr, cst.Attribute) and _asserted_host_field(expr, ctx):
         return True
     if isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
         return on_host(expr.elt, ctx, depth + 1)
@@ -465,6 +472,66 @@ def _asserted_host(name: cst.Name, ctx: FileContext) -> bool:
         elif isinstance(node, cst.Assign) and not _holds(node, name, ctx):
             asserted = False
     return asserted
+
+
+_CPU_FIELD_TEST = re.compile(r"([A-Za-z_][\w.]*)\.(?:is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])")
+
+
+def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
+    """After ``assert result.next_token_ids.is_cpu`` (or ``.device.type == "cpu"``, alone or
+    as an operand of ``and``) in a block that holds this use, earlier in its function, with
+    no assignment of the field or of its root name between them. Read from the whole
+    file's tree-sitter parse: a region leaves out an assertion that holds none of the
+    rule's tokens."""
+    written = ctx.code(field).strip()
+    if not _DOTTED_FIELD.fullmatch(written):
+        return False
+    span = ctx.span(field)
+    point = (span.line - 1, span.column - 1)
+    use: Node | None = ctx.model.tree.root_node.descendant_for_point_range(point, point)
+    function = use
+    while function is not None and function.type != "function_definition":
+        function = function.parent
+    if use is None or function is None:
+        return False
+    root = written.partition(".")[0]
+    asserted = -1  # the row of the latest such assertion before the use
+    for statement in treesitter.captures("(assert_statement) @assert", function).get("assert", []):
+        row, block = statement.start_point[0], statement.parent
+        if asserted < row < point[0] and block is not None and block.start_byte <= use.start_byte < block.end_byte \
+                and _innermost_function(statement) == function and written in _fields_on_host(statement, ctx):
+            asserted = row
+    if asserted < 0:
+        return False
+    for target in treesitter.captures("(assignment left: (_) @target)", function).get("target", []):
+        if asserted < target.start_point[0] < point[0] and _text(target).strip() in (written, root):
+            return False
+    return True
+
+
+_DOTTED_FIELD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _innermost_function(node: Node) -> Node | None:
+    scope = node.parent
+    while scope is not None and scope.type != "function_definition":
+        scope = scope.parent
+    return scope
+
+
+def _text(node: Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _fields_on_host(assertion: Node, ctx: FileContext) -> list[str]:
+    """The fields an assertion holds on the host: operands of its test joined by ``and``."""
+    test = assertion.named_children[0] if assertion.named_children else None
+    operands: list[Node] = []
+    while test is not None and test.type == "boolean_operator" and _text(test.children[1]) == "and":
+        operands.append(test.children[2])
+        test = test.children[0]
+    found = [_CPU_FIELD_TEST.fullmatch(_text(o).strip()) for o in [*operands, *([test] if test is not None else [])]]
+    return [m.group(1) for m in found if m is not None]
 
 
 def _assigned_on_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:

@@ -18,8 +18,9 @@ the field shows: the finding's frequency is unknown, never per step. A mirror is
 (``obj.name``, or a local last assigned one) the residency questions place on the host.
 
 A parameter defaulting to ``None`` that the branch fills (``if max_q is None: max_q =
-int(lens.max().item())``) is the caller's copy: the read runs where a caller leaves it
-out. Where every caller passes it, the branch is dropped (``fallbacks``); where a caller
+int(lens.max().item())``), or stands in for (``if metadata is not None: n = metadata.max_len
+else: n = int(lens.max().item())``: both arms assign ``n``, one from the parameter), is the
+caller's copy: the read runs where a caller leaves it out. Where every caller passes it, the branch is dropped (``fallbacks``); where a caller
 that may run per step is seen leaving it out (``execution.omitted_params``), the read runs
 per step; where no caller shows either (``forward`` called through its module, a function
 no call names), how often is unknown.
@@ -51,24 +52,44 @@ def missing_mirror(node: cst.CSTNode, ctx: FileContext) -> str:
             tested = _absent_when(ancestor.test, taken_on_true=child is ancestor.body)
             if tested is not None and _is_mirror(tested, ancestor.test, ctx) and _copied(ancestor, tested, ctx):
                 return f"the host copy `{ctx.code(tested).strip()}` is missing"
-            if isinstance(tested, cst.Name) and _callers_copy(tested, ancestor, ctx):
+            if isinstance(tested, cst.Name) and _callers_copy(tested, ancestor, child, ctx):
                 return f"a caller leaves out the parameter `{tested.value}`"
         child = ancestor
     return ""
 
 
-def _callers_copy(tested: cst.Name, branch: cst.If | cst.IfExp, ctx: FileContext) -> bool:
+def _callers_copy(tested: cst.Name, branch: cst.If | cst.IfExp, arm: cst.CSTNode, ctx: FileContext) -> bool:
     """``tested`` is a parameter of the enclosing function defaulting to ``None`` that the
-    branch's body assigns, and no caller that may run per step is seen leaving it out."""
+    ``arm`` taken in its absence stands in for: the arm assigns the parameter itself, or
+    assigns a local that the other arm takes from the parameter (``if out is None: idx =
+    alloc(int(n.sum().item())) else: idx = out``); and no caller that may run per step is
+    seen leaving it out."""
     found = parameter_of(tested, ctx)
     if found is None or not (isinstance(found[1].default, cst.Name) and found[1].default.value == "None"):
         return False
-    if isinstance(branch, cst.IfExp) or not any(
-            isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name) and n.target.value == tested.value
-            for n in subtree(branch.body)):
+    if isinstance(branch, cst.IfExp) or not (tested.value in _assigned(arm) or _stands_in(tested.value, branch, arm)):
         return False
     where = ctx.execution.at(ctx.span(found[0].name).line)
     return where is not None and (where.qualname, tested.value) not in ctx.execution.omitted_params
+
+
+def _assigned(arm: cst.CSTNode) -> set[str]:
+    return {n.target.value for n in subtree(arm) if isinstance(n, cst.AssignTarget) and isinstance(n.target, cst.Name)}
+
+
+def _stands_in(parameter: str, branch: cst.If, arm: cst.CSTNode) -> bool:
+    """The two arms of ``if``/``else`` assign a same local, the other arm from ``parameter``:
+    ``arm`` computes what a caller's argument would have carried."""
+    if not isinstance(branch.orelse, cst.Else):
+        return False  # an ``elif`` chain: the arms are not alternatives for one value
+    other = branch.orelse.body if arm is branch.body else branch.body
+    from_parameter = {
+        target.target.value
+        for node in subtree(other) if isinstance(node, cst.Assign)
+        for target in node.targets if isinstance(target.target, cst.Name)
+        and any(isinstance(n, cst.Name) and n.value == parameter for n in subtree(node.value))
+    }
+    return bool(from_parameter & _assigned(arm))
 
 
 def _copied(branch: cst.If | cst.IfExp, tested: cst.BaseExpression, ctx: FileContext) -> bool:
