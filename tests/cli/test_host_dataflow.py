@@ -191,24 +191,24 @@ class InputBatchRunner(nn.Module):
 '''
 
 
-@pytest.mark.parametrize(("assertion", "reassigned", "reported"), [
-    ("assert result.next_token_ids.is_cpu", "", False),
-    ('assert result.accept_lens.is_cpu and result.next_token_ids.device.type == "cpu"', "", False),  # a conjunct
-    ("assert result.accept_lens.is_cpu", "", True),  # another field
-    ("assert result.next_token_ids.is_cpu", "result = self.resolve(result)", True),  # a new result since
-    ("if batch.is_prefill:\n            assert result.next_token_ids.is_cpu", "", True),  # only on one path
-], ids=["asserted", "conjunct", "other-field", "reassigned", "one-path"])
-def test_an_assertion_that_a_field_is_on_the_cpu_makes_it_a_host_value(review_new_file, assertion, reassigned, reported):
-    text = SGLANG_SPEC_TOKENS.format(assertion=assertion, reassigned=reassigned)
-    found = review_new_file("sglang/srt/managers/scheduler_components/batch_result_processor.py", text)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if ".tolist()" in l)
-    assert (line in found) is reported, found
-
-
-@pytest.mark.parametrize(("assertion", "reported"), [
-    ("assert self.input_batch.num_tokens.is_cpu", False),
-    ("assert self.input_batch.num_tokens.dim() == 1", True),
-], ids=["asserted-host", "unknown"])
-def test_an_assertion_on_a_field_of_self_makes_it_a_host_value(review_new_file, assertion, reported):
-    found = review_new_file("vllm/v1/worker/input_batch_runner.py", VLLM_INPUT_BATCH.format(assertion=assertion))
-    assert (8 in found) is reported, found
+def test_an_assertion_that_a_field_is_on_the_cpu_makes_it_a_host_value(review_added):
+    sglang = {  # (assertion, a statement after it): whether the read is reported
+        "asserted": ("assert result.next_token_ids.is_cpu", "", False),
+        "conjunct": ('assert result.accept_lens.is_cpu and result.next_token_ids.device.type == "cpu"', "", False),
+        "other-field": ("assert result.accept_lens.is_cpu", "", True),
+        "reassigned": ("assert result.next_token_ids.is_cpu", "result = self.resolve(result)", True),  # a new result since
+        "one-path": ("if batch.is_prefill:\n            assert result.next_token_ids.is_cpu", "", True),
+    }
+    vllm = {"asserted": ("assert self.input_batch.num_tokens.is_cpu", False),
+            "unknown": ("assert self.input_batch.num_tokens.dim() == 1", True)}
+    texts = {f"sglang/srt/managers/scheduler_components/result_{name}.py":
+             SGLANG_SPEC_TOKENS.format(assertion=assertion, reassigned=after) for name, (assertion, after, _) in sglang.items()}
+    texts |= {f"vllm/v1/worker/input_batch_{name}.py": VLLM_INPUT_BATCH.format(assertion=assertion)
+              for name, (assertion, _) in vllm.items()}
+    found = review_added(texts)
+    reported = {(f["path"], f["line"]) for f in found if f["rule"] == "host-sync-in-hot-path"}
+    lines = {path: next(i for i, line in enumerate(text.splitlines(), 1) if ".tolist()" in line or ".item()" in line)
+             for path, text in texts.items()}
+    expected = {f"sglang/srt/managers/scheduler_components/result_{n}.py": r for n, (_, _, r) in sglang.items()}
+    expected |= {f"vllm/v1/worker/input_batch_{n}.py": r for n, (_, r) in vllm.items()}
+    assert {path: (path, lines[path]) in reported for path in texts} == expected, found
