@@ -258,8 +258,8 @@ def in_allowing_with(node: Node, function: Node, allowing: re.Pattern[str]) -> b
     while parent is not None and parent != function:
         if parent.type == "with_statement" and child == parent.child_by_field_name("body"):
             clause = next((c for c in parent.named_children if c.type == "with_clause"), None)
-            if clause is not None and any(allowing.search(text_of(callee))
-                                          for callee in treesitter.captures("(call function: (_) @callee)", clause).get("callee", [])):
+            callees = treesitter.captures("(call function: (_) @callee)", clause).get("callee", []) if clause else []
+            if any(allowing.search(text_of(callee)) for callee in callees):
                 return True
         child, parent = parent, parent.parent
     return False

@@ -499,7 +499,7 @@ def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
     for statement in treesitter.captures("(assert_statement) @assert", function).get("assert", []):
         row, block = statement.start_point[0], statement.parent
         if asserted < row < point[0] and block is not None and block.start_byte <= use.start_byte < block.end_byte \
-                and _innermost_function(statement) == function and written in _fields_on_host(statement, ctx):
+                and _innermost_function(statement) == function and written in _fields_on_host(statement):
             asserted = row
     if asserted < 0:
         return False
@@ -523,7 +523,7 @@ def _text(node: Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
-def _fields_on_host(assertion: Node, ctx: FileContext) -> list[str]:
+def _fields_on_host(assertion: Node) -> list[str]:
     """The fields an assertion holds on the host: operands of its test joined by ``and``."""
     test = assertion.named_children[0] if assertion.named_children else None
     operands: list[Node] = []

@@ -20,10 +20,11 @@ the field shows: the finding's frequency is unknown, never per step. A mirror is
 A parameter defaulting to ``None`` that the branch fills (``if max_q is None: max_q =
 int(lens.max().item())``), or stands in for (``if metadata is not None: n = metadata.max_len
 else: n = int(lens.max().item())``: both arms assign ``n``, one from the parameter), is the
-caller's copy: the read runs where a caller leaves it out. Where every caller passes it, the branch is dropped (``fallbacks``); where a caller
-that may run per step is seen leaving it out (``execution.omitted_params``), the read runs
-per step; where no caller shows either (``forward`` called through its module, a function
-no call names), how often is unknown.
+caller's copy: the read runs where a caller leaves it out. Where every caller passes it,
+the branch is dropped (``fallbacks``); where a caller that may run per step is seen
+leaving it out (``execution.omitted_params``), the read runs per step; where no caller
+shows either (``forward`` called through its module, a function no call names), how
+often is unknown.
 """
 
 from __future__ import annotations
