@@ -168,9 +168,8 @@ class _ReadsWholeFunctions:
 
 torch = pytest.importorskip("torch")
 TORCH = Path(torch.__file__).parent
-# Class-heavy code: modules, optimizers, FSDP wrappers, data loaders, dynamo's variables.
+# Class-heavy code: modules, optimizers, FSDP wrappers, data loaders.
 CORPORA = ("nn/modules", "optim", "distributed/fsdp", "utils/data")
-LARGE_CORPORA = CORPORA + ("_dynamo/variables",)
 
 
 def _read(directories, half: int) -> list[tuple[str, str]]:
@@ -224,7 +223,7 @@ def test_statement_planning_changes_no_finding_of_any_rule_on_real_code(rule, co
 
 
 def test_the_whole_library_at_once_has_findings_and_savings_to_compare():
-    corpus = _read(LARGE_CORPORA, 0)
+    corpus = _read(CORPORA, 0)
     rules = tuple(AUTOMATED)
     known = frozenset(r.id for r in LIBRARY.rules)
     planning = Engine(rules, EVERYWHERE_HOT, known)
