@@ -29,10 +29,12 @@ demo-refactor: setup
 	RLTREFACTOR=$(abspath $(BIN)/rltrefactor) bash scripts/demo.sh examples/demo_prs/refactor.patch
 
 # The suite spreads over every core (pytest-xdist): on 2 cores about 4 minutes of pytest
-# (8 with other work on the machine), after a type check of under a minute.
+# (8 with other work on the machine), after a type check of under a minute. A worker that
+# runs out of tests takes some of another's queue (`worksteal`): the long perf-hook tests
+# never leave one core idle at the end.
 test: setup
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q -n auto
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 bench: setup
 	$(BIN)/python bench/run.py
