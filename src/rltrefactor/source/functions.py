@@ -274,7 +274,7 @@ def _closes_itself(test: Node, body: Node) -> bool:
     """An ``if`` whose test, or one operand of an ``and`` of it, finds ``self.x`` unset, and
     whose body assigns ``self.x`` as one of its own statements: it runs once."""
     unset: set[str] = set()
-    for operand in _and_operands(test):
+    for operand in and_operands(test):
         found = _UNSET_FLAG.fullmatch(text_of(operand).strip())
         if found:
             unset.add(next(group for group in found.groups() if group))
@@ -488,7 +488,7 @@ def _cache_hit(test: str, before: list[Node]) -> str | None:
     return None
 
 
-def _and_operands(test: Node) -> list[Node]:
+def and_operands(test: Node) -> list[Node]:
     return _operands(test, "and")
 
 

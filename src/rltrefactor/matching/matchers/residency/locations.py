@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from ....source import treesitter
+from ....source.functions import and_operands
 from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
@@ -42,6 +43,7 @@ from ..walk import binds
 from ..imports import dotted_name
 from .attributes import attribute_values
 from .host_fields import declared_host_fields, reads_host_class_field, reads_host_field
+from .threading_loops import enclosing_function, node_text
 from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_tensor_type
 
 if TYPE_CHECKING:
@@ -387,7 +389,9 @@ def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
     return None
 
 
-_CPU_TEST = re.compile(r"\b([A-Za-z_]\w*)\.(?:is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])")
+# ``.is_cpu`` or ``.device.type == "cpu"`` after what it tests: a name, or a field's dotted path.
+_ON_CPU = r"\.(?:is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])"
+_CPU_TEST = re.compile(r"\b([A-Za-z_]\w*)" + _ON_CPU)
 
 
 def _asserted_on_host(test: cst.BaseExpression, ctx: FileContext) -> list[str]:
@@ -474,7 +478,7 @@ def _asserted_host(name: cst.Name, ctx: FileContext) -> bool:
     return asserted
 
 
-_CPU_FIELD_TEST = re.compile(r"([A-Za-z_][\w.]*)\.(?:is_cpu\b|device\.type\s*==\s*['\"]cpu['\"])")
+_CPU_FIELD_TEST = re.compile(r"([A-Za-z_][\w.]*)" + _ON_CPU)
 
 
 def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
@@ -489,9 +493,7 @@ def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
     span = ctx.span(field)
     point = (span.line - 1, span.column - 1)
     use: Node | None = ctx.model.tree.root_node.descendant_for_point_range(point, point)
-    function = use
-    while function is not None and function.type != "function_definition":
-        function = function.parent
+    function = enclosing_function(use) if use is not None else None
     if use is None or function is None:
         return False
     root = written.partition(".")[0]
@@ -499,12 +501,12 @@ def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
     for statement in treesitter.captures("(assert_statement) @assert", function).get("assert", []):
         row, block = statement.start_point[0], statement.parent
         if asserted < row < point[0] and block is not None and block.start_byte <= use.start_byte < block.end_byte \
-                and _innermost_function(statement) == function and written in _fields_on_host(statement):
+                and enclosing_function(statement) == function and written in _fields_on_host(statement):
             asserted = row
     if asserted < 0:
         return False
     for target in treesitter.captures("(assignment left: (_) @target)", function).get("target", []):
-        if asserted < target.start_point[0] < point[0] and _text(target).strip() in (written, root):
+        if asserted < target.start_point[0] < point[0] and node_text(target).strip() in (written, root):
             return False
     return True
 
@@ -512,25 +514,10 @@ def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
 _DOTTED_FIELD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
-def _innermost_function(node: Node) -> Node | None:
-    scope = node.parent
-    while scope is not None and scope.type != "function_definition":
-        scope = scope.parent
-    return scope
-
-
-def _text(node: Node) -> str:
-    return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
 def _fields_on_host(assertion: Node) -> list[str]:
     """The fields an assertion holds on the host: operands of its test joined by ``and``."""
-    test = assertion.named_children[0] if assertion.named_children else None
-    operands: list[Node] = []
-    while test is not None and test.type == "boolean_operator" and _text(test.children[1]) == "and":
-        operands.append(test.children[2])
-        test = test.children[0]
-    found = [_CPU_FIELD_TEST.fullmatch(_text(o).strip()) for o in [*operands, *([test] if test is not None else [])]]
+    operands = and_operands(assertion.named_children[0]) if assertion.named_children else []
+    found = [_CPU_FIELD_TEST.fullmatch(node_text(o).strip()) for o in operands]
     return [m.group(1) for m in found if m is not None]
 
 
