@@ -127,3 +127,38 @@ def test_sglang_a_field_every_write_fills_on_the_host(review_added, with_device_
         added[SGLANG_WRITER[0]] = SGLANG_WRITER[1]
     findings = review_added(added)
     assert (11 in _read_lines(findings, SGLANG_BACKEND[0])) is with_device_writer
+
+
+@pytest.mark.parametrize(("written", "reported"), [
+    ("torch.tensor(r.delimiters, dtype=torch.int64)", False),  # no device: the CPU
+    ("torch.tensor(r.delimiters, dtype=torch.int64, device=input_ids.device)", True),
+    ("torch.as_tensor(r.delimiters)", True),  # ``as_tensor`` keeps the device of a tensor it is given
+], ids=["no-device", "a-device", "as-tensor-of-unknown"])
+def test_sglang_a_field_filled_by_a_factory_with_no_device_is_on_the_host(review_added, written, reported):
+    batch = SGLANG_BATCH[1].replace("torch.tensor(r.delimiters, dtype=torch.int64).cpu()", written)
+    findings = review_added({SGLANG_BATCH[0]: batch, SGLANG_BACKEND[0]: SGLANG_BACKEND[1]})
+    assert (11 in _read_lines(findings, SGLANG_BACKEND[0])) is reported
+
+
+VLLM_RUNNER_DEFAULT_DEVICE = '''import torch
+
+from vllm.v1.pool.metadata import PoolingMetadata
+
+
+class PoolingRunner:
+    def __init__(self, device):
+        self.device = device
+
+    def get_pooling_metadata(self, num_scheduled_tokens, params):
+        with WITH:
+            prompt_lens = torch.zeros(len(params), dtype=torch.int64)
+        return PoolingMetadata(prompt_lens=prompt_lens, prompt_token_ids=None, pooling_params=params)
+'''
+
+
+@pytest.mark.parametrize(("manager", "reported"), [("torch.no_grad()", False), ("torch.device(self.device)", True)],
+                         ids=["no-default-device", "under-a-default-device"])
+def test_vllm_a_field_built_by_a_factory_with_no_device_follows_the_default_device(review_added, manager, reported):
+    runner = VLLM_RUNNER_DEFAULT_DEVICE.replace("WITH", manager)
+    findings = review_added({VLLM_METADATA[0]: VLLM_METADATA[1], VLLM_RUNNER[0]: runner, VLLM_MODEL[0]: VLLM_MODEL[1]})
+    assert (9 in _read_lines(findings, VLLM_MODEL[0])) is reported

@@ -212,3 +212,214 @@ def test_an_assertion_that_a_field_is_on_the_cpu_makes_it_a_host_value(review_ad
     expected = {f"sglang/srt/managers/scheduler_components/result_{n}.py": r for n, (_, _, r) in sglang.items()}
     expected |= {f"vllm/v1/worker/input_batch_{n}.py": r for n, (_, r) in vllm.items()}
     assert {path: (path, lines[path]) in reported for path in texts} == expected, found
+
+
+SGLANG_MAX_EXTEND = '''import torch
+from typing import List, Optional
+from torch import nn
+
+
+class ForwardBatch:
+    extend_lens: Optional[{declared}] = None
+
+
+class HpcOpsMetadata(nn.Module):
+    def forward(self, forward_batch: ForwardBatch):
+        max_q = max(forward_batch.extend_lens)
+        return int(max_q.item()) if isinstance(max_q, torch.Tensor) else int(max_q)
+'''
+
+VLLM_TOP_K = '''import torch
+from torch import nn
+
+
+class TopKSampler(nn.Module):
+    def forward(self, logits: torch.Tensor, k: {declared}):
+        k_value = k.item() if isinstance(k, torch.Tensor) else k
+        return logits.topk(k_value)
+'''
+
+
+DECLARED_CASES = {
+    "sglang": ("sglang/srt/layers/attention/hpc_ops_metadata.py", SGLANG_MAX_EXTEND, 13),
+    "vllm": ("vllm/v1/sample/top_k_sampler.py", VLLM_TOP_K, 7),
+}
+
+
+@pytest.mark.parametrize(("engine", "declared", "reported"), [
+    ("sglang", "List[int]", False),  # the maximum of a list of ints is an int: the tensor arm breaks the annotation
+    ("sglang", "torch.Tensor", True),
+    ("vllm", "int", False),
+    ("vllm", "int | torch.Tensor", True),  # declared either: the tensor arm is a real one
+], ids=["sglang-declared-ints", "sglang-declared-tensor", "vllm-declared-int", "vllm-declared-either"])
+def test_a_value_declared_a_python_number_stays_one_under_an_isinstance_test(review_new_file, engine, declared, reported):
+    _assert_reported(review_new_file, DECLARED_CASES[engine], reported, declared=declared)
+
+
+SGLANG_LAYERWISE_OFFLOAD = '''import torch
+from torch import nn
+
+
+class PiGemmaModel(nn.Module):
+    def __init__(self, layers):
+        super().__init__()
+        self.layers = nn.ModuleList(layers)
+        self.layerwise_cpu_offload_device = None
+
+    def configure_layerwise_cpu_offload(self, compute_device):
+        self.layerwise_cpu_offload_device = {device}
+
+    def forward(self, inputs_embeds):
+        device = self.layerwise_cpu_offload_device
+        inputs_embeds = inputs_embeds.to(device=device)
+        for layer in self.layers:
+            inputs_embeds = layer(inputs_embeds)
+        return inputs_embeds
+'''
+
+VLLM_OFFLOADER = '''import torch
+from torch import nn
+
+
+class OffloadedMLP(nn.Module):
+    def __init__(self, mlp, device):
+        super().__init__()
+        self.mlp = mlp
+        self.cpu_offload_target = {device}
+
+    def forward(self, x):
+        self.mlp.to(self.cpu_offload_target)
+        out = self.mlp(x).to(self.cpu_offload_target)
+        return out
+'''
+
+
+OFFLOAD_CASES = {
+    "sglang": ("sglang/multimodal_gen/runtime/models/vlas/pi_gemma.py", SGLANG_LAYERWISE_OFFLOAD, 16),
+    "vllm": ("vllm/model_executor/layers/offloaded_mlp.py", VLLM_OFFLOADER, 13),
+}
+
+
+@pytest.mark.parametrize(("engine", "device", "reported"), [
+    ("sglang", "torch.device(compute_device)", False),  # named for CPU offload; it is the compute device
+    ("sglang", 'torch.device("cpu")', True),
+    ("vllm", "torch.device(device)", False),
+    ("vllm", '"cpu"', True),
+], ids=["sglang-compute-device", "sglang-cpu", "vllm-compute-device", "vllm-cpu"])
+def test_a_device_attribute_is_where_its_class_puts_it_whatever_its_name(review_new_file, engine, device, reported):
+    _assert_reported(review_new_file, OFFLOAD_CASES[engine], reported, device=device)
+
+
+VLLM_DUAL_ENCODER = '''import torch
+from torch import nn
+
+
+def merge_dual_encoder_text_and_vision(text_features, vision_embeds, is_multimodal):
+    if is_multimodal is None or not bool(is_multimodal.any().item()):
+        return text_features
+    mm_mask = is_multimodal.to(device=vision_embeds.device{non_blocking})
+    return torch.where(mm_mask.unsqueeze(-1), vision_embeds, text_features)
+
+
+class CLIPDualEncoder(nn.Module):
+    def forward(self, text_features, vision_embeds, is_multimodal):
+        return merge_dual_encoder_text_and_vision(text_features, vision_embeds, is_multimodal)
+'''
+
+SGLANG_ROPE_POSITIONS = '''import torch
+from torch import nn
+
+
+class MRotaryPositions(nn.Module):
+    def forward(self, hidden, positions):
+        {first}
+        {second}
+        return hidden[:, :max_pos], positions
+'''
+
+
+@pytest.mark.parametrize(("engine", "variant", "line", "reported"), [
+    ("vllm", {"non_blocking": ", non_blocking=True"}, 6, False),  # an overlapping upload: the caller hands in host memory
+    ("vllm", {"non_blocking": ""}, 6, True),  # a plain ``.to``: written for either place
+    ("sglang", {"first": "max_pos = positions.max().item()", "second": "positions_gpu = positions.cuda(non_blocking=True)"},
+     7, False),
+    ("sglang", {"first": "positions = positions.cuda(non_blocking=True)", "second": "max_pos = positions.max().item()"},
+     8, True),  # read after the upload
+], ids=["vllm-non-blocking-upload", "vllm-plain-to", "sglang-non-blocking-upload", "sglang-read-after-upload"])
+def test_a_parameter_the_function_uploads_without_waiting_is_a_host_value(review_new_file, engine, variant, line, reported):
+    path, template = {
+        "sglang": ("sglang/srt/layers/rotary_positions.py", SGLANG_ROPE_POSITIONS),
+        "vllm": ("vllm/model_executor/models/clip_dual.py", VLLM_DUAL_ENCODER),
+    }[engine]
+    _assert_reported(review_new_file, (path, template, line), reported, **variant)
+
+
+SGLANG_PAGED_LENS = '''import torch
+from torch import nn
+
+
+class DequantWorkspace(nn.Module):
+    def forward(self, q, forward_batch):
+        raw_lens = {iterated}
+        paged_lens = [int(n.item()) if isinstance(n, torch.Tensor) else int(n) for n in raw_lens]
+        return q[: sum(paged_lens)]
+'''
+
+VLLM_BLOCK_COUNTS = '''import torch
+from torch import nn
+
+
+class BlockTableWriter(nn.Module):
+    def forward(self, block_table, num_blocks):
+        total = 0
+        for count in {iterated}:
+            total += count.item()
+        return block_table[:total]
+'''
+
+
+ELEMENT_CASES = {
+    "sglang": ("sglang/srt/layers/attention/dequant_workspace.py", SGLANG_PAGED_LENS, 8),
+    "vllm": ("vllm/v1/worker/block_table_writer.py", VLLM_BLOCK_COUNTS, 9),
+}
+
+
+@pytest.mark.parametrize(("engine", "iterated", "reported"), [
+    ("sglang", "forward_batch.extend_prefix_lens.tolist()", False),  # elements of a ``.tolist()`` are numbers
+    ("sglang", "forward_batch.extend_prefix_lens", True),  # elements of a tensor of unknown place
+    ("vllm", "num_blocks.cpu()", False),
+    ("vllm", "num_blocks.to(block_table.device)", True),
+], ids=["sglang-tolist", "sglang-unknown", "vllm-cpu", "vllm-device"])
+def test_an_element_of_a_host_container_is_a_host_value(review_new_file, engine, iterated, reported):
+    _assert_reported(review_new_file, ELEMENT_CASES[engine], reported, iterated=iterated)
+
+
+VLLM_SAMPLED_IDS = '''import torch
+from torch import nn
+
+
+class HPUSampledTokens(nn.Module):
+    def forward(self, outputs, num_decodes, spec):
+        decode_ids = []
+        for out in outputs:
+            decode_ids.append(out.sampled_token_ids[:num_decodes].flatten())
+        if spec:
+            decode_ids = [torch.tensor(v, device="cpu").int() for v in spec]
+        host = [t.cpu() for t in decode_ids]
+        return host
+'''
+
+
+def test_an_element_of_a_list_the_function_grows_is_not_read_from_its_last_assignment(review_new_file):
+    # ``decode_ids`` holds device tensors where ``spec`` is empty: its last assignment (host
+    # tensors) does not say what the appended elements are.
+    found = review_new_file("vllm_gaudi/v1/worker/hpu_sampled_tokens.py", VLLM_SAMPLED_IDS)
+    assert 12 in found, found
+
+
+def _assert_reported(review_new_file, case: tuple[str, str, int], reported: bool, **values: str) -> None:
+    """Review ``case`` (path, template, line) filled with ``values`` as a new file; its line
+    is reported or not."""
+    path, template, line = case
+    found = review_new_file(path, template.format(**values))
+    assert (line in found) is reported, found

@@ -780,3 +780,31 @@ def test_a_call_of_a_kept_module_is_no_call_of_a_method_of_its_name(repo, cli, a
                   (BERT_EMBEDDING[0], BERT_EMBEDDING[1].replace("ASSIGN", assign))])
     found = _review(repo, cli, files, VLLM_TOWER[0], "int(grid_thw.sum())", "int(grid_thw.sum().item())")
     assert ((VLLM_TOWER[0], 20) in found) is per_step, found
+
+
+# Another model's file defines a class of the same name and mentions it as a value
+# (``tower_targets={"vision": (VisionTower, Projector)}``): that mention is of its own
+# class, and leaves this tower's instances all seen. Importing this tower there instead
+# makes the mention one of an instance maker no rule follows.
+OTHER_TOWER = ("vllm/model_executor/models/other_asr.py", '''from torch import nn
+{defined}
+
+class OtherASRModel(nn.Module):
+    packed_modules = dict(tower_targets={{"vision": (VisionTower, nn.Linear)}})
+''')
+
+
+@pytest.mark.parametrize(("defined", "reported"), [
+    ('''
+
+class VisionTower(nn.Module):
+    def forward(self, x):
+        return x
+''', False),
+    ("from .vision_tower import VisionTower\n", True),
+], ids=["a-class-of-the-same-name", "this-class-imported"])
+def test_a_mention_of_another_class_of_the_same_name_leaves_the_instances_seen(repo, cli, defined, reported):
+    files = _vllm()
+    files[OTHER_TOWER[0]] = OTHER_TOWER[1].format(defined=defined)
+    found = _review(repo, cli, files, VLLM_TOWER[0], *TOWER_READS["tower"])
+    assert ((VLLM_TOWER[0], 21) in found) is reported, found

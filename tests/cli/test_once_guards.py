@@ -236,3 +236,39 @@ def test_a_cache_kept_in_an_attribute_read_through_a_local_runs_once(review_new_
 ], ids=["never-stored", "hit-never-stored", "hit-returns-something-else"])
 def test_the_same_shapes_that_keep_nothing_are_reported(review_new_file, path, text, line, rule):
     assert review_new_file(path, text).get(line) == rule
+
+
+# Host mirrors of device indices, read once and kept: the guard tests locals read from
+# the mirrors, ``or``-ed, and the body stores both (SGLang's diffusion KV cache). Storing
+# only one of them leaves the guard open for the other, and its read on every call.
+SGLANG_INDEX_MIRRORS = '''import torch
+
+
+class CausalAttentionCache(torch.nn.Module):
+    def __init__(self, device):
+        super().__init__()
+        self.global_end_index = torch.zeros((), dtype=torch.long, device=device)
+        self.local_end_index = torch.zeros((), dtype=torch.long, device=device)
+        self.global_end_index_int = None
+        self.local_end_index_int = None
+
+    def forward(self, x):
+        global_end = self.global_end_index_int
+        local_end = self.local_end_index_int
+        if global_end is None or local_end is None:
+            global_end = int(self.global_end_index.item())
+            local_end = int(self.local_end_index.item())
+            self.global_end_index_int = global_end
+            {store}
+        return x[:, local_end:global_end]
+'''
+
+
+@pytest.mark.parametrize(("store", "reported"), [
+    ("self.local_end_index_int = local_end", False),
+    ("pass", True),  # one mirror never kept: the guard stays open
+], ids=["both-mirrors-kept", "one-mirror-never-kept"])
+def test_a_guard_on_locals_read_from_kept_mirrors_runs_once(review_new_file, store, reported):
+    found = review_new_file("sglang/multimodal_gen/runtime/layers/kvcache/causal_cache.py",
+                            SGLANG_INDEX_MIRRORS.replace("{store}", store))
+    assert (16 in found) is reported, found

@@ -238,3 +238,42 @@ def test_a_branch_on_a_flag_only_cold_calls_set_is_not_per_step(review_added, ca
     lines = {f["line"] for f in findings if f["path"] == path
              and f["rule"] in ("host-sync-in-hot-path", "device-scalar-read-in-hot-path", "device-tensor-as-python-number")}
     assert (line in lines) is reported, findings
+
+
+# SGLang's AITER style: a resolver reads a device length only where a caller hands one in,
+# ``if extend_seq_lens is not None and extend_seq_lens.numel() > 0:``; every call leaves it
+# out. A caller that passes it, per step, keeps the read.
+SGLANG_RESOLVER = ("sglang/srt/layers/attention/draft_resolver.py", '''import torch
+from torch import nn
+
+
+class DraftExtendBackend(nn.Module):
+    def __init__(self, num_draft_tokens=None):
+        super().__init__()
+        self.num_draft_tokens = num_draft_tokens
+
+    def _resolve_num_draft_tokens(self, extend_seq_lens=None, extend_seq_lens_cpu=None):
+        num_draft_tokens = self.num_draft_tokens
+        if num_draft_tokens is None:
+            if extend_seq_lens is not None and extend_seq_lens.numel() > 0:
+                num_draft_tokens = int(extend_seq_lens[0].item())
+            elif extend_seq_lens_cpu:
+                num_draft_tokens = max(extend_seq_lens_cpu)
+        return num_draft_tokens
+
+    def forward(self, q, forward_batch):
+        n = self._resolve_num_draft_tokens(CALL)
+        return q[:n]
+''')
+
+
+@pytest.mark.parametrize(("call", "reported"), [
+    ("", False),
+    ("extend_seq_lens_cpu=forward_batch.extend_seq_lens_cpu", False),  # the other parameter given: still not this one
+    ("forward_batch.extend_seq_lens", True),
+], ids=["nothing-given", "the-host-list-given", "the-device-lengths-given"])
+def test_a_conjunction_that_needs_a_parameter_no_call_gives_runs_on_no_step(review_added, call, reported):
+    path, text = SGLANG_RESOLVER
+    findings = review_added({path: text.replace("CALL", call)})
+    lines = {f["line"] for f in findings if f["rule"] == "host-sync-in-hot-path"}
+    assert (14 in lines) is reported, findings

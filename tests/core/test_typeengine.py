@@ -53,6 +53,9 @@ def test_no_reply_is_unknown():
     ("list[Tensor]", False),
     ("dict[str, Tensor]", False),
     ("Runner", False),
+    ("torch._tensor.Tensor & int", True),
+    ("list[Tensor & int]", True),
+    ("torch._tensor.Tensor & Runner", False),
 ])
 def test_host_types_are_told_from_device_ones(answer, host):
     assert is_host_type(answer, HOST_TYPES) is host

@@ -24,6 +24,13 @@ SAME_PLACE_FUNCTIONS = frozenset(
     "quantile nanquantile median nanmedian std var norm logsumexp cummax cummin kthvalue mode isin bucketize "
     "count_nonzero".split()
 )
+# ``torch`` factories that allocate where their ``device=`` says, else on the default
+# device: the CPU, unless a ``with torch.device(...)`` or ``set_default_device`` says
+# otherwise. ``torch.tensor`` and ``as_tensor`` are apart: given a tensor, they keep its device.
+DEFAULT_DEVICE_FACTORIES = frozenset(
+    "zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
+    "tril_indices triu_indices".split()
+)
 # Methods whose result is in host memory wherever the receiver lives.
 HOST_METHODS = frozenset({"cpu", "numpy", "tolist", "pin_memory"})
 # Methods that always return a view of their receiver: no kernel runs, the result shares

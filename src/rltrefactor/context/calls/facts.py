@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ...source import treesitter
 from ...source.functions import in_allowing_with, under_gate
 from ...source.syntax import DefinitionMap, parameter_names, walk_definitions
-from ...source.tensor_places import RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
+from ...source.tensor_places import DEFAULT_DEVICE_FACTORIES, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -29,6 +29,7 @@ _CHAIN = re.compile(r"^[A-Za-z_][\w.]*$")
 _HOST_CALL = re.compile(rb"(\.cpu|\.numpy|\.tolist|from_numpy|frombuffer|\.pin_memory)\s*\($|pin_memory\s*=\s*True|device\s*=\s*['\"]cpu['\"]")
 _HOST_NAME = re.compile(r"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
 _HOST_HINT = re.compile(rb"(?i)(?<![a-z])(np|numpy|cpu|host|pinned)(?![a-z])")
+_FACTORY_HINT = re.compile(rb"torch\.(" + b"|".join(sorted(n.encode() for n in DEFAULT_DEVICE_FACTORIES | {"tensor", "as_tensor"})) + rb")\(")
 _HOST_DEPTH = 8  # calls, subscripts and operands followed from a value
 _WORD = re.compile(rb"[A-Za-z_]\w*")
 # A queue's or a connection's read: ``q.get()``, ``q.get(timeout=1)``, ``q.get(True, 0.1)``,
@@ -324,7 +325,8 @@ def _arguments(arguments: Node, owner: _Builder, whole: bool = False) -> str:
     where no argument can be a host value (most calls: a text test skips them), unless
     ``whole``."""
     text = arguments.text or b""
-    if not whole and not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or (owner.host_names and _names_any(text, owner.host_names))):
+    if not whole and not (_HOST_CALL.search(text) or _HOST_HINT.search(text) or _FACTORY_HINT.search(text)
+                          or (owner.host_names and _names_any(text, owner.host_names))):
         return ""
     items = []
     for argument in arguments.named_children:
@@ -529,6 +531,8 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
         return bool(_HOST_NAME.search(_text(given[1]).strip("'\"")))
     if callee == "torch.device":
         return bool(given) and _is_host(given[0], owner, depth + 1)
+    if _allocates_on_host(callee, given, value, owner, depth):
+        return True
     if function is None or function.type != "attribute":
         return False
     method, receiver = _text(function.child_by_field_name("attribute")), function.child_by_field_name("object")
@@ -543,6 +547,39 @@ def _is_host(value: Node, owner: _Builder, depth: int = 0) -> bool:
             return _is_host(device, owner, depth + 1)  # ``.to(torch.int64)`` is a cast, read below
         return _is_host(receiver, owner, depth + 1)
     return method in SAME_PLACE_METHODS and _is_host(receiver, owner, depth + 1)
+
+
+def _allocates_on_host(callee: str, given: list[Node], call: Node, owner: _Builder, depth: int) -> bool:
+    """``torch.arange(n)``, ``torch.tensor(lens)``: a ``torch`` factory given no device, in a
+    function that makes no other device the default. Not in ``__init__``, as a model is
+    often built under ``with torch.device(dev):``, nor in the body of a ``with`` that names a
+    device; ``torch.as_tensor(x)`` only of a literal or a host value, as it keeps a tensor's
+    device (``torch.tensor`` of a tensor is a copy PyTorch warns against)."""
+    root, _, leaf = callee.rpartition(".")
+    if root != "torch" or leaf not in DEFAULT_DEVICE_FACTORIES | {"tensor", "as_tensor"}:
+        return False
+    if any(a.type == "keyword_argument" and _text(a.child_by_field_name("name")) == "device" for a in given):
+        return False  # a named device is read by the ``device=`` test above, or is unknown
+    if owner.node.type != "function_definition" or _text(owner.node.child_by_field_name("name")) == "__init__":
+        return False
+    if leaf == "as_tensor" and not (given and (given[0].type in _LITERAL_DATA or _is_host(given[0], owner, depth + 1))):
+        return False
+    ancestor = call.parent
+    while ancestor is not None and ancestor is not owner.node:
+        if ancestor.type == "with_statement" and b"device" in _with_items(ancestor):
+            return False
+        ancestor = ancestor.parent
+    return True
+
+
+# Data ``torch.as_tensor`` copies to the default device: Python numbers and containers.
+_LITERAL_DATA = frozenset({"list", "tuple", "list_comprehension", "generator_expression", "integer", "float"})
+
+
+def _with_items(statement: Node) -> bytes:
+    """The text of a ``with`` statement's managers (``torch.device(dev)``, ``x.device``)."""
+    clause = next((c for c in statement.named_children if c.type == "with_clause"), None)
+    return (clause.text or b"") if clause is not None else b""
 
 
 def _follows(value: Node, owner: _Builder, depth: int = 0) -> str | None:

@@ -62,7 +62,7 @@ class Instances:
         factories: set[tuple[str, str]] = set()  # (path, callee): ``C.from_config(`` of a class method returning ``cls(...)``
         registries: set[tuple[str, str]] = set()  # (path, name): ``REG = {"a": C, ...}``, whose ``REG[k](...)`` makes a C
         for mentioning in self._repository.texts.mentioning(qualname):
-            if self._repository.offline(mentioning):
+            if self._repository.offline(mentioning) or self._another_class(mentioning, qualname, path):
                 continue
             facts = self._repository.facts(mentioning)
             aliases = {m.group(1).decode() for _, after in self._repository.texts.mentions(mentioning, qualname)
@@ -118,6 +118,13 @@ class Instances:
                 return None
             holders.update(found)
         return tuple(sorted(holders)) or None
+
+    def _another_class(self, mentioning: str, name: str, path: str) -> bool:
+        """In ``mentioning``, ``name`` is, at module scope, a class other than ``path``'s
+        (the file defines or imports a class of that name from elsewhere): none of its
+        mentions there is of this class, as aliases of it would be imported by another name."""
+        found = self._repository.class_named(mentioning, None, name) if mentioning != path else None
+        return found is not None and found != (path, name)
 
     def _registry(self, path: str, name: str, before: bytes, after: bytes) -> str:
         """``REG`` where the mention is a value of a dict written at module level, ``REG =

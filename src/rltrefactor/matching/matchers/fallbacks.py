@@ -88,6 +88,20 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
         value = literal_value(default) if default is not None else UNKNOWN
         if value is not UNKNOWN and not value:  # ``None``, ``False``, ``0``, ``""``
             return truthy
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if taken is not branch.body:
+            return None  # the ``else`` of an ``and`` runs where any operand fails
+        operands = [test.left, test.right]
+        while operands and isinstance(operands[0], cst.BooleanOperation) and isinstance(operands[0].operator, cst.And):
+            operands[:1] = [operands[0].left, operands[0].right]
+        # ``if p is not None and p.numel() > 0:``: the body needs every operand, this one too.
+        return next((found for operand in operands if (found := _compared_differs(operand, True, defaults))), None)
+    return _compared_differs(test, taken is branch.body, defaults)
+
+
+def _compared_differs(test: cst.BaseExpression, body: bool, defaults: dict[str, cst.BaseExpression | None]) -> str | None:
+    """``p`` where ``test`` compares the parameter with a value and the branch (its body:
+    ``body``, else the ``else``) runs only when ``p`` is not its default."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
         return None
     target = test.comparisons[0]
@@ -105,7 +119,7 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
             return None
         # ``p == X`` with X not the default, or ``p != default``: true only when p differs.
         holds_when_differs = equal is not (compared == kept)
-        return name.value if (taken is branch.body) is holds_when_differs else None
+        return name.value if body is holds_when_differs else None
     return None
 
 

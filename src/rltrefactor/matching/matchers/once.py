@@ -25,8 +25,9 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
     _MASK is None: _MASK = ...`` of a declared global. A cache rebuilt only when missing
     or stale (``if self._buf is None or self._buf.shape[0] < n: self._buf = ...``) counts
     too: every other operand of the ``or`` reads the cached attribute, so the body runs
-    again only when what it caches changes. So does ``if cond and not self._checked:``
-    whose body sets ``self._checked``, and ``if x is None:`` after ``x = cache.get(key)``
+    again only when what it caches changes; so does an ``or`` of such tests, each of a
+    cached attribute or a local read from one, whose body stores them all. So does ``if
+    cond and not self._checked:`` whose body sets ``self._checked``, and ``if x is None:`` after ``x = cache.get(key)``
     whose body stores into ``cache`` (once per key). A guard whose body fills a local or a
     parameter's default (``if alpha is None: alpha = ...``) runs on every call that needs it.
     So does ``if not self.x:``, however nested, where the function's own body (not a branch
@@ -47,6 +48,9 @@ def is_one_time_guard(branch: cst.If, ctx: FileContext) -> bool:
         operands = list(_or_operands(test))
         if all(_missed_container(operand, ctx) in body.containers for operand in operands):
             return True  # ``if key not in self.kv or key not in self.rope:`` filling both: once per key
+        missing = [_missing_cached(operand, ctx) for operand in operands]
+        if all(cached is not None and cached in body.attributes for cached in missing):
+            return True  # ``if g is None or l is None:`` of locals read from ``self.g``, ``self.l``, storing both
         for index, operand in enumerate(operands):
             cached = _missing_attribute(operand)
             if cached is None or cached not in body.attributes:
@@ -401,6 +405,15 @@ def _missing_attribute(test: cst.BaseExpression) -> str | None:
     """``self.x is None``: the attribute found missing."""
     tested = tested_against_none(test, cst.Is)
     return tested.attr.value if isinstance(tested, cst.Attribute) else None
+
+
+def _missing_cached(test: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """``self.x is None``, or ``x is None`` of a local last assigned ``self.x``: the cached
+    attribute found missing."""
+    tested = tested_against_none(test, cst.Is)
+    if isinstance(tested, cst.Attribute):
+        return tested.attr.value
+    return _kept_attribute(tested, ctx) if isinstance(tested, cst.Name) else None
 
 
 def _reads_attribute(test: cst.BaseExpression, name: str) -> bool:

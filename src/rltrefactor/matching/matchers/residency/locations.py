@@ -36,7 +36,7 @@ import libcst as cst
 
 from ....source import treesitter
 from ....source.functions import and_operands
-from ....source.tensor_places import HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
+from ....source.tensor_places import DEFAULT_DEVICE_FACTORIES, HOST_METHODS, RESULT_FIELDS, SAME_PLACE_FUNCTIONS, SAME_PLACE_METHODS
 from ..base import FileContext
 from ..context import guarded_by, subtree
 from ..walk import binds
@@ -49,18 +49,14 @@ from .type_names import PARAMETER_TENSORS, PARAMETER_TYPES, is_host_type, is_ten
 if TYPE_CHECKING:
     from tree_sitter import Node
 
-_FACTORIES = frozenset(
-    "tensor as_tensor zeros ones empty empty_strided full arange linspace logspace eye rand randn randint randperm normal "
-    "tril_indices triu_indices zeros_like ones_like empty_like full_like rand_like randn_like randint_like "
-    "from_numpy frombuffer".split()
-)
+_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
+_FACTORIES = DEFAULT_DEVICE_FACTORIES | _LIKE | {"tensor", "as_tensor", "from_numpy", "frombuffer"}
 _JOINS = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack"})
 _HOST_ARRAY_TYPES = frozenset({"numpy.ndarray", "np.ndarray", "numpy.typing.NDArray", "npt.NDArray"})
 _DTYPES = frozenset(
     "float float32 float64 double half float16 bfloat16 int int8 int16 int32 int64 long short uint8 bool "
     "float8_e4m3fn float8_e5m2 complex64 complex128".split()
 )
-_LIKE = frozenset({"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like"})
 DEPTH = 10  # assignments and views followed; device names add two steps
 
 
@@ -137,7 +133,7 @@ def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
     if reads_host_field(expr, ctx) or reads_host_class_field(expr, ctx):
         return True
     if isinstance(expr, (cst.Name, cst.Attribute)) and ctx.names.regex("host-names").search(ctx.code(expr)):
-        return True
+        return not _placed_against_its_name(expr, ctx, depth)
     if isinstance(expr, cst.Subscript):
         return on_host(expr.value, ctx, depth + 1)
     if isinstance(expr, cst.BinaryOperation):  # a host tensor only combines with host values
@@ -173,9 +169,23 @@ def _read_on_host(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
         return _call_on_host(expr, ctx, depth)
     if isinstance(expr, cst.Name):
         return (_guarded_as_host(expr, ctx) or _asserted_host(expr, ctx) or _assigned_on_host(expr, ctx, depth)
-                or _passed_on_host(expr, ctx)
+                or _passed_on_host(expr, ctx) or _uploaded_without_waiting(expr, ctx) or _element_of_host(expr, ctx, depth)
                 or _annotated_host(expr, ctx) or _host_field_parameter(expr, ctx))
     return False
+
+
+def _placed_against_its_name(expr: cst.CSTNode, ctx: FileContext, depth: int) -> bool:
+    """A ``self`` attribute named as host data that its class assigns a value placed
+    elsewhere: a tensor shown on a device, or a device built from what does not name the
+    host (``self.cpu_offload_device = torch.device(compute_device)``, the device weights
+    are brought to). The class's assignments, where all are known, outweigh the name."""
+    values = (attribute_values(expr, ctx) if isinstance(expr, cst.Attribute) else None) or []
+    return any(_names_a_device(v.value, ctx, depth) or on_device(v.value, ctx, depth + 1) for v in values)
+
+
+def _names_a_device(value: cst.BaseExpression, ctx: FileContext, depth: int) -> bool:
+    return (isinstance(value, cst.Call) and ctx.qualified_name(value.func) == "torch.device" and bool(value.args)
+            and not names_host(value.args[0].value, ctx, depth + 1))
 
 
 def _call_on_host(call: cst.Call, ctx: FileContext, depth: int) -> bool:
@@ -490,25 +500,31 @@ def _asserted_host_field(field: cst.Attribute, ctx: FileContext) -> bool:
     written = ctx.code(field).strip()
     if not _DOTTED_FIELD.fullmatch(written):
         return False
-    span = ctx.span(field)
-    point = (span.line - 1, span.column - 1)
-    use: Node | None = ctx.model.tree.root_node.descendant_for_point_range(point, point)
-    function = enclosing_function(use) if use is not None else None
+    use, function = _in_file_tree(field, ctx)
     if use is None or function is None:
         return False
+    use_row = ctx.span(field).line - 1
     root = written.partition(".")[0]
     asserted = -1  # the row of the latest such assertion before the use
     for statement in treesitter.captures("(assert_statement) @assert", function).get("assert", []):
         row, block = statement.start_point[0], statement.parent
-        if asserted < row < point[0] and block is not None and block.start_byte <= use.start_byte < block.end_byte \
+        if asserted < row < use_row and block is not None and block.start_byte <= use.start_byte < block.end_byte \
                 and enclosing_function(statement) == function and written in _fields_on_host(statement):
             asserted = row
     if asserted < 0:
         return False
     for target in treesitter.captures("(assignment left: (_) @target)", function).get("target", []):
-        if asserted < target.start_point[0] < point[0] and node_text(target).strip() in (written, root):
+        if asserted < target.start_point[0] < use_row and node_text(target).strip() in (written, root):
             return False
     return True
+
+
+def _in_file_tree(node: cst.CSTNode, ctx: FileContext) -> tuple[Node | None, Node | None]:
+    """The whole file's tree-sitter node at ``node``'s start, and its enclosing function."""
+    span = ctx.span(node)
+    point = (span.line - 1, span.column - 1)
+    use: Node | None = ctx.model.tree.root_node.descendant_for_point_range(point, point)
+    return use, enclosing_function(use) if use is not None else None
 
 
 _DOTTED_FIELD = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
@@ -553,6 +569,68 @@ def _annotated_host(name: cst.Name, ctx: FileContext) -> bool:
     annotation = found[1].annotation.annotation
     written = ctx.qualified_name(annotation.value if isinstance(annotation, cst.Subscript) else annotation) or ""
     return written in _HOST_ARRAY_TYPES or written.rpartition(".")[2] in ("ndarray", "NDArray") and written.startswith(("numpy", "np"))
+
+
+def _element_of_host(name: cst.Name, ctx: FileContext, depth: int) -> bool:
+    """The target of a loop or comprehension over a host value, assigned nothing else
+    before this use: ``int(n.item()) ... for n in lens.tolist()``. An element of a
+    container the code shows on the host (a ``.tolist()``, a CPU tensor) is a host value."""
+    if last_value(name, ctx) is not None:
+        return False
+    for ancestor in ctx.ancestors(name):
+        if isinstance(ancestor, (cst.FunctionDef, cst.Lambda)):
+            return False
+        clauses: list[cst.CompFor] = []
+        if isinstance(ancestor, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            clause: cst.CompFor | None = ancestor.for_in
+            while clause is not None:
+                clauses.append(clause)
+                clause = clause.inner_for_in
+        for_target, iterable = next(((c.target, c.iter) for c in clauses if _binds_name(c.target, name.value)), (None, None))
+        if isinstance(ancestor, cst.For) and _binds_name(ancestor.target, name.value):
+            for_target, iterable = ancestor.target, ancestor.iter
+        if for_target is not None and iterable is not None:
+            return on_host(iterable, ctx, depth + 1) and not _grown_in_place(iterable, ctx)
+    return False
+
+
+def _grown_in_place(container: cst.BaseExpression, ctx: FileContext) -> bool:
+    """A local list its function grows (``ids.append(x)``, ``.extend``, ``.insert``): what
+    its elements are is not what its last assignment says."""
+    function = ctx.enclosing_function(container)
+    if not isinstance(container, cst.Name) or function is None:
+        return False
+    return re.search(rf"(?<![\w.]){re.escape(container.value)}\s*\.\s*(?:append|extend|insert)\s*\(",
+                     ctx.code(function)) is not None
+
+
+def _binds_name(target: cst.BaseExpression, name: str) -> bool:
+    return isinstance(target, cst.Name) and target.value == name
+
+
+def _uploaded_without_waiting(name: cst.Name, ctx: FileContext) -> bool:
+    """A parameter its function never rebinds and copies to a device with
+    ``non_blocking=True`` (``is_multimodal.to(device=dev, non_blocking=True)``): a copy that
+    overlaps only from host memory, so the function is written for a host value. Read from
+    the whole file's tree-sitter parse, as a region may leave the upload out."""
+    if parameter_of(name, ctx) is None:
+        return False
+    _, function = _in_file_tree(name, ctx)
+    body = function.child_by_field_name("body") if function is not None else None
+    if function is None or body is None:
+        return False
+    uploads = re.finditer(rf"(?<![\w.]){re.escape(name.value)}\s*\.\s*(?:to|cuda)\s*\(([^()]*)\)", node_text(body))
+    if not any(_NON_BLOCKING.search(m.group(1)) and not ctx.names.regex("host-names").search(m.group(1)) for m in uploads):
+        return False
+    targets = treesitter.captures(_BINDINGS, function).get("target", [])
+    return not any(name.value in _WORDS.findall(node_text(target)) for target in targets)
+
+
+_NON_BLOCKING = re.compile(r"\bnon_blocking\s*=\s*True\b")
+_WORDS = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+# What binds a name in a function: assignments, loop targets, ``:=``.
+_BINDINGS = ("(assignment left: (_) @target) (augmented_assignment left: (_) @target) "
+             "(for_statement left: (_) @target) (named_expression name: (_) @target)")
 
 
 def _host_field_parameter(name: cst.Name, ctx: FileContext) -> bool:

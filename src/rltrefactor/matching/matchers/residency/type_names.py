@@ -6,12 +6,16 @@ from __future__ import annotations
 
 def is_host_type(answer: str, host_types: tuple[str, ...]) -> bool:
     """Whether every alternative of a type the engine printed lives in host memory: a
-    ``host-types`` name, or a container (``list[...]``, ``dict[...]``) of host types only."""
+    ``host-types`` name, a container (``list[...]``, ``dict[...]``) of host types only, or an
+    intersection with one (what ``isinstance(n, Tensor)`` narrows a declared ``int`` to)."""
     alternatives = split_top(answer, "|")
     return bool(alternatives) and all(_host_alternative(alt.strip(), host_types) for alt in alternatives)
 
 
 def _host_alternative(text: str, host_types: tuple[str, ...]) -> bool:
+    narrowed = split_top(text, "&")
+    if len(narrowed) > 1:  # ``Tensor & int``: an ``int`` narrowed by ``isinstance``; declared a host value
+        return any(_host_alternative(part.strip(), host_types) for part in narrowed)
     base, _, rest = text.partition("[")
     name = base.strip().rpartition(".")[2]
     if name in ("Optional", "Union"):
