@@ -89,14 +89,17 @@ def _differs_from_default(branch: cst.If | cst.IfExp, taken: cst.CSTNode,
         if value is not UNKNOWN and not value:  # ``None``, ``False``, ``0``, ``""``
             return truthy
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        if taken is not branch.body:
-            return None  # the ``else`` of an ``and`` runs where any operand fails
-        operands = [test.left, test.right]
-        while operands and isinstance(operands[0], cst.BooleanOperation) and isinstance(operands[0].operator, cst.And):
-            operands[:1] = [operands[0].left, operands[0].right]
-        # ``if p is not None and p.numel() > 0:``: the body needs every operand, this one too.
-        return next((found for operand in operands if (found := _compared_differs(operand, True, defaults))), None)
+        # ``if p is not None and p.numel() > 0:``: the body needs every operand, this one too;
+        # the ``else`` runs where any operand fails.
+        return _conjunct_differs(test, defaults) if taken is branch.body else None
     return _compared_differs(test, taken is branch.body, defaults)
+
+
+def _conjunct_differs(test: cst.BaseExpression, defaults: dict[str, cst.BaseExpression | None]) -> str | None:
+    """``p`` where an operand of an ``and`` holds only when ``p`` is not its default."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjunct_differs(test.left, defaults) or _conjunct_differs(test.right, defaults)
+    return _compared_differs(test, True, defaults)
 
 
 def _compared_differs(test: cst.BaseExpression, body: bool, defaults: dict[str, cst.BaseExpression | None]) -> str | None:
